@@ -1,0 +1,364 @@
+"""Integrity audit of one case directory. Reads only; never locks, repairs or creates anything.
+
+Errors are violations of the format's invariants (a broken chain, a revision out of order, a
+dangling reference, a file that does not decode). Warnings are the expected debris of an
+interrupted write (a torn tail, a pending journal, temp files), which the next writer removes,
+and things a person may want to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from cortex.cases import ledger
+from cortex.cases.bounds import JOURNAL_MAX, SNAPSHOT_MAX
+from cortex.cases.errors import CortexError, IntegrityError
+from cortex.cases.fsio import TEMP_PREFIX, read_bounded
+from cortex.cases.ids import is_id
+from cortex.cases.layout import (
+    BACKUP_PREFIX,
+    CASE_FILE,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    RAW_DIR,
+    REFS_DIR,
+    ledger_file,
+    parse_raw_ref,
+)
+from cortex.cases.records import (
+    LEDGER_PREFIXES,
+    LEDGER_TYPES,
+    LEDGERS,
+    CaseFile,
+    Evidence,
+    LedgerState,
+)
+from cortex.cases.redact import Redactor
+from cortex.cases.store import decode_case, decode_journal
+
+MAX_FINDINGS_PER_LEDGER = 20
+_KNOWN_ENTRIES = frozenset(
+    {CASE_FILE, LOCK_FILE, JOURNAL_FILE, RAW_DIR, REFS_DIR}
+    | {ledger_file(name) for name in LEDGERS}
+    | {"plan.json", "hypotheses.json", "decisions.json", "verification.json", "summary.md"}
+)
+
+
+class Finding(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """One problem found by the audit."""
+
+    severity: Literal["error", "warning"]
+    code: str
+    message: str
+    file: str | None = None
+    offset: int | None = None
+
+
+class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
+    """The outcome of an audit: ok means no errors (warnings allowed)."""
+
+    task_id: str
+    ok: bool
+    revision: int | None
+    records: dict[str, int]
+    errors: list[Finding]
+    warnings: list[Finding]
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.errors: list[Finding] = []
+        self.warnings: list[Finding] = []
+
+    def error(self, code: str, message: str, **where: Any) -> None:
+        self.errors.append(Finding(severity="error", code=code, message=message, **where))
+
+    def warn(self, code: str, message: str, **where: Any) -> None:
+        self.warnings.append(Finding(severity="warning", code=code, message=message, **where))
+
+
+def _ulid_checker() -> Callable[[str], bool]:
+    """An independent ULID parser (python-ulid) to cross-check the ids we minted."""
+    from ulid import ULID  # lazy: ~50 ms to import, audit only
+
+    def check(text: str) -> bool:
+        try:
+            return str(ULID.from_str(text)) == text
+        except ValueError:
+            return False
+
+    return check
+
+
+def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
+    """Check every invariant of the case directory at `path`."""
+    found = _Collector()
+    records: dict[str, int] = {}
+    case = _audit_snapshot(path, task_id, found)
+    if case is not None:
+        context = _LedgerContext(path=path, case=case, found=found, redactor=redactor)
+        for name in LEDGERS:
+            records[name] = _audit_ledger(context, name)
+        _audit_raw(path, context.raw_refs, found)
+        _audit_secrets(case, redactor, CASE_FILE, found)
+    _audit_entries(path, found)
+    return AuditReport(
+        task_id=task_id,
+        ok=not found.errors,
+        revision=None if case is None else case.revision,
+        records=records,
+        errors=found.errors,
+        warnings=found.warnings,
+    )
+
+
+def _audit_snapshot(path: str, task_id: str, found: _Collector) -> CaseFile | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        found.error("missing", "the case directory does not exist")
+        return None
+    if not stat.S_ISDIR(mode):
+        found.error("not_a_directory", "the case path is not a real directory (symlink?)")
+        return None
+    if mode & 0o077:
+        found.warn("permissions", f"the case directory is mode {oct(mode & 0o777)}, not 0o700")
+    case_path = os.path.join(path, CASE_FILE)
+    try:
+        case = decode_case(read_bounded(case_path, SNAPSHOT_MAX), case_path)
+    except FileNotFoundError:
+        found.error("missing", "case.json is missing", file=CASE_FILE)
+        return None
+    except CortexError as exc:
+        found.error(exc.code, exc.message, file=CASE_FILE)
+        return None
+    if case.id != task_id:
+        found.error("identity", f"case.json names {case.id}, not {task_id}", file=CASE_FILE)
+    for child in [case.parent_task_id, *case.child_task_ids]:
+        if child is not None and not is_id(child, "task"):
+            found.error("id_format", f"malformed linked task id {child!r}", file=CASE_FILE)
+    for name in case.ledgers:
+        if name not in LEDGERS:
+            found.error("schema", f"case.json names an unknown ledger {name!r}", file=CASE_FILE)
+    return case
+
+
+class _LedgerContext:
+    """What the ledger checks share: the case, the findings, and cross-ledger references."""
+
+    def __init__(self, *, path: str, case: CaseFile, found: _Collector, redactor: Redactor) -> None:
+        self.path = path
+        self.case = case
+        self.found = found
+        self.redactor = redactor
+        self.check_ulid = _ulid_checker()
+        self.raw_refs: set[str] = set()
+        self.evidence_ids: set[str] = set()
+
+
+def _audit_ledger(context: _LedgerContext, name: str) -> int:
+    path, case, found = context.path, context.case, context.found
+    file = ledger_file(name)
+    full = os.path.join(path, file)
+    state = case.ledgers.get(name)
+    if state is None:
+        found.error("schema", f"case.json has no committed state for {file}", file=CASE_FILE)
+        state = LedgerState()
+    genesis = ledger.genesis(case.id, name)
+    prefix = LEDGER_PREFIXES[name]
+    prefix_len = len(prefix) + 1
+    type_ = LEDGER_TYPES[name]
+    expected_prev = genesis
+    last_revision = 0
+    count = 0
+    seen: set[str] = set()
+    problems = 0
+
+    def fail(code: str, message: str, offset: int) -> None:
+        nonlocal problems
+        problems += 1
+        if problems <= MAX_FINDINGS_PER_LEDGER:
+            found.error(code, message, file=file, offset=offset)
+
+    try:
+        for offset, line in ledger.iter_lines(full, state.bytes):
+            count += 1
+            try:
+                record = ledger.parse_line(line, type_, where=f"{file} byte {offset}")
+            except IntegrityError as exc:
+                fail("schema", exc.message, offset)
+                expected_prev = ledger.line_hash(line)
+                continue
+            if record.prev != expected_prev:
+                fail("chain", "the hash chain is broken (edited, dropped or moved line)", offset)
+            expected_prev = ledger.line_hash(line)
+            if not 1 <= record.revision <= case.revision:
+                fail(
+                    "revision",
+                    f"line revision {record.revision} is outside 1..{case.revision}",
+                    offset,
+                )
+            elif record.revision < last_revision:
+                fail("revision", "line revisions go backwards (reordered lines)", offset)
+            last_revision = max(last_revision, record.revision)
+            if not is_id(record.id, prefix) or not context.check_ulid(record.id[prefix_len:]):
+                fail("id_format", f"malformed record id {record.id!r}", offset)
+            elif record.id in seen:
+                fail("duplicate_id", f"record id {record.id} appears twice", offset)
+            seen.add(record.id)
+            if isinstance(record, Evidence):
+                _check_evidence(record, context, fail, offset)
+            _audit_secrets(record, context.redactor, file, found, offset=offset)
+    except FileNotFoundError:
+        if state.bytes:
+            found.error(
+                "missing", f"{file} is missing but {state.bytes} bytes are committed", file=file
+            )
+        return 0
+    except IntegrityError as exc:
+        found.error("truncated", exc.message, file=file)
+        return count
+    if problems > MAX_FINDINGS_PER_LEDGER:
+        found.error(
+            "more", f"{problems - MAX_FINDINGS_PER_LEDGER} more problems in {file}", file=file
+        )
+    if count != state.count:
+        found.error(
+            "count", f"{count} committed lines, but case.json says {state.count}", file=file
+        )
+    if expected_prev != (state.tip or genesis):
+        found.error("tip", "the last committed line does not match case.json's tip", file=file)
+    _audit_tail(full, file, state, case.revision, found)
+    return count
+
+
+def _check_evidence(
+    record: Evidence,
+    context: _LedgerContext,
+    fail: Callable[[str, str, int], None],
+    offset: int,
+) -> None:
+    evidence_ids, raw_refs, task_id = context.evidence_ids, context.raw_refs, context.case.id
+    for parent in record.derived_from:
+        if parent not in evidence_ids:
+            fail("reference", f"derivedFrom names {parent!r}, not an earlier record", offset)
+    evidence_ids.add(record.id)
+    if record.raw_ref is None:
+        return
+    parsed = parse_raw_ref(record.raw_ref)
+    if parsed is None or parsed[0] != task_id or not is_id(parsed[1], "raw"):
+        fail("reference", f"rawRef {record.raw_ref!r} is not a raw blob of this case", offset)
+        return
+    raw_refs.add(parsed[1])
+
+
+def _audit_tail(full: str, file: str, state: LedgerState, revision: int, found: _Collector) -> None:
+    extra = ledger.uncommitted_tail(full, state.bytes)
+    if not extra:
+        return
+    try:
+        ledger.check_tail(full, state.bytes, revision)
+    except IntegrityError as exc:
+        found.error("foreign_tail", exc.message, file=file, offset=state.bytes)
+        return
+    found.warn(
+        "uncommitted_tail",
+        f"{extra} uncommitted bytes after the committed end (an interrupted write); "
+        "readers ignore them and the next write removes them",
+        file=file,
+        offset=state.bytes,
+    )
+
+
+def _audit_raw(path: str, referenced: set[str], found: _Collector) -> None:
+    raw_dir = os.path.join(path, RAW_DIR)
+    try:
+        names = os.listdir(raw_dir)
+    except FileNotFoundError:
+        names = []
+    present: set[str] = set()
+    for name in names:
+        full = os.path.join(raw_dir, name)
+        mode = os.lstat(full).st_mode
+        stem = name.removesuffix(".txt")
+        if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            found.error("symlink", f"raw/{name} is not a regular file", file=f"raw/{name}")
+        elif not (name.endswith(".txt") and is_id(stem, "raw")):
+            found.warn("stray_file", f"raw/{name} is not a raw blob", file=f"raw/{name}")
+        else:
+            present.add(stem)
+    for missing in sorted(referenced - present):
+        found.error("reference", f"evidence points at raw/{missing}.txt, which is missing")
+    pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
+    for orphan in sorted(present - referenced):
+        if not pending:
+            found.warn("orphan_blob", f"raw/{orphan}.txt is referenced by no committed record")
+
+
+def _audit_entries(path: str, found: _Collector) -> None:
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in sorted(names):
+        if name.startswith((TEMP_PREFIX, BACKUP_PREFIX)):
+            found.warn(
+                "stray_file",
+                f"{name} was left by an interrupted write; the next write removes it",
+                file=name,
+            )
+        elif name == JOURNAL_FILE:
+            journal_path = os.path.join(path, name)
+            try:
+                decode_journal(read_bounded(journal_path, JOURNAL_MAX), journal_path)
+            except CortexError as exc:
+                found.error("journal", exc.message, file=name)
+            else:
+                found.warn(
+                    "pending_journal",
+                    "an interrupted multi-file commit is pending; the next write resolves it",
+                    file=name,
+                )
+        elif name not in _KNOWN_ENTRIES:
+            found.warn("stray_file", f"{name} is not part of the case format", file=name)
+        else:
+            mode = os.lstat(os.path.join(path, name)).st_mode
+            if stat.S_ISLNK(mode):
+                found.error("symlink", f"{name} is a symlink", file=name)
+            elif mode & 0o077:
+                found.warn("permissions", f"{name} is mode {oct(mode & 0o777)}", file=name)
+
+
+def _audit_secrets(
+    record: msgspec.Struct,
+    redactor: Redactor,
+    file: str,
+    found: _Collector,
+    *,
+    offset: int | None = None,
+) -> None:
+    """Warn when stored text still matches a secret pattern (e.g. a literal added later)."""
+    for text in _strings(msgspec.to_builtins(record)):
+        if redactor.looks_secret(text):
+            found.warn(
+                "secret_residue",
+                "stored text matches a secret pattern (was a redaction literal added later?)",
+                file=file,
+                offset=offset,
+            )
+            return
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

@@ -1,0 +1,58 @@
+"""Every size and count limit Cortex enforces, in one place.
+
+Limits are refusal thresholds, not targets: input over a limit is refused with `invalid_input`
+(exit 4) before anything is written, and a file over a limit is reported as corrupt rather than
+read into memory. `docs/bounds.md` documents each constant; a test keeps the two in step.
+Text limits count UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# Files.
+LEDGER_RECORD_MAX = 256 * KIB
+"""One ledger line, as encoded (including its revision and chain hash)."""
+SNAPSHOT_MAX = 16 * MIB
+"""One JSON snapshot such as case.json."""
+RAW_BLOB_MAX = 16 * MIB
+"""One raw blob (a `--raw-file` or stdin), before redaction."""
+JOURNAL_MAX = 1 * MIB
+"""The multi-file commit journal (it lists names and lengths, never contents)."""
+LOCK_INFO_MAX = 4 * KIB
+"""Holder metadata read back from a lock file for a `busy` message."""
+
+# Free text.
+GOAL_MAX = 4 * KIB
+CLAIM_MAX = 16 * KIB
+NOTE_MAX = 16 * KIB
+CRITERION_STATEMENT_MAX = 4 * KIB
+SYMBOL_MAX = 1 * KIB
+URI_MAX = 4 * KIB
+LOCATION_PATH_MAX = 1 * KIB
+
+# Identifiers chosen by callers.
+IDENTIFIER_MAX = 256
+"""Actor names, idempotency keys, tool names."""
+CRITERION_ID_MAX = 128
+
+# Configuration.
+CONFIG_FILE_MAX = 1 * MIB
+REDACT_LITERALS_MAX = 256
+REDACT_LITERAL_MIN = 4
+"""Shorter literals would mangle ordinary text."""
+REDACT_LITERAL_MAX = 4 * KIB
+
+# Counts.
+CRITERIA_MAX = 64
+SURFACES_MAX = 16
+DERIVED_FROM_MAX = 64
+LINE_NUMBER_MAX = 10_000_000
+LIST_LIMIT_MAX = 1000
+LIST_LIMIT_DEFAULT = 50
+
+# Waiting.
+LOCK_TIMEOUT_DEFAULT = 10.0
+"""Seconds a writer waits for a case lock before failing with `busy`."""
+LOCK_TIMEOUT_MAX = 600.0

@@ -1,0 +1,94 @@
+"""The errors the case store raises, each with a stable code and a semantic exit status.
+
+    CortexError                 internal_error       1
+    ├── NotFoundError           not_found            3
+    ├── InvalidInputError       invalid_input        4
+    ├── IntegrityError          integrity_error      4
+    │   └── UnsupportedSchemaError  unsupported_schema  4
+    ├── RefusedError            refused              5
+    ├── RevisionConflictError   revision_conflict    6  (retryable)
+    └── BusyError               busy                 6  (retryable)
+
+Surfaces map `code` and `exit_status` to their output without a table of their own, so a new
+error cannot be forgotten by one of them. The kernel adds its own subclasses in
+`cortex.kernel.errors`.
+"""
+
+from __future__ import annotations
+
+
+class CortexError(Exception):
+    """Base of every error Cortex raises on purpose."""
+
+    code = "internal_error"
+    exit_status = 1
+    retryable = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFoundError(CortexError):
+    """An explicitly named case, record or file does not exist."""
+
+    code = "not_found"
+    exit_status = 3
+
+
+class InvalidInputError(CortexError):
+    """The caller's input is malformed, out of bounds or unsafe; nothing was written."""
+
+    code = "invalid_input"
+    exit_status = 4
+
+
+class IntegrityError(CortexError):
+    """Stored data does not satisfy the format's invariants."""
+
+    code = "integrity_error"
+    exit_status = 4
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnsupportedSchemaError(IntegrityError):
+    """A file was written by a newer Cortex; it is left untouched."""
+
+    code = "unsupported_schema"
+
+
+class RefusedError(CortexError):
+    """A gate or policy refused the operation; nothing was written."""
+
+    code = "refused"
+    exit_status = 5
+
+
+class RevisionConflictError(CortexError):
+    """The case moved on since the caller read it; reload and retry."""
+
+    code = "revision_conflict"
+    exit_status = 6
+    retryable = True
+
+    def __init__(self, *, expected: int, actual: int) -> None:
+        super().__init__(
+            f"case is at revision {actual}, not the expected {expected}; reload it and retry"
+        )
+        self.expected = expected
+        self.actual = actual
+
+
+class BusyError(CortexError):
+    """Another writer held the lock for longer than the configured wait."""
+
+    code = "busy"
+    exit_status = 6
+    retryable = True
+
+    def __init__(self, message: str, *, holder: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder or {}

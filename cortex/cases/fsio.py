@@ -1,0 +1,157 @@
+"""File-system primitives with the durability rules of docs/design/storage.md.
+
+Everything here works on `str` paths with `os` calls: `pathlib` and `tempfile` cost several
+milliseconds to import, more than the I/O of an entire append (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+
+from cortex.cases import _crash
+from cortex.cases.errors import IntegrityError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+TEMP_PREFIX = ".tmp-"
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC
+APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte, looping over short writes."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def fsync_dir(path: str) -> None:
+    """Make a directory's entries (creations, renames, removals) durable."""
+    fd = os.open(path, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def is_real_dir(path: str) -> bool:
+    """A directory that is not a symlink."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def make_private_dirs(path: str) -> None:
+    """Create `path` and any missing parents with mode 0700; existing ones are left as they are."""
+    missing: list[str] = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+    if missing:
+        fsync_dir(os.path.dirname(missing[-1]))
+
+
+def temp_name(directory: str, final_name: str) -> str:
+    """A unique temp path in `directory`, recognisable by recovery as stray debris."""
+    return os.path.join(directory, f"{TEMP_PREFIX}{final_name}-{os.getpid()}-{os.urandom(4).hex()}")
+
+
+def write_new_file(path: str, data: bytes, *, sync: bool = True) -> None:
+    """Create `path` exclusively (never through a symlink), write it and fsync it."""
+    fd = os.open(path, CREATE_FLAGS, FILE_MODE)
+    try:
+        write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never a mix.
+
+    Temp file in the same directory, fsync, rename over the target, fsync the directory: without
+    the first fsync a crash can leave a zero-length file under the final name (the ext4
+    delayed-allocation case); without the last, the rename itself can be lost.
+    """
+    directory = os.path.dirname(path)
+    tmp = temp_name(directory, os.path.basename(path))
+    fd = os.open(tmp, CREATE_FLAGS, FILE_MODE)
+    try:
+        try:
+            _crash.point("snapshot.tmp_created")
+            write_all(fd, data)
+            _crash.point("snapshot.tmp_written")
+            os.fsync(fd)
+            _crash.point("snapshot.tmp_synced")
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _crash.point("snapshot.replaced")
+    fsync_dir(directory)
+    _crash.point("snapshot.dir_synced")
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def open_for_read(path: str) -> int:
+    """Open a regular file for reading without following a symlink at the last component."""
+    try:
+        fd = os.open(path, READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise IntegrityError(f"{path} is a symlink; refusing to follow it", path=path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IntegrityError(f"{path} is not a regular file", path=path)
+    return fd
+
+
+def read_bounded(path: str, limit: int) -> bytes:
+    """Read a whole regular file, refusing (without reading it) one larger than `limit`."""
+    fd = open_for_read(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise IntegrityError(f"{path} is {size} bytes, over the {limit}-byte limit", path=path)
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise IntegrityError(f"{path} grew past the {limit}-byte limit", path=path)
+        return data
+    finally:
+        os.close(fd)

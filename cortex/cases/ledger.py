@@ -1,0 +1,192 @@
+r"""Append-only JSONL ledgers: line format, hash chain, appends, committed reads, torn tails.
+
+A line is one compact JSON object plus `\\n`. JSON encoding escapes every control character, so
+no field value can split a record into two physical lines (and so forge one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from hashlib import sha256
+from typing import TypeVar
+
+import msgspec
+
+from cortex.cases import _crash
+from cortex.cases.bounds import LEDGER_RECORD_MAX
+from cortex.cases.errors import IntegrityError, InvalidInputError
+from cortex.cases.fsio import APPEND_FLAGS, FILE_MODE, open_for_read, write_all
+from cortex.cases.records import LineMeta, decode, encode
+
+_R = TypeVar("_R")
+_CHUNK = 1 << 20
+TAIL_SCAN_MAX = 64 * 1024 * 1024
+"""Uncommitted bytes a writer will inspect before calling the tail foreign (see recovery)."""
+
+
+def genesis(task_id: str, ledger: str) -> str:
+    """The `prev` of a ledger's first line: ties the chain to one case and one ledger."""
+    return sha256(f"cortex-ledger/v1\0{task_id}\0{ledger}".encode()).hexdigest()
+
+
+def line_hash(line: bytes) -> str:
+    """The hash that the next line's `prev` must carry (of the line without its newline)."""
+    return sha256(line).hexdigest()
+
+
+def format_line(record: object) -> bytes:
+    """Encode one record as a ledger line, refusing one over the record limit."""
+    data = encode(record)
+    if len(data) + 1 > LEDGER_RECORD_MAX:
+        msg = f"record is {len(data) + 1} bytes encoded, over the {LEDGER_RECORD_MAX}-byte limit"
+        raise InvalidInputError(msg)
+    return data + b"\n"
+
+
+def parse_line(line: bytes, type_: type[_R], *, where: str) -> _R:
+    """Decode one line (without its newline) into `type_`, or raise IntegrityError."""
+    try:
+        return decode(line, type_)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise IntegrityError(f"{where}: {exc}") from None
+
+
+def append(path: str, data: bytes) -> None:
+    """Append whole lines with one write to an O_APPEND descriptor, then fsync.
+
+    O_APPEND makes seek-to-end and write one step, so concurrent appenders (which the case lock
+    already excludes) could not overwrite each other even if they raced.
+    """
+    fd = os.open(path, APPEND_FLAGS, FILE_MODE)
+    try:
+        _crash.point("ledger.before_write")
+        if _crash.is_armed("ledger.torn_write"):
+            write_all(fd, data[: max(1, len(data) // 2)])
+            _crash.point("ledger.torn_write")
+        write_all(fd, data)
+        _crash.point("ledger.written")
+        os.fsync(fd)
+        _crash.point("ledger.synced")
+    finally:
+        os.close(fd)
+
+
+def iter_lines(path: str, length: int) -> Iterator[tuple[int, bytes]]:
+    """Yield `(offset, line)` for the first `length` bytes of a ledger, newline stripped.
+
+    The committed region must end on a line boundary and fit the record limit per line; a file
+    shorter than `length` has lost acknowledged data. Both are integrity errors.
+    """
+    if length == 0:
+        return
+    fd = open_for_read(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size < length:
+            msg = f"{path} is {size} bytes but {length} are committed: acknowledged data is gone"
+            raise IntegrityError(msg, path=path)
+        offset = 0
+        pending = b""
+        remaining = length
+        while remaining > 0:
+            chunk = os.read(fd, min(_CHUNK, remaining))
+            if not chunk:
+                raise IntegrityError(f"{path} ended early while reading", path=path)
+            remaining -= len(chunk)
+            pending += chunk
+            start = 0
+            while True:
+                end = pending.find(b"\n", start)
+                if end < 0:
+                    break
+                line = pending[start:end]
+                if len(line) + 1 > LEDGER_RECORD_MAX:
+                    msg = f"{path}: line at byte {offset} exceeds the record limit"
+                    raise IntegrityError(msg, path=path)
+                yield offset, line
+                offset += end - start + 1
+                start = end + 1
+            pending = pending[start:]
+            if len(pending) > LEDGER_RECORD_MAX:
+                msg = f"{path}: line at byte {offset} exceeds the record limit"
+                raise IntegrityError(msg, path=path)
+        if pending:
+            msg = f"{path}: the committed region does not end with a complete line"
+            raise IntegrityError(msg, path=path)
+    finally:
+        os.close(fd)
+
+
+def read_records(path: str, length: int, type_: type[_R], *, revision: int) -> Iterator[_R]:
+    """Decode every committed record, refusing a line tagged later than `revision`."""
+    name = os.path.basename(path)
+    for offset, line in iter_lines(path, length):
+        record = parse_line(line, type_, where=f"{name} byte {offset}")
+        line_revision = getattr(record, "revision", 0)
+        if line_revision > revision:
+            msg = f"{name} byte {offset}: line claims revision {line_revision} > case {revision}"
+            raise IntegrityError(msg, path=path)
+        yield record
+
+
+def uncommitted_tail(path: str, committed: int) -> int:
+    """How many bytes follow the committed end (0 if none or the file does not exist)."""
+    try:
+        size = os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0
+    return max(size - committed, 0)
+
+
+def check_tail(path: str, committed: int, revision: int) -> int:
+    """Classify the bytes after the committed end; return how many may be truncated.
+
+    The protocol can leave only an incomplete final line and/or complete lines tagged with a
+    revision above the committed one (a commit that never reached its commit point). Anything
+    else was written by someone else, and we refuse to destroy it.
+    """
+    try:
+        fd = open_for_read(path)
+    except FileNotFoundError:
+        if committed:
+            msg = f"{path} is missing but {committed} bytes are committed: data is gone"
+            raise IntegrityError(msg, path=path) from None
+        return 0
+    try:
+        size = os.fstat(fd).st_size
+        if size < committed:
+            msg = f"{path} is {size} bytes but {committed} are committed: acknowledged data is gone"
+            raise IntegrityError(msg, path=path)
+        extra = size - committed
+        if extra == 0:
+            return 0
+        if extra > TAIL_SCAN_MAX:
+            msg = f"{path} has {extra} uncommitted bytes, too many to be an interrupted write"
+            raise IntegrityError(msg, path=path)
+        tail = os.pread(fd, extra, committed)
+    finally:
+        os.close(fd)
+    *complete, _partial = tail.split(b"\n")
+    for line in complete:
+        try:
+            line_revision = decode(line, LineMeta).revision
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            line_revision = 0
+        if line_revision <= revision:
+            msg = (
+                f"{path} has data after its committed end that no interrupted write could have "
+                "left; refusing to truncate it (run `cortex case audit`)"
+            )
+            raise IntegrityError(msg, path=path)
+    return extra
+
+
+def truncate(path: str, length: int) -> None:
+    """Cut a ledger back to its committed length and make that durable."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.ftruncate(fd, length)
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,281 @@
+"""The records of a case directory, as msgspec Structs that reject unknown fields.
+
+Python attributes are snake_case; on disk every field is camelCase (`rename="camel"`), the
+format the case files document. Ledger records end with two fields the store fills in when it
+appends them: `revision` (the case revision the line was committed at) and `prev` (the sha256 of
+the previous line, which chains the ledger).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+SCHEMA_VERSION = 1
+
+Mode = Literal["change", "investigate", "review"]
+Risk = Literal["low", "medium", "high"]
+Phase = Literal[
+    "new",
+    "orienting",
+    "investigating",
+    "planned",
+    "changing",
+    "verifying",
+    "persisting",
+    "complete",
+    "blocked",
+    "abandoned",
+    "needs_human_decision",
+]
+Surface = Literal["code", "browser", "terminal", "artifact", "secret"]
+Confidence = Literal["high", "medium", "low", "unknown"]
+Sensitivity = Literal["normal", "sensitive"]
+Origin = Literal["agent", "human", "reviewer", "tool"]
+EvidenceKind = Literal[
+    "observation",
+    "note",
+    "code_location",
+    "code_graph",
+    "semantic_search",
+    "browser_run",
+    "terminal_run",
+    "unit_test",
+    "build",
+    "lint",
+    "artifact",
+    "human_report",
+    "model_inference",
+    "repository_contract",
+    "tool_unavailable",
+]
+WorkspaceKind = Literal["git", "directory"]
+
+LEDGERS = ("evidence", "commands", "phases")
+"""The ledgers of format v1; each is `<name>.jsonl` in the case directory."""
+
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename="camel"):
+    """Common options: strict decoding, keyword construction, camelCase on disk."""
+
+
+# case.json ----------------------------------------------------------------------------------
+
+
+class Workspace(_Record, kw_only=True):
+    """Where the task runs: captured once, when the case is opened."""
+
+    kind: WorkspaceKind
+    root: str
+    repository: str
+    branch: str | None = None
+    commit_before: str | None = None
+
+
+class Criterion(_Record, kw_only=True):
+    """An acceptance criterion, immutable once the case exists."""
+
+    id: str
+    statement: str
+
+
+class ChangeBoundary(_Record, kw_only=True):
+    """The files and symbols a change task may touch (set by the plan)."""
+
+    files: list[str] = msgspec.field(default_factory=list)
+    symbols: list[str] = msgspec.field(default_factory=list)
+    reason: str | None = None
+
+
+class Lease(_Record, kw_only=True):
+    """A time-bounded claim on making changes; kept for audit after release."""
+
+    actor: str
+    acquired_at: str
+    renewed_at: str
+    expires_at: str
+    released_at: str | None = None
+
+
+class LedgerState(_Record, kw_only=True):
+    """The committed extent of one ledger: readers never look past `bytes`."""
+
+    count: int = 0
+    bytes: int = 0
+    tip: str = ""
+
+
+class CaseFile(_Record, kw_only=True):
+    """`case.json`: the case snapshot. Its revision counts commits."""
+
+    schema_version: int = SCHEMA_VERSION
+    revision: int
+    id: str
+    created_at: str
+    updated_at: str
+    goal: str
+    mode: Mode = "change"
+    status: Phase = "new"
+    paused_from: Phase | None = None
+    actor: str
+    risk: Risk = "medium"
+    parent_task_id: str | None = None
+    child_task_ids: list[str] = msgspec.field(default_factory=list)
+    idempotency_key: str | None = None
+    workspace: Workspace
+    surfaces: list[Surface] = msgspec.field(default_factory=lambda: ["code"])
+    change_boundary: ChangeBoundary = msgspec.field(default_factory=ChangeBoundary)
+    change_lease: Lease | None = None
+    verification_required: list[str] = msgspec.field(default_factory=list)
+    acceptance_criteria: list[Criterion] = msgspec.field(default_factory=list)
+    ledgers: dict[str, LedgerState] = msgspec.field(default_factory=dict)
+    snapshots: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+# Ledger records ---------------------------------------------------------------------------
+
+
+class Source(_Record, kw_only=True):
+    """Where a piece of evidence came from."""
+
+    tool: str
+    uri: str | None = None
+    actor: str | None = None
+    origin: Origin = "agent"
+
+
+class Location(_Record, kw_only=True):
+    """A place in the repository a piece of evidence is about."""
+
+    file: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    symbol: str | None = None
+
+
+class Evidence(_Record, kw_only=True):
+    """One line of `evidence.jsonl`: a claim with its provenance."""
+
+    id: str
+    timestamp: str
+    kind: EvidenceKind = "observation"
+    source: Source
+    claim: str
+    location: Location | None = None
+    confidence: Confidence = "unknown"
+    sensitivity: Sensitivity = "normal"
+    raw_ref: str | None = None
+    derived_from: list[str] = msgspec.field(default_factory=list)
+    revision: int = 0
+    prev: str = ""
+
+
+class Command(_Record, kw_only=True):
+    """One line of `commands.jsonl`: what was done, by whom, how it ended. Never content."""
+
+    id: str
+    timestamp: str
+    actor: str
+    operation: str
+    status: Literal["ok"] = "ok"
+    duration_ms: int
+    target: str | None = None
+    note: str | None = None
+    revision: int = 0
+    prev: str = ""
+
+
+class PhaseChange(_Record, kw_only=True):
+    """One line of `phases.jsonl`: a committed phase transition."""
+
+    id: str
+    timestamp: str
+    from_phase: Phase | None = msgspec.field(default=None, name="from")
+    to_phase: Phase = msgspec.field(name="to")
+    actor: str
+    reason: str | None = None
+    revision: int = 0
+    prev: str = ""
+
+
+LEDGER_TYPES: dict[str, type[Evidence | Command | PhaseChange]] = {
+    "evidence": Evidence,
+    "commands": Command,
+    "phases": PhaseChange,
+}
+LEDGER_PREFIXES = {"evidence": "ev", "commands": "cmd", "phases": "ph"}
+
+LedgerRecord = Evidence | Command | PhaseChange
+
+
+class LineMeta(msgspec.Struct):
+    """Just the revision of a ledger line, decoded without validating the rest."""
+
+    revision: int = 0
+
+
+# Store bookkeeping ------------------------------------------------------------------------
+
+
+class StagedFile(_Record, kw_only=True):
+    """One file of a multi-file commit: where it was staged and where it goes."""
+
+    staged: str
+    final: str
+    backup: str | None = None
+
+
+class Journal(_Record, kw_only=True):
+    """`.journal.json`: enough to roll an interrupted multi-file commit back or forward."""
+
+    schema_version: int = SCHEMA_VERSION
+    task_id: str
+    from_revision: int
+    to_revision: int
+    ledgers: dict[str, int]
+    files: list[StagedFile] = msgspec.field(default_factory=list)
+
+
+class LockInfo(msgspec.Struct, kw_only=True):
+    """Who holds a lock, written by the holder for `busy` diagnostics only."""
+
+    pid: int
+    host: str
+    actor: str
+    operation: str
+    since: str
+
+
+class KeyRecord(_Record, kw_only=True):
+    """An idempotency key's claim on a case id."""
+
+    task_id: str
+    fingerprint: str
+
+
+# Codec ------------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def encode(obj: Any) -> bytes:
+    """Compact, deterministic JSON (the form used for ledger lines and hashing)."""
+    return _encoder.encode(obj)
+
+
+def encode_pretty(obj: Any) -> bytes:
+    """Indented JSON with a final newline: the form used for snapshots people read."""
+    return msgspec.json.format(_encoder.encode(obj), indent=2) + b"\n"
+
+
+def decode(data: bytes, type_: type[_T]) -> _T:
+    """Decode and validate; raises msgspec.ValidationError or msgspec.DecodeError."""
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+    result: _T = decoder.decode(data)
+    return result

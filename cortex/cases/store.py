@@ -1,0 +1,365 @@
+"""The case store: where cases live, how they are read, and how they are created.
+
+Readers here take no lock and write nothing. Writers go through `CaseStore.create` or
+`CaseStore.transaction` (cortex.cases.txn), both of which hold the relevant lock for the whole
+write. The protocol is docs/design/storage.md.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from hashlib import sha256
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from cortex.cases import _crash, ledger
+from cortex.cases.bounds import JOURNAL_MAX, SNAPSHOT_MAX
+from cortex.cases.errors import (
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    UnsupportedSchemaError,
+)
+from cortex.cases.fsio import (
+    DIR_MODE,
+    TEMP_PREFIX,
+    fsync_dir,
+    make_private_dirs,
+    read_bounded,
+    write_atomic,
+    write_new_file,
+)
+from cortex.cases.ids import is_id, new_id
+from cortex.cases.layout import (
+    BACKUP_PREFIX,
+    CASE_FILE,
+    CREATING_PREFIX,
+    JOURNAL_FILE,
+    KEYS_DIR,
+    LOCK_FILE,
+    RAW_DIR,
+    REFS_DIR,
+    STORE_LOCK_FILE,
+    case_dir,
+    ledger_file,
+)
+from cortex.cases.lock import FileLock
+from cortex.cases.records import (
+    LEDGER_TYPES,
+    LEDGERS,
+    SCHEMA_VERSION,
+    CaseFile,
+    Command,
+    Journal,
+    KeyRecord,
+    LedgerRecord,
+    LedgerState,
+    LockInfo,
+    PhaseChange,
+    decode,
+    encode,
+    encode_pretty,
+)
+from cortex.cases.redact import Redactor
+from cortex.cases.scrub import scrub
+
+if TYPE_CHECKING:
+    from cortex.cases.txn import Transaction
+
+
+class _SchemaProbe(msgspec.Struct, rename="camel"):
+    schema_version: int = 0
+
+
+def decode_case(data: bytes, path: str) -> CaseFile:
+    """Decode case.json, telling a newer format apart from a damaged file."""
+    try:
+        version = decode(data, _SchemaProbe).schema_version
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise IntegrityError(f"{path}: not a case snapshot ({exc})", path=path) from None
+    if version > SCHEMA_VERSION:
+        msg = (
+            f"{path} uses format version {version}; this Cortex reads up to "
+            f"{SCHEMA_VERSION}. Upgrade Cortex; the file was left untouched"
+        )
+        raise UnsupportedSchemaError(msg, path=path)
+    try:
+        case = decode(data, CaseFile)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise IntegrityError(f"{path}: {exc}", path=path) from None
+    if case.revision < 1:
+        raise IntegrityError(f"{path}: revision must be at least 1", path=path)
+    return case
+
+
+def decode_journal(data: bytes, path: str) -> Journal:
+    """Decode a commit journal."""
+    try:
+        return decode(data, Journal)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise IntegrityError(f"{path}: not a commit journal ({exc})", path=path) from None
+
+
+def empty_ledgers(task_id: str) -> dict[str, LedgerState]:
+    """Committed state of ledgers with no lines."""
+    return {name: LedgerState(tip=ledger.genesis(task_id, name)) for name in LEDGERS}
+
+
+def chain(
+    task_id: str, name: str, state: LedgerState, records: list[LedgerRecord], revision: int
+) -> tuple[bytes, LedgerState, list[LedgerRecord]]:
+    """Tag records with the revision and chain them from the committed tip.
+
+    Returns the bytes to append, the new committed state, and the records as written.
+    """
+    prev = state.tip or ledger.genesis(task_id, name)
+    lines: list[bytes] = []
+    written: list[LedgerRecord] = []
+    for record in records:
+        tagged = msgspec.structs.replace(record, revision=revision, prev=prev)
+        line = ledger.format_line(tagged)
+        prev = ledger.line_hash(line[:-1])
+        lines.append(line)
+        written.append(tagged)
+    data = b"".join(lines)
+    new_state = LedgerState(
+        count=state.count + len(records), bytes=state.bytes + len(data), tip=prev
+    )
+    return data, new_state, written
+
+
+class CaseStore:
+    """All cases of one store directory."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        redactor: Redactor,
+        lock_timeout: float,
+        now: Callable[[], str],
+        host: str = "",
+    ) -> None:
+        self.root = root
+        self.redactor = redactor
+        self.lock_timeout = lock_timeout
+        self.now = now
+        self.host = host or os.uname().nodename
+
+    # Paths --------------------------------------------------------------------------------
+
+    def case_path(self, task_id: str) -> str:
+        """The directory of an existing case; refuses a symlinked one."""
+        path = case_dir(self.root, task_id)
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            raise NotFoundError(f"no case {task_id} in {self.root}") from None
+        if stat.S_ISLNK(mode):
+            raise IntegrityError(f"{path} is a symlink; refusing to follow it", path=path)
+        if not stat.S_ISDIR(mode):
+            raise IntegrityError(f"{path} is not a directory", path=path)
+        return path
+
+    def exists(self, task_id: str) -> bool:
+        """Whether the store has an entry for this case (a symlink counts, and is refused later)."""
+        return os.path.lexists(case_dir(self.root, task_id))
+
+    def list_ids(self) -> list[str]:
+        """Ids of the cases in this store, newest first. Reads one directory; writes nothing."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return sorted((n for n in names if is_id(n, "task")), reverse=True)
+
+    # Readers ------------------------------------------------------------------------------
+
+    def read_case(self, task_id: str) -> CaseFile:
+        """The committed case snapshot."""
+        path = os.path.join(self.case_path(task_id), CASE_FILE)
+        try:
+            data = read_bounded(path, SNAPSHOT_MAX)
+        except FileNotFoundError:
+            msg = f"{path} is missing: the case directory exists but has no snapshot"
+            raise IntegrityError(msg, path=path) from None
+        case = decode_case(data, path)
+        if case.id != task_id:
+            raise IntegrityError(f"{path} belongs to {case.id}, not {task_id}", path=path)
+        return case
+
+    def read_ledger(self, case: CaseFile, name: str) -> Iterator[LedgerRecord]:
+        """Committed records of one ledger, as of `case`'s revision."""
+        state = case.ledgers.get(name) or LedgerState()
+        path = os.path.join(self.case_path(case.id), ledger_file(name))
+        if state.bytes == 0:
+            return iter(())
+        return ledger.read_records(path, state.bytes, LEDGER_TYPES[name], revision=case.revision)
+
+    def debris(self, case: CaseFile) -> list[str]:
+        """What an interrupted writer left behind, as warnings; inspects, never repairs."""
+        path = self.case_path(case.id)
+        warnings: list[str] = []
+        if os.path.lexists(os.path.join(path, JOURNAL_FILE)):
+            warnings.append(
+                "an interrupted multi-file commit is pending; the next write will finish or "
+                "roll it back"
+            )
+        for name in LEDGERS:
+            state = case.ledgers.get(name) or LedgerState()
+            extra = ledger.uncommitted_tail(os.path.join(path, ledger_file(name)), state.bytes)
+            if extra:
+                warnings.append(
+                    f"{ledger_file(name)} has {extra} uncommitted bytes after its committed end "
+                    "(an interrupted write); ignored, and removed by the next write"
+                )
+        try:
+            strays = [n for n in os.listdir(path) if n.startswith((TEMP_PREFIX, BACKUP_PREFIX))]
+        except OSError:
+            strays = []
+        if strays:
+            warnings.append(f"{len(strays)} temporary file(s) left by an interrupted write")
+        return warnings
+
+    # Writers ------------------------------------------------------------------------------
+
+    def lock_info(self, actor: str, operation: str) -> LockInfo:
+        """Holder metadata for a lock we are about to take."""
+        return LockInfo(
+            pid=os.getpid(), host=self.host, actor=actor, operation=operation, since=self.now()
+        )
+
+    def transaction(
+        self,
+        task_id: str,
+        *,
+        actor: str,
+        operation: str,
+        expected_revision: int | None = None,
+    ) -> Transaction:
+        """A locked, recoverable commit on an existing case (use as a context manager)."""
+        from cortex.cases.txn import Transaction  # import cycle by design
+
+        return Transaction(
+            self, task_id, actor=actor, operation=operation, expected_revision=expected_revision
+        )
+
+    def create(
+        self,
+        case: CaseFile,
+        *,
+        operation: str,
+        idempotency_key: str | None = None,
+        fingerprint: str = "",
+    ) -> tuple[CaseFile, bool]:
+        """Create a case atomically; with a key, return the existing case on a retry.
+
+        Returns the committed case and whether this call created it.
+        """
+        started = monotonic_ms()
+        make_private_dirs(self.root)
+        lock = FileLock(
+            os.path.join(self.root, STORE_LOCK_FILE),
+            timeout=self.lock_timeout,
+            info=self.lock_info(case.actor, operation),
+            what="the case store",
+        )
+        with lock:
+            self._remove_stray_creations()
+            if idempotency_key is not None:
+                existing = self._claim_key(idempotency_key, fingerprint, case.id)
+                if existing is not None and self.exists(existing):
+                    return self.read_case(existing), False
+                if existing is not None:
+                    # The key was written but the crash came before the case was published.
+                    case = msgspec.structs.replace(case, id=existing)
+            created = self._build_case(case, operation, started)
+        return created, True
+
+    def _claim_key(self, key: str, fingerprint: str, task_id: str) -> str | None:
+        """Return the case a key already names, or record it for `task_id` and return None."""
+        keys = os.path.join(self.root, KEYS_DIR)
+        path = os.path.join(keys, sha256(key.encode()).hexdigest() + ".json")
+        try:
+            data = read_bounded(path, JOURNAL_MAX)
+        except FileNotFoundError:
+            make_private_dirs(keys)
+            write_atomic(path, encode(KeyRecord(task_id=task_id, fingerprint=fingerprint)))
+            _crash.point("open.key_written")
+            return None
+        try:
+            record = decode(data, KeyRecord)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise IntegrityError(f"{path}: not an idempotency record ({exc})", path=path) from None
+        if record.fingerprint != fingerprint:
+            msg = (
+                "this idempotency key was already used to open a different case "
+                f"({record.task_id}); use a new key for a new request"
+            )
+            raise InvalidInputError(msg)
+        return record.task_id
+
+    def _remove_stray_creations(self) -> None:
+        """Remove `.creating-*` directories: under the store lock only a dead writer has one."""
+        strays = [n for n in os.listdir(self.root) if n.startswith(CREATING_PREFIX)]
+        if not strays:
+            return
+        import shutil  # only needed after a crash
+
+        for name in strays:
+            shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+        fsync_dir(self.root)
+
+    def _build_case(self, case: CaseFile, operation: str, started: int) -> CaseFile:
+        final = case_dir(self.root, case.id)
+        if os.path.lexists(final):
+            raise IntegrityError(f"{final} already exists", path=final)
+        staging = os.path.join(self.root, CREATING_PREFIX + case.id)
+        os.mkdir(staging, DIR_MODE)
+        for sub in (RAW_DIR, REFS_DIR):
+            os.mkdir(os.path.join(staging, sub), DIR_MODE)
+        write_new_file(os.path.join(staging, LOCK_FILE), b"", sync=False)
+
+        now = case.created_at
+        phase = PhaseChange(
+            id=new_id("ph"), timestamp=now, from_phase=None, to_phase=case.status, actor=case.actor
+        )
+        command = Command(
+            id=new_id("cmd"),
+            timestamp=now,
+            actor=case.actor,
+            operation=operation,
+            duration_ms=monotonic_ms() - started,
+            target=case.id,
+        )
+        ledgers = empty_ledgers(case.id)
+        appends: dict[str, list[LedgerRecord]] = {"phases": [phase], "commands": [command]}
+        payloads: dict[str, bytes] = {}
+        for name in LEDGERS:
+            records = [scrub(r, self.redactor)[0] for r in appends.get(name, [])]
+            payloads[name], ledgers[name], _ = chain(case.id, name, ledgers[name], records, 1)
+        committed, _ = scrub(
+            msgspec.structs.replace(case, revision=1, updated_at=now, ledgers=ledgers),
+            self.redactor,
+        )
+        snapshot = encode_pretty(committed)
+        if len(snapshot) > SNAPSHOT_MAX:
+            msg = f"case snapshot would be {len(snapshot)} bytes, over {SNAPSHOT_MAX}"
+            raise InvalidInputError(msg)
+        for name in LEDGERS:
+            write_new_file(os.path.join(staging, ledger_file(name)), payloads[name])
+        write_new_file(os.path.join(staging, CASE_FILE), snapshot)
+        fsync_dir(staging)
+        _crash.point("open.staged")
+        os.rename(staging, final)
+        fsync_dir(self.root)
+        return committed
+
+
+def monotonic_ms() -> int:
+    """Milliseconds from a clock that never goes backwards (for durations)."""
+    return time.monotonic_ns() // 1_000_000

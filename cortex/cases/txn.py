@@ -1,0 +1,368 @@
+"""One commit on an existing case: lock, recover, read, stage, append, publish, commit.
+
+Use it as a context manager; leaving the block normally commits, an exception writes nothing
+that readers can see. Every commit also appends the command's audit line, so no mutation can
+skip the audit trail. Steps and crash points follow docs/design/storage.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from types import TracebackType
+from typing import Self
+
+import msgspec
+
+from cortex.cases import _crash, ledger
+from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
+from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
+from cortex.cases.fsio import (
+    TEMP_PREFIX,
+    fsync_dir,
+    read_bounded,
+    temp_name,
+    write_atomic,
+    write_new_file,
+)
+from cortex.cases.ids import new_id
+from cortex.cases.layout import (
+    AUX_SNAPSHOTS,
+    BACKUP_PREFIX,
+    CASE_FILE,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    ledger_file,
+)
+from cortex.cases.lock import FileLock
+from cortex.cases.records import (
+    LEDGERS,
+    CaseFile,
+    Command,
+    Journal,
+    LedgerRecord,
+    LedgerState,
+    StagedFile,
+    encode,
+    encode_pretty,
+)
+from cortex.cases.scrub import scrub
+from cortex.cases.store import CaseStore, chain, decode_journal, monotonic_ms
+
+IMMUTABLE_FIELDS = ("id", "schema_version", "created_at", "workspace", "acceptance_criteria")
+"""Fields no commit may change; acceptance criteria are a contract fixed at open."""
+
+
+class Transaction:
+    """A commit in progress; see the module docstring."""
+
+    def __init__(
+        self,
+        store: CaseStore,
+        task_id: str,
+        *,
+        actor: str,
+        operation: str,
+        expected_revision: int | None,
+    ) -> None:
+        self.store = store
+        self.task_id = task_id
+        self.actor = actor
+        self.operation = operation
+        self.expected_revision = expected_revision
+        self.path = store.case_path(task_id)
+        self.target: str | None = None
+        self.notes: list[str] = []
+        self.committed: CaseFile | None = None
+        self.written: dict[str, list[LedgerRecord]] = {}
+        self.case: CaseFile
+        self._original: CaseFile
+        self._appends: dict[str, list[LedgerRecord]] = {}
+        self._blobs: list[tuple[str, bytes]] = []
+        self._snapshots: list[tuple[str, msgspec.Struct]] = []
+        self._started = monotonic_ms()
+        self._lock = FileLock(
+            os.path.join(self.path, LOCK_FILE),
+            timeout=store.lock_timeout,
+            info=store.lock_info(actor, operation),
+            what=f"case {task_id}",
+        )
+
+    # Context manager ----------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self._lock.acquire()
+        try:
+            self.case = self.store.read_case(self.task_id)
+            self._recover(self.case)
+            self._check_expected_revision()
+            self._original = msgspec.structs.replace(self.case)
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def _check_expected_revision(self) -> None:
+        expected = self.expected_revision
+        if expected is not None and expected != self.case.revision:
+            raise RevisionConflictError(expected=expected, actual=self.case.revision)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc_type is None:
+                self._commit()
+        finally:
+            self._lock.release()
+
+    # What the caller adds -----------------------------------------------------------------
+
+    def append(self, name: str, record: LedgerRecord) -> LedgerRecord:
+        """Queue a ledger record; returns it as it will be stored (redacted)."""
+        if name not in LEDGERS:
+            msg = f"unknown ledger {name!r}"
+            raise ValueError(msg)
+        clean, _ = scrub(record, self.store.redactor)
+        self._appends.setdefault(name, []).append(clean)
+        return clean
+
+    def stage_blob(self, relative: str, data: bytes) -> bool:
+        """Queue a new write-once blob (e.g. `raw/raw_….txt`); returns whether it was redacted."""
+        if len(data) > RAW_BLOB_MAX:
+            msg = f"blob is {len(data)} bytes, over the {RAW_BLOB_MAX}-byte limit"
+            raise InvalidInputError(msg)
+        clean = self.store.redactor.redact_bytes(data)
+        self._blobs.append((relative, clean))
+        return clean != data
+
+    def stage_snapshot(self, name: str, document: msgspec.Struct) -> None:
+        """Queue a replacement of an auxiliary snapshot (it must have a `revision` field)."""
+        if name not in AUX_SNAPSHOTS:
+            msg = f"{name!r} is not an auxiliary snapshot"
+            raise ValueError(msg)
+        self._snapshots.append((name, document))
+
+    # Commit -------------------------------------------------------------------------------
+
+    def _commit(self) -> None:
+        case = self.case
+        for field in IMMUTABLE_FIELDS:
+            if getattr(case, field) != getattr(self._original, field):
+                raise InvalidInputError(f"{field} cannot change once a case exists")
+        if case.revision != self._original.revision:
+            msg = "the revision is managed by the store"
+            raise ValueError(msg)
+        now = self.store.now()
+        revision = case.revision + 1
+        self.append(
+            "commands",
+            Command(
+                id=new_id("cmd"),
+                timestamp=now,
+                actor=self.actor,
+                operation=self.operation,
+                duration_ms=monotonic_ms() - self._started,
+                target=self.target,
+                note="; ".join(self.notes) or None,
+            ),
+        )
+
+        # Encode everything first: a bound or redaction refusal must come before any write.
+        ledgers = dict(case.ledgers)
+        payloads: list[tuple[str, bytes]] = []
+        for name, records in self._appends.items():
+            state = ledgers.get(name) or LedgerState()
+            data, ledgers[name], self.written[name] = chain(
+                self.task_id, name, state, records, revision
+            )
+            payloads.append((name, data))
+        snapshots = dict(case.snapshots)
+        staged: list[tuple[StagedFile, bytes]] = []
+        for relative, blob in self._blobs:
+            staged.append((StagedFile(staged="", final=relative), blob))
+        for name, document in self._snapshots:
+            versioned = msgspec.structs.replace(document, revision=revision)
+            clean, _ = scrub(versioned, self.store.redactor)
+            encoded = encode_pretty(clean)
+            if len(encoded) > SNAPSHOT_MAX:
+                msg = f"{name} would be {len(encoded)} bytes, over {SNAPSHOT_MAX}"
+                raise InvalidInputError(msg)
+            backup = BACKUP_PREFIX + name
+            staged.append((StagedFile(staged="", final=name, backup=backup), encoded))
+            snapshots[name.removesuffix(".json")] = revision
+        new_case, _ = scrub(
+            msgspec.structs.replace(
+                case, revision=revision, updated_at=now, ledgers=ledgers, snapshots=snapshots
+            ),
+            self.store.redactor,
+        )
+        snapshot = encode_pretty(new_case)
+        if len(snapshot) > SNAPSHOT_MAX:
+            msg = f"case snapshot would be {len(snapshot)} bytes, over {SNAPSHOT_MAX}"
+            raise InvalidInputError(msg)
+
+        try:
+            journal = self._stage(staged, case, revision) if staged else None
+            for name, data in payloads:
+                ledger.append(os.path.join(self.path, ledger_file(name)), data)
+            if journal is not None:
+                _crash.point("txn.appended")
+                self._publish(journal)
+                _crash.point("txn.published")
+            write_atomic(os.path.join(self.path, CASE_FILE), snapshot)
+        except BaseException:
+            # Leave no debris behind a failed write (a full disk, a refused link): undo it now,
+            # while we still hold the lock. If this fails too, the next writer will.
+            self._undo_quietly()
+            raise
+        _crash.point("txn.case_replaced" if journal else "commit.case_replaced")
+        if journal is not None:
+            self._finish(journal)
+        self.committed = new_case
+
+    def _undo_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self._recover(self.store.read_case(self.task_id))
+
+    def _stage(
+        self, staged: list[tuple[StagedFile, bytes]], case: CaseFile, revision: int
+    ) -> Journal:
+        files: list[StagedFile] = []
+        for entry, data in staged:
+            tmp = temp_name(self.path, os.path.basename(entry.final))
+            write_new_file(tmp, data)
+            files.append(msgspec.structs.replace(entry, staged=os.path.basename(tmp)))
+        _crash.point("txn.staged")
+        journal = Journal(
+            task_id=self.task_id,
+            from_revision=case.revision,
+            to_revision=revision,
+            ledgers={name: (case.ledgers.get(name) or LedgerState()).bytes for name in LEDGERS},
+            files=files,
+        )
+        write_atomic(os.path.join(self.path, JOURNAL_FILE), encode(journal))
+        _crash.point("txn.journaled")
+        return journal
+
+    def _publish(self, journal: Journal) -> None:
+        directories = {self.path}
+        for entry in journal.files:
+            final = os.path.join(self.path, entry.final)
+            staged = os.path.join(self.path, entry.staged)
+            if entry.backup is None:
+                # New write-once file: link refuses to replace an existing one.
+                os.link(staged, final)
+                os.unlink(staged)
+            else:
+                if os.path.lexists(final):
+                    os.link(final, os.path.join(self.path, entry.backup))
+                os.replace(staged, final)
+            directories.add(os.path.dirname(final))
+        for directory in directories:
+            fsync_dir(directory)
+
+    def _finish(self, journal: Journal) -> None:
+        for entry in journal.files:
+            if entry.backup is not None:
+                _unlink_if_present(os.path.join(self.path, entry.backup))
+        os.unlink(os.path.join(self.path, JOURNAL_FILE))
+        fsync_dir(self.path)
+
+    # Recovery ------------------------------------------------------------------------------
+
+    def _recover(self, case: CaseFile) -> None:
+        """Undo or finish what a dead writer left, so this commit starts from a clean state.
+
+        Recovery never touches case.json: it is only ever replaced at a commit point.
+        """
+        journal_path = os.path.join(self.path, JOURNAL_FILE)
+        if os.path.lexists(journal_path):
+            journal = decode_journal(read_bounded(journal_path, JOURNAL_MAX), journal_path)
+            self._resolve_journal(journal, case)
+        for name in LEDGERS:
+            path = os.path.join(self.path, ledger_file(name))
+            state = case.ledgers.get(name) or LedgerState()
+            if ledger.uncommitted_tail(path, state.bytes) or _shorter(path, state.bytes):
+                extra = ledger.check_tail(path, state.bytes, case.revision)
+                if extra:
+                    ledger.truncate(path, state.bytes)
+                    self.notes.append(f"removed {extra} uncommitted bytes from {ledger_file(name)}")
+        strays = [n for n in os.listdir(self.path) if n.startswith((TEMP_PREFIX, BACKUP_PREFIX))]
+        for name in strays:
+            _unlink_if_present(os.path.join(self.path, name))
+        if strays:
+            fsync_dir(self.path)
+            self.notes.append(f"removed {len(strays)} temporary file(s) of an interrupted write")
+
+    def _resolve_journal(self, journal: Journal, case: CaseFile) -> None:
+        _check_journal(journal, self.task_id)
+        if case.revision >= journal.to_revision:
+            # The commit point was reached: only the clean-up is missing.
+            self._finish(journal)
+            self.notes.append(f"finished cleaning up the commit of revision {journal.to_revision}")
+            return
+        for name, length in journal.ledgers.items():
+            path = os.path.join(self.path, ledger_file(name))
+            if os.path.exists(path) and os.path.getsize(path) > length:
+                ledger.truncate(path, length)
+        for entry in reversed(journal.files):
+            final = os.path.join(self.path, entry.final)
+            staged = os.path.join(self.path, entry.staged)
+            if entry.backup is not None:
+                backup = os.path.join(self.path, entry.backup)
+                if os.path.lexists(backup):
+                    os.replace(backup, final)
+            elif os.path.lexists(final) and not os.path.lexists(staged):
+                # Published (linked, then the staged name removed): this commit created it.
+                os.unlink(final)
+            elif os.path.lexists(final) and os.path.samefile(final, staged):
+                # Linked but the staged name not yet removed: same inode, created by us.
+                os.unlink(final)
+            _unlink_if_present(staged)
+            fsync_dir(os.path.dirname(final))
+        os.unlink(os.path.join(self.path, JOURNAL_FILE))
+        fsync_dir(self.path)
+        self.notes.append(f"rolled back an interrupted commit of revision {journal.to_revision}")
+
+
+def _check_journal(journal: Journal, task_id: str) -> None:
+    """A journal names only files of this case, by plain relative names."""
+    if journal.task_id != task_id or journal.to_revision != journal.from_revision + 1:
+        raise IntegrityError(f"the commit journal of {task_id} does not belong to it")
+    for name in journal.ledgers:
+        if name not in LEDGERS:
+            raise IntegrityError(f"the commit journal names an unknown ledger {name!r}")
+    for entry in journal.files:
+        for value in (entry.staged, entry.final, entry.backup):
+            if value is not None and not _safe_relative(value):
+                raise IntegrityError(f"the commit journal names an unsafe path {value!r}")
+        if not entry.staged.startswith(TEMP_PREFIX):
+            raise IntegrityError(f"the commit journal names a non-temporary stage {entry.staged!r}")
+
+
+def _safe_relative(value: str) -> bool:
+    parts = value.split("/")
+    return (
+        bool(value)
+        and not value.startswith("/")
+        and all(p not in {"", ".", ".."} for p in parts)
+        and "\\" not in value
+        and "\0" not in value
+        and len(parts) <= 2
+    )
+
+
+def _shorter(path: str, committed: int) -> bool:
+    try:
+        return os.lstat(path).st_size < committed
+    except FileNotFoundError:
+        return committed > 0
+
+
+def _unlink_if_present(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

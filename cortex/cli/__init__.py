@@ -1,0 +1,1 @@
+"""The `cortex` command line: parse strictly, call the kernel, render one envelope or rich text."""

@@ -1,0 +1,203 @@
+"""Text for people: rich rendering of an envelope. Imported only when output is not `--json`.
+
+Every value that came from a case is wrapped in `Text`, never interpreted as rich markup, so a
+claim like "[red]x[/red]" prints as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+import msgspec
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cortex.kernel.envelope import Envelope
+
+Data = dict[str, Any]
+
+
+def _kv(rows: list[tuple[str, str | Text]]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, value if isinstance(value, Text) else Text(value))
+    return table
+
+
+def _warnings(console: Console, warnings: list[str]) -> None:
+    for warning in warnings:
+        console.print(Text("warning: ", style="yellow") + Text(warning))
+
+
+def _open(console: Console, data: Data) -> None:
+    verb = "Opened" if data["created"] else "Returned existing"
+    console.print(Text(f"{verb} ", style="bold green") + Text(data["taskId"], style="bold"))
+    workspace = data["workspace"]
+    where = workspace["repository"]
+    if workspace.get("branch"):
+        where += f" @ {workspace['branch']}"
+    console.print(
+        _kv(
+            [
+                ("goal", data["goal"]),
+                ("mode", f"{data['mode']} (risk {data['risk']})"),
+                ("workspace", where),
+                ("case", data["path"]),
+            ]
+        )
+    )
+    _warnings(console, data.get("warnings", []))
+
+
+def _status(console: Console, data: Data) -> None:
+    console.print(Text(data["taskId"], style="bold") + Text(f"  {data['status']}", style="cyan"))
+    workspace = data["workspace"]
+    where = workspace["repository"]
+    if workspace.get("branch"):
+        where += f" @ {workspace['branch']}"
+    if workspace.get("commitBefore"):
+        where += f" ({workspace['commitBefore'][:12]})"
+    store = data["store"]
+    counts = data["counts"]
+    rows: list[tuple[str, str | Text]] = [
+        ("goal", data["goal"]),
+        ("mode", f"{data['mode']} (risk {data['risk']})"),
+        ("actor", data["actor"]),
+        ("revision", str(data["revision"])),
+        ("updated", data["updatedAt"]),
+        ("workspace", where),
+        ("store", f"{store['id']} ({store['kind']})"),
+        ("records", ", ".join(f"{n} {name}" for name, n in counts.items())),
+    ]
+    rows.extend(
+        (f"criterion {c['id']}", c["statement"]) for c in data.get("acceptanceCriteria", [])
+    )
+    console.print(_kv(rows))
+    if store.get("note"):
+        console.print(Text(store["note"], style="dim"))
+    _warnings(console, data.get("warnings", []))
+
+
+def _list(console: Console, data: Data) -> None:
+    items = data["items"]
+    if not items:
+        console.print(Text(f"No cases in {data['store']['root']}", style="dim"))
+        return
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("task", "status", "rev", "evidence", "updated", "goal"):
+        table.add_column(column)
+    for item in items:
+        if "error" in item:
+            table.add_row(
+                Text(item["taskId"]),
+                Text("unreadable", style="red"),
+                "",
+                "",
+                "",
+                Text(item["error"]["message"], style="red"),
+            )
+            continue
+        goal = item["goal"] if len(item["goal"]) <= 60 else item["goal"][:57] + "..."
+        table.add_row(
+            Text(item["taskId"]),
+            Text(item["status"], style="cyan"),
+            str(item["revision"]),
+            str(item["evidence"]),
+            Text(item["updatedAt"]),
+            Text(goal),
+        )
+    console.print(table)
+    console.print(Text(f"{len(items)} of {data['total']} case(s)", style="dim"))
+
+
+def _recorded(console: Console, data: Data) -> None:
+    record = data["evidence"]
+    line = Text("Recorded ", style="bold green") + Text(record["id"], style="bold")
+    line += Text(f" in {data['taskId']} (revision {data['revision']})")
+    if record["sensitivity"] == "sensitive":
+        line += Text("  sensitive", style="yellow")
+    console.print(line)
+    _warnings(console, data.get("recovered", []))
+
+
+def _evidence(console: Console, data: Data) -> None:
+    record = data["evidence"]
+    source = record["source"]
+    rows: list[tuple[str, str | Text]] = [
+        ("id", record["id"]),
+        ("time", record["timestamp"]),
+        ("kind", record["kind"]),
+        ("claim", record["claim"]),
+        ("source", f"{source['tool']} ({source['origin']}, {source.get('actor') or '-'})"),
+        ("confidence", record["confidence"]),
+        ("sensitivity", record["sensitivity"]),
+    ]
+    if source.get("uri"):
+        rows.append(("uri", source["uri"]))
+    location = record.get("location")
+    if location:
+        where = location.get("file") or ""
+        if location.get("startLine"):
+            where += f":{location['startLine']}-{location['endLine']}"
+        if location.get("symbol"):
+            where += f" ({location['symbol']})"
+        rows.append(("location", where))
+    if record.get("rawRef"):
+        rows.append(("raw", record["rawRef"]))
+    if record.get("derivedFrom"):
+        rows.append(("derived from", ", ".join(record["derivedFrom"])))
+    console.print(_kv(rows))
+
+
+def _audit(console: Console, data: Data) -> None:
+    total = sum(data["records"].values())
+    verdict = Text("ok", style="bold green") if data["ok"] else Text("FAILED", style="bold red")
+    console.print(
+        Text(f"Audit of {data['taskId']} at revision {data['revision']}: ")
+        + verdict
+        + Text(f" ({total} ledger records)")
+    )
+    for finding in data["errors"] + data["warnings"]:
+        style = "red" if finding["severity"] == "error" else "yellow"
+        where = f" [{finding['file']}]" if finding.get("file") else ""
+        console.print(
+            Text(f"{finding['severity']} {finding['code']}{where}: ", style=style)
+            + Text(finding["message"])
+        )
+
+
+_RENDERERS: dict[str, Callable[[Console, Data], None]] = {
+    "case.open": _open,
+    "case.status": _status,
+    "case.list": _list,
+    "case.evidence.add": _recorded,
+    "case.note": _recorded,
+    "case.read-evidence": _evidence,
+    "case.audit": _audit,
+}
+
+
+def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
+    """Print an envelope for a person: the result on stdout, an error on stderr."""
+    del env  # rich reads NO_COLOR, TERM and COLUMNS itself
+    data = msgspec.to_builtins(envelope.data) if envelope.data is not None else None
+    out = Console(file=stdout, highlight=False, soft_wrap=False)
+    renderer = _RENDERERS.get(envelope.command)
+    if data is not None and renderer is not None:
+        renderer(out, data)
+    if envelope.error is not None:
+        err = Console(file=stderr, highlight=False)
+        err.print(
+            Text(f"error [{envelope.error.code}]: ", style="bold red")
+            + Text(envelope.error.message)
+        )
+    for action in envelope.actions:
+        out.print(
+            Text("next: ", style="dim")
+            + Text(action.command)
+            + Text(f"  # {action.reason}", style="dim")
+        )

@@ -1,0 +1,232 @@
+"""Configuration: files and environment, validated strictly, documented key by key in CONFIG.md.
+
+Sources, lowest precedence first: the global `config.toml`, `[tool.cortex]` in the repository's
+`pyproject.toml`, `cortex.toml` in the repository root, then environment variables. An unknown
+key, a wrong type or a bad value fails closed with the source and the key named. The caller
+passes the environment in; nothing here reads `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from cortex.cases.bounds import (
+    CONFIG_FILE_MAX,
+    LOCK_TIMEOUT_DEFAULT,
+    LOCK_TIMEOUT_MAX,
+    REDACT_LITERAL_MAX,
+    REDACT_LITERAL_MIN,
+    REDACT_LITERALS_MAX,
+)
+from cortex.cases.errors import IntegrityError
+from cortex.cases.fsio import read_bounded
+from cortex.kernel.errors import ConfigError
+
+SourceKind = Literal["global", "pyproject", "repo", "env"]
+
+FILE_KEYS = ("cases_dir", "redact_literals", "lock_timeout")
+"""Keys accepted in configuration files (CONFIG.md documents each one)."""
+
+ENV_KEYS = {
+    "cases_dir": "CORTEX_CASES_DIR",
+    "redact_literals": "CORTEX_REDACT_LITERALS",
+    "lock_timeout": "CORTEX_LOCK_TIMEOUT",
+}
+"""Environment variables that set a configuration key (they override files)."""
+
+
+class Config(msgspec.Struct, kw_only=True):
+    """The resolved configuration and where each value came from."""
+
+    cases_dir: str | None = None
+    """Absolute path of the cases root when configured; None means the central store."""
+    redact_literals: tuple[str, ...] = ()
+    lock_timeout: float = LOCK_TIMEOUT_DEFAULT
+    sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """For each key that is not at its default, the sources that set it."""
+    files: list[str] = msgspec.field(default_factory=list)
+    """Configuration files that were read."""
+
+
+def global_config_path(env: Mapping[str, str]) -> str | None:
+    """`$XDG_CONFIG_HOME/cortex/config.toml`, else `~/.config/cortex/config.toml`."""
+    base = _absolute(env.get("XDG_CONFIG_HOME"))
+    if base is None:
+        home = _absolute(env.get("HOME"))
+        if home is None:
+            return None
+        base = os.path.join(home, ".config")
+    return os.path.join(base, "cortex", "config.toml")
+
+
+def load_config(repo_root: str, env: Mapping[str, str]) -> Config:
+    """Read every source for the workspace rooted at `repo_root` and validate it."""
+    config = Config()
+    layers: list[tuple[SourceKind, str, dict[str, Any]]] = []
+    global_path = global_config_path(env)
+    if global_path is not None:
+        table = _read_toml(global_path, table_path=None)
+        if table is not None:
+            layers.append(("global", global_path, table))
+    pyproject = os.path.join(repo_root, "pyproject.toml")
+    table = _read_toml(pyproject, table_path=("tool", "cortex"))
+    if table is not None:
+        layers.append(("pyproject", pyproject + " [tool.cortex]", table))
+    repo_file = os.path.join(repo_root, "cortex.toml")
+    table = _read_toml(repo_file, table_path=None)
+    if table is not None:
+        layers.append(("repo", repo_file, table))
+    for kind, source, values in layers:
+        config.files.append(source)
+        for key, value in values.items():
+            if key not in FILE_KEYS:
+                known = ", ".join(FILE_KEYS)
+                raise ConfigError(source, key, f"unknown key (known keys: {known})")
+            _apply(config, key, value, kind=kind, source=source, repo_root=repo_root, env=env)
+    for key, variable in ENV_KEYS.items():
+        raw = env.get(variable)
+        if raw:
+            value = _from_env(key, variable, raw)
+            _apply(config, key, value, kind="env", source=variable, repo_root=repo_root, env=env)
+    return config
+
+
+def _read_toml(path: str, *, table_path: tuple[str, ...] | None) -> dict[str, Any] | None:
+    try:
+        data = read_bounded(path, CONFIG_FILE_MAX)
+    except FileNotFoundError:
+        return None
+    except IntegrityError as exc:
+        raise ConfigError(path, None, exc.message) from None
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot be read ({exc.strerror})") from None
+    # A pyproject without the word "cortex" cannot hold [tool.cortex]; skipping the TOML parse
+    # keeps it (and the tomllib import) off the per-call path of most repositories.
+    if table_path is not None and b"cortex" not in data:
+        return None
+    import tomllib
+
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(path, None, f"is not valid TOML ({exc})") from None
+    if table_path is None:
+        return document
+    value: Any = document
+    for part in table_path:
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    if not isinstance(value, dict):
+        raise ConfigError(path, ".".join(table_path), "must be a table")
+    return value
+
+
+def _from_env(key: str, variable: str, raw: str) -> object:
+    if key == "redact_literals":
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if key == "lock_timeout":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(variable, None, f"must be a number of seconds, not {raw!r}") from None
+    return raw
+
+
+def _apply(
+    config: Config,
+    key: str,
+    value: object,
+    *,
+    kind: SourceKind,
+    source: str,
+    repo_root: str,
+    env: Mapping[str, str],
+) -> None:
+    if key == "cases_dir":
+        config.cases_dir = _cases_dir(kind, source, value, repo_root, env)
+        config.sources[key] = [source]
+    elif key == "lock_timeout":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(source, key, "must be a number of seconds")
+        if not 0 < value <= LOCK_TIMEOUT_MAX:
+            raise ConfigError(source, key, f"must be more than 0 and at most {LOCK_TIMEOUT_MAX:g}")
+        config.lock_timeout = float(value)
+        config.sources[key] = [source]
+    else:
+        literals = _literals(source, key, value)
+        # Literals accumulate across sources: a later source can add secrets, never unlist one.
+        merged = tuple(dict.fromkeys((*config.redact_literals, *literals)))
+        if len(merged) > REDACT_LITERALS_MAX:
+            raise ConfigError(source, key, f"more than {REDACT_LITERALS_MAX} literals in total")
+        config.redact_literals = merged
+        config.sources.setdefault(key, []).append(source)
+
+
+def _literals(source: str, key: str, value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(source, key, "must be a list of strings")
+    for literal in value:
+        size = len(literal.encode("utf-8", "surrogatepass"))
+        if not REDACT_LITERAL_MIN <= size <= REDACT_LITERAL_MAX:
+            msg = (
+                f"each literal must be {REDACT_LITERAL_MIN} to {REDACT_LITERAL_MAX} bytes "
+                "(shorter ones would mangle ordinary text)"
+            )
+            raise ConfigError(source, key, msg)
+    return list(value)
+
+
+def _cases_dir(
+    kind: SourceKind, source: str, value: object, repo_root: str, env: Mapping[str, str]
+) -> str:
+    if not isinstance(value, str) or not value or "\0" in value or len(value) > 4096:
+        raise ConfigError(source, "cases_dir", "must be a non-empty path")
+    if kind == "env":
+        if not os.path.isabs(value):
+            raise ConfigError(source, None, "must be an absolute path")
+        return os.path.normpath(value)
+    if kind == "global":
+        if value == "~" or value.startswith("~/"):
+            home = _absolute(env.get("HOME"))
+            if home is None:
+                raise ConfigError(source, "cases_dir", "uses ~ but HOME is not set")
+            return os.path.normpath(os.path.join(home, value[2:]))
+        if os.path.isabs(value):
+            return os.path.normpath(value)
+    elif os.path.isabs(value) or value.startswith("~"):
+        # A repository must not be able to aim our writes outside itself.
+        raise ConfigError(source, "cases_dir", "must be relative to the repository in a repo file")
+    joined = os.path.normpath(os.path.join(repo_root, value))
+    if joined == repo_root:
+        raise ConfigError(source, "cases_dir", "cannot be the repository root itself")
+    if not joined.startswith(repo_root.rstrip(os.sep) + os.sep):
+        raise ConfigError(source, "cases_dir", "must stay inside the repository")
+    return joined
+
+
+def _absolute(value: str | None) -> str | None:
+    """An environment path, or None when unset, empty or relative (as XDG prescribes)."""
+    if value and os.path.isabs(value):
+        return value
+    return None
+
+
+def state_root(env: Mapping[str, str]) -> str:
+    """`CORTEX_STATE_DIR`, else `$XDG_STATE_HOME/cortex`, else `~/.local/state/cortex`."""
+    explicit = env.get("CORTEX_STATE_DIR")
+    if explicit:
+        if not os.path.isabs(explicit):
+            raise ConfigError("CORTEX_STATE_DIR", None, "must be an absolute path")
+        return os.path.normpath(explicit)
+    xdg = _absolute(env.get("XDG_STATE_HOME"))
+    if xdg is not None:
+        return os.path.join(xdg, "cortex")
+    home = _absolute(env.get("HOME"))
+    if home is None:
+        raise ConfigError("HOME", None, "is not set; set CORTEX_STATE_DIR or XDG_STATE_HOME")
+    return os.path.join(home, ".local", "state", "cortex")

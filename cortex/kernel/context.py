@@ -1,0 +1,151 @@
+"""The kernel context: workspace, configuration and store, resolved once per call.
+
+Surfaces build one `Kernel` from the working directory and the environment they were given
+(nothing here reads `os.environ`), then call use cases with it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+
+import msgspec
+
+from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
+from cortex.cases.ids import check_id
+from cortex.cases.layout import case_dir
+from cortex.cases.redact import Redactor
+from cortex.cases.store import CaseStore
+from cortex.kernel import validate
+from cortex.kernel.config import Config, load_config, state_root
+from cortex.kernel.workspace import WorkspaceIdentity, discover
+
+
+def utc_now() -> str:
+    """The current time as RFC 3339 UTC with milliseconds."""
+    ns = time.time_ns()
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1_000_000:03d}Z"
+
+
+class StoreInfo(msgspec.Struct, kw_only=True):
+    """Where a store lives and how it was identified (shown by `status` and `list`)."""
+
+    id: str
+    kind: str
+    root: str
+    note: str | None = None
+
+
+class Kernel:
+    """Everything a use case needs, resolved from one working directory and environment."""
+
+    def __init__(
+        self,
+        cwd: str,
+        env: Mapping[str, str],
+        *,
+        default_actor: str,
+        now: Callable[[], str] = utc_now,
+    ) -> None:
+        self.env = env
+        self.now = now
+        self.workspace: WorkspaceIdentity = discover(cwd, env)
+        self.config: Config = load_config(self.workspace.root, env)
+        self.state_root = state_root(env)
+        self.redactor = Redactor(self.config.redact_literals)
+        self.cases_root = self.config.cases_dir or os.path.join(
+            self.state_root, "sessions", self.workspace.store_id
+        )
+        self.default_actor = default_actor
+        self.store = self._store(self.cases_root)
+
+    def _store(self, root: str) -> CaseStore:
+        return CaseStore(
+            root, redactor=self.redactor, lock_timeout=self.config.lock_timeout, now=self.now
+        )
+
+    @property
+    def store_info(self) -> StoreInfo:
+        """The current workspace's store."""
+        return StoreInfo(
+            id=self.workspace.store_id if self.config.cases_dir is None else "configured",
+            kind=self.workspace.kind,
+            root=self.cases_root,
+            note=self.workspace.note,
+        )
+
+    def actor(self, given: str | None) -> str:
+        """The acting identity: the one given, else the surface default; validated."""
+        return validate.identifier(given or self.default_actor, "actor", self.redactor)
+
+    def locate(self, task_id: str) -> CaseStore:
+        """The store holding a case: this workspace's, else any store under the state root.
+
+        Reading a case works from any directory. Writers use `writable` instead.
+        """
+        check_id(task_id, "task", what="task id")
+        if self.store.exists(task_id):
+            return self.store
+        sessions = os.path.join(self.state_root, "sessions")
+        try:
+            stores = sorted(os.listdir(sessions))
+        except FileNotFoundError:
+            stores = []
+        matches = [
+            os.path.join(sessions, name)
+            for name in stores
+            if os.path.isdir(case_dir(os.path.join(sessions, name), task_id))
+        ]
+        if len(matches) > 1:
+            raise InvalidInputError(f"case {task_id} exists in more than one store: {matches}")
+        if matches:
+            return self._store(matches[0])
+        raise NotFoundError(f"no case {task_id} in this workspace's store or under {sessions}")
+
+    def writable(self, task_id: str) -> CaseStore:
+        """The store to write a case in: only this workspace's, so its configuration applies.
+
+        A case opened in another repository is written from there: its redaction literals and
+        store settings come from that repository's configuration.
+        """
+        store = self.locate(task_id)
+        if store is not self.store:
+            workspace = store.read_case(task_id).workspace.root
+            msg = (
+                f"case {task_id} belongs to the workspace {workspace}; write to it from there "
+                f"(cortex -C {workspace} ...)"
+            )
+            raise NotFoundError(msg)
+        return store
+
+    def prepare_store(self) -> None:
+        """Create the store directory (writers only); a repo-local store is git-ignored."""
+        root = self.cases_root
+        inside = root.startswith(self.workspace.root.rstrip(os.sep) + os.sep)
+        if inside:
+            self._refuse_symlinked_components(root)
+        make_private_dirs(root)
+        if inside:
+            relative = os.path.relpath(root, self.workspace.root).split(os.sep)
+            ignore_dir = (
+                os.path.join(self.workspace.root, ".cortex") if relative[0] == ".cortex" else root
+            )
+            ignore_file = os.path.join(ignore_dir, ".gitignore")
+            if not os.path.lexists(ignore_file):
+                try:
+                    write_new_file(ignore_file, b"*\n")
+                except FileExistsError:
+                    return
+                os.chmod(ignore_file, 0o644)
+                fsync_dir(ignore_dir)
+
+    def _refuse_symlinked_components(self, root: str) -> None:
+        current = self.workspace.root
+        for part in os.path.relpath(root, self.workspace.root).split(os.sep):
+            current = os.path.join(current, part)
+            if os.path.islink(current):
+                msg = f"cases_dir passes through the symlink {current}; refusing to follow it"
+                raise InvalidInputError(msg)

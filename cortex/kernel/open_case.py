@@ -1,0 +1,105 @@
+"""`cortex case open`: create a case (or, with an idempotency key, return the one a retry made)."""
+
+from __future__ import annotations
+
+import os
+from hashlib import sha256
+
+from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
+from cortex.cases.errors import InvalidInputError
+from cortex.cases.ids import new_id
+from cortex.cases.records import CaseFile, Mode, Risk, Surface, Workspace, encode
+from cortex.kernel import validate
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Action, Result
+from cortex.kernel.workspace import git_head
+
+
+def open_case(
+    kernel: Kernel,
+    *,
+    goal: str,
+    mode: str = "change",
+    risk: str = "medium",
+    surfaces: list[str] | None = None,
+    criteria: list[str] | None = None,
+    idempotency_key: str | None = None,
+    actor: str | None = None,
+) -> Result:
+    """Open a case for `goal` in the current workspace's store."""
+    redactor = kernel.redactor
+    goal = validate.text(goal, "goal", GOAL_MAX)
+    mode = validate.choice(mode, "--mode", Mode)
+    risk = validate.choice(risk, "--risk", Risk)
+    chosen = surfaces or ["code"]
+    if len(chosen) > SURFACES_MAX:
+        raise InvalidInputError(f"at most {SURFACES_MAX} surfaces")
+    for surface in chosen:
+        validate.choice(surface, "--surface", Surface)
+    if len(set(chosen)) != len(chosen):
+        raise InvalidInputError("a surface is given twice")
+    acceptance = validate.criteria(criteria or [], redactor)
+    key = None
+    if idempotency_key is not None:
+        key = validate.identifier(idempotency_key, "--idempotency-key", redactor)
+    who = kernel.actor(actor)
+
+    identity = kernel.workspace
+    warnings: list[str] = []
+    branch = commit = None
+    if identity.kind == "git":
+        branch, commit, problem = git_head(identity.root, kernel.env)
+        if problem:
+            warnings.append(problem)
+    elif identity.note:
+        warnings.append(identity.note)
+    now = kernel.now()
+    case = CaseFile(
+        revision=1,
+        id=new_id("task"),
+        created_at=now,
+        updated_at=now,
+        goal=goal,
+        mode=mode,  # type: ignore[arg-type]  # validated against Mode above
+        risk=risk,  # type: ignore[arg-type]  # validated against Risk above
+        actor=who,
+        idempotency_key=key,
+        workspace=Workspace(
+            kind=identity.kind,
+            root=identity.root,
+            repository=identity.name,
+            branch=branch,
+            commit_before=commit,
+        ),
+        surfaces=chosen,  # type: ignore[arg-type]  # validated against Surface above
+        acceptance_criteria=acceptance,
+    )
+    # What makes two opens "the same request": a retry must ask for the same case.
+    fingerprint = sha256(encode([goal, mode, risk, sorted(chosen), acceptance])).hexdigest()
+    kernel.prepare_store()
+    committed, created = kernel.store.create(
+        case, operation="case.open", idempotency_key=key, fingerprint=fingerprint
+    )
+    task = committed.id
+    return Result(
+        data={
+            "taskId": task,
+            "created": created,
+            "revision": committed.revision,
+            "status": committed.status,
+            "goal": committed.goal,
+            "mode": committed.mode,
+            "risk": committed.risk,
+            "workspace": committed.workspace,
+            "store": kernel.store_info,
+            "path": os.path.join(kernel.cases_root, task),
+            "warnings": warnings,
+        },
+        actions=[
+            Action(
+                command=f"cortex case evidence add {task} --claim 'what you found'",
+                reason="record evidence as you investigate",
+            ),
+            Action(command=f"cortex case status {task}", reason="see where the case stands"),
+        ],
+    )

@@ -1,0 +1,95 @@
+"""`cortex case status` and `cortex case list`: read-only views that never lock or write."""
+
+from __future__ import annotations
+
+import os
+
+from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from cortex.cases.errors import CortexError, InvalidInputError
+from cortex.cases.records import LEDGERS, CaseFile, LedgerState
+from cortex.cases.store import CaseStore
+from cortex.kernel.context import Kernel, StoreInfo
+from cortex.kernel.envelope import Result
+
+
+def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
+    if store is kernel.store:
+        return kernel.store_info
+    note = None
+    if case.workspace.kind == "directory":
+        note = "not a git repository: cases are keyed by the directory's path"
+    return StoreInfo(
+        id=os.path.basename(store.root), kind=case.workspace.kind, root=store.root, note=note
+    )
+
+
+def counts(case: CaseFile) -> dict[str, int]:
+    """Exact committed record counts, from the snapshot (no ledger scan)."""
+    return {name: (case.ledgers.get(name) or LedgerState()).count for name in LEDGERS}
+
+
+def status(kernel: Kernel, task_id: str) -> Result:
+    """Where one case stands, as of its latest committed revision."""
+    store = kernel.locate(task_id)
+    case = store.read_case(task_id)
+    return Result(
+        data={
+            "taskId": case.id,
+            "goal": case.goal,
+            "status": case.status,
+            "pausedFrom": case.paused_from,
+            "mode": case.mode,
+            "risk": case.risk,
+            "actor": case.actor,
+            "revision": case.revision,
+            "createdAt": case.created_at,
+            "updatedAt": case.updated_at,
+            "workspace": case.workspace,
+            "store": _store_info(kernel, store, case),
+            "counts": counts(case),
+            "surfaces": case.surfaces,
+            "acceptanceCriteria": case.acceptance_criteria,
+            "changeLease": case.change_lease,
+            "parentTaskId": case.parent_task_id,
+            "childTaskIds": case.child_task_ids,
+            "warnings": store.debris(case),
+        }
+    )
+
+
+def list_cases(kernel: Kernel, *, limit: int = LIST_LIMIT_DEFAULT) -> Result:
+    """The cases of the current workspace's store, newest first, with an exact total."""
+    if not 1 <= limit <= LIST_LIMIT_MAX:
+        raise InvalidInputError(f"--limit must be between 1 and {LIST_LIMIT_MAX}")
+    store = kernel.store
+    ids = store.list_ids()
+    items: list[dict[str, object]] = []
+    for task_id in ids[:limit]:
+        try:
+            case = store.read_case(task_id)
+        except CortexError as exc:
+            # A damaged case is listed, never hidden: the listing must not look healthier
+            # than the store is.
+            items.append({"taskId": task_id, "error": {"code": exc.code, "message": exc.message}})
+            continue
+        items.append(
+            {
+                "taskId": case.id,
+                "goal": case.goal,
+                "status": case.status,
+                "mode": case.mode,
+                "revision": case.revision,
+                "createdAt": case.created_at,
+                "updatedAt": case.updated_at,
+                "evidence": counts(case)["evidence"],
+            }
+        )
+    return Result(
+        data={
+            "store": kernel.store_info,
+            "total": len(ids),
+            "limit": limit,
+            "truncated": len(ids) > limit,
+            "items": items,
+        }
+    )

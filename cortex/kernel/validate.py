@@ -1,0 +1,143 @@
+"""Input validation shared by every use case: refuse, never repair.
+
+Each check raises InvalidInputError naming the field, so a caller learns exactly what to fix.
+Nothing here rewrites a value except trimming surrounding whitespace from free text.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import get_args
+
+from cortex.cases.bounds import (
+    CRITERIA_MAX,
+    CRITERION_ID_MAX,
+    CRITERION_STATEMENT_MAX,
+    IDENTIFIER_MAX,
+    LINE_NUMBER_MAX,
+    LOCATION_PATH_MAX,
+)
+from cortex.cases.errors import InvalidInputError
+from cortex.cases.records import Criterion
+from cortex.cases.redact import Redactor
+
+_ALLOWED_CONTROLS = frozenset("\t\n\r")
+
+
+def _utf8_size(value: str, field: str) -> int:
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{field} is not valid UTF-8") from None
+
+
+def _check_controls(value: str, field: str, *, multiline: bool) -> None:
+    for char in value:
+        code = ord(char)
+        if (code < 0x20 or code == 0x7F) and not (multiline and char in _ALLOWED_CONTROLS):
+            what = "NUL" if code == 0 else f"control character U+{code:04X}"
+            raise InvalidInputError(f"{field} contains a {what}")
+
+
+def text(value: str, field: str, max_bytes: int, *, required: bool = True) -> str:
+    """Free text (goal, claim, note): trimmed, bounded, no NUL or terminal control codes."""
+    value = value.strip()
+    if required and not value:
+        raise InvalidInputError(f"{field} must not be empty")
+    size = _utf8_size(value, field)
+    if size > max_bytes:
+        raise InvalidInputError(f"{field} is {size} bytes, over the {max_bytes}-byte limit")
+    _check_controls(value, field, multiline=True)
+    return value
+
+
+def short_text(value: str, field: str, max_bytes: int) -> str:
+    """A one-line value such as a symbol or a URI."""
+    value = text(value, field, max_bytes)
+    _check_controls(value, field, multiline=False)
+    return value
+
+
+@cache
+def _identifier_pattern() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+-]*")
+
+
+def identifier(
+    value: str, field: str, redactor: Redactor, *, max_bytes: int = IDENTIFIER_MAX
+) -> str:
+    """A name chosen by the caller (actor, idempotency key, tool): refused, not rewritten."""
+    size = _utf8_size(value, field)
+    if not value or size > max_bytes:
+        raise InvalidInputError(f"{field} must be 1 to {max_bytes} bytes")
+    if not _identifier_pattern().fullmatch(value):
+        msg = (
+            f"{field} {value!r} may contain only letters, digits and . _ : @ / + - "
+            "and must start with a letter or digit"
+        )
+        raise InvalidInputError(msg)
+    if redactor.looks_secret(value):
+        raise InvalidInputError(f"{field} looks like a secret; choose a plain name")
+    return value
+
+
+def choice(value: str, field: str, allowed: object) -> str:
+    """One of a fixed set of words (a Literal type's values)."""
+    options = get_args(allowed)
+    if value not in options:
+        raise InvalidInputError(f"{field} must be one of {', '.join(options)}, not {value!r}")
+    return value
+
+
+def location_path(value: str, redactor: Redactor) -> str:
+    """A repository-relative file path: no absolute, empty, `.` or `..` parts, no backslash."""
+    field = "--file"
+    size = _utf8_size(value, field)
+    if not value or size > LOCATION_PATH_MAX:
+        raise InvalidInputError(f"{field} must be 1 to {LOCATION_PATH_MAX} bytes")
+    _check_controls(value, field, multiline=False)
+    if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
+        raise InvalidInputError(f"{field} must be relative to the repository, not absolute")
+    if "\\" in value:
+        raise InvalidInputError(f"{field} must use / as separator (no backslash)")
+    if any(part in {"", ".", ".."} for part in value.split("/")):
+        raise InvalidInputError(f"{field} must not have empty, '.' or '..' components")
+    if redactor.looks_secret(value):
+        raise InvalidInputError(f"{field} looks like a secret")
+    return value
+
+
+def line_range(value: str) -> tuple[int, int]:
+    """`N` or `N-M` with 1 <= N <= M."""
+    match = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", value)
+    if not match:
+        raise InvalidInputError(f"--line must be N or N-M, not {value!r}")
+    start = int(match.group(1))
+    end = int(match.group(2) or start)
+    if not 1 <= start <= end <= LINE_NUMBER_MAX:
+        raise InvalidInputError(f"--line {value!r} must satisfy 1 <= start <= end")
+    return start, end
+
+
+def criteria(specs: list[str], redactor: Redactor) -> list[Criterion]:
+    """`id=statement` pairs: unique ids, bounded, at most CRITERIA_MAX of them."""
+    if len(specs) > CRITERIA_MAX:
+        raise InvalidInputError(f"at most {CRITERIA_MAX} acceptance criteria")
+    result: list[Criterion] = []
+    seen: set[str] = set()
+    for spec in specs:
+        key, sep, statement = spec.partition("=")
+        if not sep:
+            raise InvalidInputError(f"--criterion must be id=statement, not {spec!r}")
+        key = identifier(key.strip(), "criterion id", redactor, max_bytes=CRITERION_ID_MAX)
+        if key in seen:
+            raise InvalidInputError(f"criterion id {key!r} is given twice")
+        seen.add(key)
+        result.append(
+            Criterion(
+                id=key,
+                statement=text(statement, f"criterion {key}", CRITERION_STATEMENT_MAX),
+            )
+        )
+    return result
