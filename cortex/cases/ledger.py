@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from hashlib import sha256
 from typing import TypeVar
 
 import msgspec
 
 from cortex.cases import _crash
 from cortex.cases.bounds import LEDGER_RECORD_MAX
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError, InvalidInputError
 from cortex.cases.fsio import APPEND_FLAGS, FILE_MODE, open_for_read, write_all
 from cortex.cases.records import LineMeta, decode, encode
@@ -27,12 +27,12 @@ TAIL_SCAN_MAX = 64 * 1024 * 1024
 
 def genesis(task_id: str, ledger: str) -> str:
     """The `prev` of a ledger's first line: ties the chain to one case and one ledger."""
-    return sha256(f"cortex-ledger/v1\0{task_id}\0{ledger}".encode()).hexdigest()
+    return sha256_hex(f"cortex-ledger/v1\0{task_id}\0{ledger}".encode())
 
 
 def line_hash(line: bytes) -> str:
     """The hash that the next line's `prev` must carry (of the line without its newline)."""
-    return sha256(line).hexdigest()
+    return sha256_hex(line)
 
 
 def format_line(record: object) -> bytes:

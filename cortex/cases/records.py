@@ -6,8 +6,8 @@ appends them: `revision` (the case revision the line was committed at) and `prev
 the previous line, which chains the ledger).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: with string annotations msgspec must eval every
+# field type on first use, about 1 ms per process on the per-call path (docs/benchmarks.md).
 from typing import Any, Literal, TypeVar
 
 import msgspec

@@ -144,16 +144,18 @@ _ASSIGN_WORDS = (
 
 
 @cache
-def _token_patterns() -> tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]:
-    return tuple((triggers, re.compile(rx, flags)) for triggers, rx, flags in _TOKEN_SHAPES)
+def _token_pattern(index: int) -> re.Pattern[str]:
+    _, regex, flags = _TOKEN_SHAPES[index]
+    return re.compile(regex, flags)
 
 
 def redact_token_shapes(text: str) -> str:
     """Replace every known credential shape with the marker."""
     low = text.lower()
-    for triggers, pattern in _token_patterns():
+    for index, (triggers, _, _) in enumerate(_TOKEN_SHAPES):
         if any(t in low for t in triggers):
-            text = pattern.sub(REDACTED, text)
+            # Compiled on first use only: most text never triggers most shapes.
+            text = _token_pattern(index).sub(REDACTED, text)
             low = text.lower()
     return text
 
@@ -174,13 +176,12 @@ def _header_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str
 def redact_credentials(text: str) -> str:
     """Mask Authorization headers, bearer tokens and passwords embedded in URLs."""
     low = text.lower()
-    authorization, bearer, url_password = _header_patterns()
     if "authorization" in low:
-        text = authorization.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _header_patterns()[0].sub(lambda m: m.group(1) + REDACTED, text)
     if "bearer" in low:
-        text = bearer.sub(lambda m: m.group(1) + REDACTED, text)
+        text = _header_patterns()[1].sub(lambda m: m.group(1) + REDACTED, text)
     if "://" in text and "@" in text:
-        text = url_password.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
+        text = _header_patterns()[2].sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
     return text
 
 

@@ -11,13 +11,13 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from hashlib import sha256
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from cortex.cases import _crash, ledger
 from cortex.cases.bounds import JOURNAL_MAX, SNAPSHOT_MAX
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import (
     IntegrityError,
     InvalidInputError,
@@ -283,7 +283,7 @@ class CaseStore:
     def _claim_key(self, key: str, fingerprint: str, task_id: str) -> str | None:
         """Return the case a key already names, or record it for `task_id` and return None."""
         keys = os.path.join(self.root, KEYS_DIR)
-        path = os.path.join(keys, sha256(key.encode()).hexdigest() + ".json")
+        path = os.path.join(keys, sha256_hex(key.encode()) + ".json")
         try:
             data = read_bounded(path, JOURNAL_MAX)
         except FileNotFoundError:

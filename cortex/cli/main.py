@@ -15,7 +15,7 @@ from typing import IO, Any
 from cortex.cases.bounds import RAW_BLOB_MAX
 from cortex.cases.errors import CortexError, InvalidInputError
 from cortex.cases.records import encode
-from cortex.cli.parser import build_parser, command_name
+from cortex.cli.parser import HelpRequested, Parsed, command_name, parse
 from cortex.kernel.envelope import Envelope, Result, failure, success
 
 EXIT_INTERRUPTED = 130
@@ -32,77 +32,78 @@ def _read_stdin(stdin: IO[bytes]) -> bytes:
     return data
 
 
-def _dispatch(args: Any, env: Mapping[str, str], cwd: str, stdin: IO[bytes]) -> Result:
+def _dispatch(parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes]) -> Result:
     from cortex.kernel.context import Kernel
 
     kernel = Kernel(cwd, env, default_actor=env.get("CORTEX_ACTOR") or "cli")
-    command = args.command
-    if command == "open":
+    values: dict[str, Any] = parsed.values
+    command = parsed.command.name
+    if command == "case.open":
         from cortex.kernel.open_case import open_case
 
         return open_case(
             kernel,
-            goal=args.goal,
-            mode=args.mode,
-            risk=args.risk,
-            surfaces=args.surface,
-            criteria=args.criterion,
-            idempotency_key=args.idempotency_key,
-            actor=args.actor,
+            goal=values["goal"],
+            mode=values["mode"],
+            risk=values["risk"],
+            surfaces=values["surface"],
+            criteria=values["criterion"],
+            idempotency_key=values["idempotency_key"],
+            actor=values["actor"],
         )
-    if command == "list":
+    if command == "case.list":
         from cortex.kernel.status import list_cases
 
-        return list_cases(kernel, limit=args.limit)
-    if command == "status":
+        return list_cases(kernel, limit=values["limit"])
+    if command == "case.status":
         from cortex.kernel.status import status
 
-        return status(kernel, args.task)
-    if command == "evidence":
+        return status(kernel, values["task"])
+    if command == "case.evidence.add":
         from cortex.kernel.evidence import add_evidence, read_raw_file
 
         raw = None
-        if args.raw_file == "-":
+        if values["raw_file"] == "-":
             raw = _read_stdin(stdin)
-        elif args.raw_file is not None:
-            raw = read_raw_file(os.path.join(cwd, args.raw_file))
+        elif values["raw_file"] is not None:
+            raw = read_raw_file(os.path.join(cwd, values["raw_file"]))
         return add_evidence(
             kernel,
-            args.task,
-            claim=args.claim,
-            kind=args.kind,
-            tool=args.source,
-            uri=args.uri,
-            origin=args.origin,
-            file=args.file,
-            line=args.line,
-            symbol=args.symbol,
-            confidence=args.confidence,
-            sensitive=args.sensitive,
+            values["task"],
+            claim=values["claim"],
+            kind=values["kind"],
+            tool=values["source"],
+            uri=values["uri"],
+            origin=values["origin"],
+            file=values["file"],
+            line=values["line"],
+            symbol=values["symbol"],
+            confidence=values["confidence"],
+            sensitive=values["sensitive"],
             raw=raw,
-            derived_from=args.derived_from,
-            actor=args.actor,
-            expected_revision=args.expect_revision,
+            derived_from=values["derived_from"],
+            actor=values["actor"],
+            expected_revision=values["expect_revision"],
         )
-    if command == "note":
+    if command == "case.note":
         from cortex.kernel.evidence import add_note
 
         return add_note(
             kernel,
-            args.task,
-            text=args.text,
-            origin=args.origin,
-            actor=args.actor,
-            expected_revision=args.expect_revision,
+            values["task"],
+            text=values["text"],
+            origin=values["origin"],
+            actor=values["actor"],
+            expected_revision=values["expect_revision"],
         )
-    if command == "read-evidence":
+    if command == "case.read-evidence":
         from cortex.kernel.evidence import read_evidence
 
-        return read_evidence(kernel, args.task, args.evidence)
-    if command == "audit":
+        return read_evidence(kernel, values["task"], values["evidence"])
+    if command == "case.audit":
         from cortex.kernel.audit import audit
 
-        return Result(data=audit(kernel, args.task))
+        return Result(data=audit(kernel, values["task"]))
     msg = f"unknown command {command!r}"  # pragma: no cover - the parser refuses it first
     raise InvalidInputError(msg)
 
@@ -126,18 +127,14 @@ def main(
     exit_status = 0
     try:
         try:
-            args = build_parser().parse_args(list(argv))
-        except SystemExit as exc:  # --help and --version print and exit on their own
-            return int(exc.code or 0)
-        as_json = bool(getattr(args, "json", False) or args.top_json)
-        if getattr(args, "json", False) and args.top_json:
-            _duplicate("--json")
-        workspace = getattr(args, "workspace", None)
-        if workspace is not None and args.top_workspace is not None:
-            _duplicate("-C/--workspace")
+            parsed = parse(argv)
+        except HelpRequested as done:
+            stdout.write(done.text + "\n")
+            return 0
+        as_json = parsed.json
         base = os.getcwd() if cwd is None else cwd
-        directory = os.path.join(base, workspace or args.top_workspace or ".")
-        envelope = success(name, _dispatch(args, env, directory, stdin))
+        directory = os.path.join(base, parsed.workspace or ".")
+        envelope = success(name, _dispatch(parsed, env, directory, stdin))
     except CortexError as exc:
         envelope = failure(name, exc, data=getattr(exc, "report", None))
         exit_status = exc.exit_status
@@ -153,12 +150,6 @@ def main(
         exit_status = _InternalError.exit_status
     _emit(envelope, as_json, stdout, stderr, env)
     return exit_status
-
-
-def _duplicate(option: str) -> None:
-    from cortex.cli.parser import UsageError
-
-    raise UsageError(f"cortex: {option} is given more than once")
 
 
 def _emit(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from hashlib import sha256
 
 from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, Mode, Risk, Surface, Workspace, encode
@@ -75,7 +75,7 @@ def open_case(
         acceptance_criteria=acceptance,
     )
     # What makes two opens "the same request": a retry must ask for the same case.
-    fingerprint = sha256(encode([goal, mode, risk, sorted(chosen), acceptance])).hexdigest()
+    fingerprint = sha256_hex(encode([goal, mode, risk, sorted(chosen), acceptance]))
     kernel.prepare_store()
     committed, created = kernel.store.create(
         case, operation="case.open", idempotency_key=key, fingerprint=fingerprint

@@ -10,13 +10,12 @@ environment changes those rules (`GIT_DIR` and friends), git itself is asked.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
-from hashlib import sha256
 from typing import Literal
 
 import msgspec
 
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
 
 GIT_ENV_OVERRIDES = (
@@ -46,12 +45,15 @@ class WorkspaceIdentity(msgspec.Struct, kw_only=True):
 
 def store_id_for(key_path: str, name: str) -> str:
     """`<name>-<12 hex of sha256(key_path)>`; the name is for people, the hash for uniqueness."""
-    digest = sha256(os.fsencode(key_path)).hexdigest()[:12]
+    digest = sha256_hex(os.fsencode(key_path))[:12]
     return f"{_readable(name)}-{digest}"
 
 
+_READABLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
 def _readable(name: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")
+    cleaned = "".join(c if c in _READABLE else "-" for c in name).strip("-.")
     return cleaned[:64] or "workspace"
 
 

@@ -1,0 +1,26 @@
+"""sha256, without paying for OpenSSL on the per-call path.
+
+`hashlib` loads the OpenSSL binding (`_hashlib`), about 2 ms per process here, which is 5% of
+an entire `evidence add` (docs/benchmarks.md). CPython also ships its own builtin sha256
+(`_sha2` since 3.12, `_sha256` before), which gives the same digest and imports in microseconds.
+We use it when present and fall back to hashlib otherwise; a test checks both agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+_sha256: Callable[[bytes], Any]
+try:
+    from _sha2 import sha256 as _sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha256 as _sha256
+
+
+def sha256_hex(data: bytes) -> str:
+    """The hex sha256 of `data`."""
+    return str(_sha256(data).hexdigest())
