@@ -19,17 +19,18 @@ action: Callable[[str], None] | None = None
 """What to do at the armed point."""
 
 
-def point(name: str) -> None:
-    """Mark a crash point; acts only when a test has armed this name."""
+def due(name: str) -> bool:
+    """Count one pass through `name`; True when the armed action should run now."""
     global skip  # noqa: PLW0603 - the counter is the module's whole state
     if armed is None or armed != name or action is None:
-        return
+        return False
     if skip > 0:
         skip -= 1
-        return
-    action(name)
+        return False
+    return True
 
 
-def is_armed(name: str) -> bool:
-    """Whether the next pass through `name` would act (used for torn-write injection)."""
-    return armed == name and action is not None and skip == 0
+def point(name: str) -> None:
+    """Mark a crash point; acts only when a test has armed this name and its turn has come."""
+    if armed is not None and due(name) and action is not None:
+        action(name)

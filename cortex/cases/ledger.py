@@ -61,9 +61,11 @@ def append(path: str, data: bytes) -> None:
     fd = os.open(path, APPEND_FLAGS, FILE_MODE)
     try:
         _crash.point("ledger.before_write")
-        if _crash.is_armed("ledger.torn_write"):
+        if _crash.armed is not None and _crash.due("ledger.torn_write"):
+            # Injected fault: leave half of the write on disk, as a kill mid-write would.
             write_all(fd, data[: max(1, len(data) // 2)])
-            _crash.point("ledger.torn_write")
+            if _crash.action is not None:
+                _crash.action("ledger.torn_write")
         write_all(fd, data)
         _crash.point("ledger.written")
         os.fsync(fd)

@@ -11,7 +11,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -19,6 +19,7 @@ from cortex.cases import _crash, ledger
 from cortex.cases.bounds import JOURNAL_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import (
+    BusyError,
     IntegrityError,
     InvalidInputError,
     NotFoundError,
@@ -58,6 +59,7 @@ from cortex.cases.records import (
     KeyRecord,
     LedgerRecord,
     LedgerState,
+    LineMeta,
     LockInfo,
     PhaseChange,
     decode,
@@ -69,6 +71,8 @@ from cortex.cases.scrub import scrub
 
 if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
+
+_D = TypeVar("_D", bound=msgspec.Struct)
 
 
 class _SchemaProbe(msgspec.Struct, rename="camel"):
@@ -199,6 +203,42 @@ class CaseStore:
         if state.bytes == 0:
             return iter(())
         return ledger.read_records(path, state.bytes, LEDGER_TYPES[name], revision=case.revision)
+
+    def read_snapshot(
+        self, task_id: str, name: str, type_: type[_D], *, attempts: int = 5
+    ) -> _D | None:
+        """An auxiliary snapshot (plan.json, ...) as of the committed case revision, or None.
+
+        A multi-file commit renames new snapshots into place before its commit point, keeping the
+        old one as a backup. So a reader that finds a snapshot newer than case.json says (a commit
+        in flight, or a crash between the two) reads the backup instead; if neither matches, the
+        commit finished in between, and the reader starts over from case.json.
+        """
+        stem = name.removesuffix(".json")
+        for attempt in range(attempts):
+            case = self.read_case(task_id)
+            expected = case.snapshots.get(stem)
+            if expected is None:
+                return None
+            path = self.case_path(task_id)
+            for candidate in (name, BACKUP_PREFIX + name):
+                full = os.path.join(path, candidate)
+                try:
+                    data = read_bounded(full, SNAPSHOT_MAX)
+                except FileNotFoundError:
+                    continue
+                try:
+                    revision = decode(data, LineMeta).revision
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    raise IntegrityError(f"{full}: {exc}", path=full) from None
+                if revision == expected:
+                    try:
+                        return decode(data, type_)
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        raise IntegrityError(f"{full}: {exc}", path=full) from None
+            time.sleep(0.005 * (attempt + 1))
+        msg = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
+        raise BusyError(msg)
 
     def debris(self, case: CaseFile) -> list[str]:
         """What an interrupted writer left behind, as warnings; inspects, never repairs."""

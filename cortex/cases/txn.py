@@ -75,7 +75,8 @@ class Transaction:
         self.committed: CaseFile | None = None
         self.written: dict[str, list[LedgerRecord]] = {}
         self.case: CaseFile
-        self._original: CaseFile
+        self._immutable = b""
+        self._base_revision = 0
         self._appends: dict[str, list[LedgerRecord]] = {}
         self._blobs: list[tuple[str, bytes]] = []
         self._snapshots: list[tuple[str, msgspec.Struct]] = []
@@ -95,7 +96,9 @@ class Transaction:
             self.case = self.store.read_case(self.task_id)
             self._recover(self.case)
             self._check_expected_revision()
-            self._original = msgspec.structs.replace(self.case)
+            # Encoded, not copied: a shallow copy would share the lists a caller can mutate.
+            self._immutable = _immutable_bytes(self.case)
+            self._base_revision = self.case.revision
         except BaseException:
             self._lock.release()
             raise
@@ -149,10 +152,10 @@ class Transaction:
 
     def _commit(self) -> None:
         case = self.case
-        for field in IMMUTABLE_FIELDS:
-            if getattr(case, field) != getattr(self._original, field):
-                raise InvalidInputError(f"{field} cannot change once a case exists")
-        if case.revision != self._original.revision:
+        if _immutable_bytes(case) != self._immutable:
+            changed = ", ".join(IMMUTABLE_FIELDS)
+            raise InvalidInputError(f"these fields cannot change once a case exists: {changed}")
+        if case.revision != self._base_revision:
             msg = "the revision is managed by the store"
             raise ValueError(msg)
         now = self.store.now()
@@ -329,6 +332,10 @@ class Transaction:
         os.unlink(os.path.join(self.path, JOURNAL_FILE))
         fsync_dir(self.path)
         self.notes.append(f"rolled back an interrupted commit of revision {journal.to_revision}")
+
+
+def _immutable_bytes(case: CaseFile) -> bytes:
+    return encode([getattr(case, field) for field in IMMUTABLE_FIELDS])
 
 
 def _check_journal(journal: Journal, task_id: str) -> None:

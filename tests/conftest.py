@@ -1,0 +1,201 @@
+"""Shared fixtures: an isolated environment, a real git repository, and ways to run `cortex`.
+
+Tests never touch the developer's real state or configuration: every run gets its own
+CORTEX_STATE_DIR, HOME and XDG_CONFIG_HOME under tmp_path. The CLI is run in-process through
+`cortex.cli.main.main` (fast, same code path as the console script) or, where a real process
+is the point (locks, crashes, concurrency), as `python -m cortex` with the source tree first on
+PYTHONPATH, so a stale installed copy can never be what is tested.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cortex.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+CHILDREN = Path(__file__).resolve().parent / "children"
+
+
+def base_env(tmp_path: Path) -> dict[str, str]:
+    """A minimal, isolated environment for cortex and git."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "CORTEX_STATE_DIR": str(tmp_path / "state"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Cortex Test",
+        "GIT_AUTHOR_EMAIL": "test@example.invalid",
+        "GIT_COMMITTER_NAME": "Cortex Test",
+        "GIT_COMMITTER_EMAIL": "test@example.invalid",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The isolated environment for this test."""
+    return base_env(tmp_path)
+
+
+def git(cwd: Path, *args: str, env: dict[str, str]) -> str:
+    """Run git and return its stdout; fail the test on a non-zero exit."""
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr}"
+    return proc.stdout.strip()
+
+
+def make_repo(path: Path, env: dict[str, str]) -> Path:
+    """A git repository with one committed file."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "-c", "init.defaultBranch=main", "init", "-q", env=env)
+    (path / "app.py").write_text("print('hello')\n")
+    git(path, "add", "app.py", env=env)
+    git(path, "commit", "-q", "-m", "initial", env=env)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path, env: dict[str, str]) -> Path:
+    """A fresh git repository with one commit."""
+    return make_repo(tmp_path / "repo", env)
+
+
+@dataclass
+class Outcome:
+    """What one cortex invocation produced."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def envelope(self) -> dict[str, Any]:
+        """The JSON envelope (the test fails if stdout is not exactly one)."""
+        lines = self.stdout.splitlines()
+        assert len(lines) == 1, f"expected one envelope line, got: {self.stdout!r}"
+        parsed: dict[str, Any] = json.loads(lines[0])
+        return parsed
+
+    @property
+    def data(self) -> Any:
+        """The envelope's data, asserting success."""
+        envelope = self.envelope
+        assert envelope["ok"] is True, envelope
+        assert self.code == 0
+        return envelope["data"]
+
+    @property
+    def error_code(self) -> str:
+        """The envelope's error code, asserting failure."""
+        envelope = self.envelope
+        assert envelope["ok"] is False, envelope
+        code: str = envelope["error"]["code"]
+        return code
+
+
+class Cli:
+    """Run cortex in-process with the test's environment and working directory."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.env = env
+        self.cwd = cwd
+
+    def __call__(
+        self, *args: str, stdin: bytes = b"", cwd: Path | None = None, human: bool = False
+    ) -> Outcome:
+        """Run one command; `--json` is appended unless `human`."""
+        out, err = io.StringIO(), io.StringIO()
+        argv = [*args] if human else [*args, "--json"]
+        code = main(
+            argv,
+            env=self.env,
+            cwd=str(cwd or self.cwd),
+            stdin=io.BytesIO(stdin),
+            stdout=out,
+            stderr=err,
+        )
+        return Outcome(code, out.getvalue(), err.getvalue())
+
+    def open(self, goal: str = "Fix the login redirect", *extra: str) -> str:
+        """Open a case and return its id."""
+        task: str = self("case", "open", goal, *extra).data["taskId"]
+        return task
+
+
+@pytest.fixture
+def cli(env: dict[str, str], repo: Path) -> Cli:
+    """The in-process CLI, working in `repo`."""
+    return Cli(env, repo)
+
+
+@pytest.fixture
+def task(cli: Cli) -> str:
+    """An open case in `repo`."""
+    return cli.open()
+
+
+def case_path(env: dict[str, str], task_id: str) -> Path:
+    """Where a case lives under the test's state root (searching every store)."""
+    matches = list(Path(env["CORTEX_STATE_DIR"]).glob(f"sessions/*/{task_id}"))
+    assert len(matches) == 1, matches
+    return matches[0]
+
+
+def run_cortex(
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    *,
+    stdin: bytes | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `python -m cortex` as a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "cortex", *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every path under `root` with (size, mtime_ns, inode, mode): compare before and after."""
+    state: dict[str, tuple[int, int, int, int]] = {}
+    if not root.exists():
+        return state
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        state[str(path.relative_to(root))] = (
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ino,
+            info.st_mode,
+        )
+    return state
+
+
+@pytest.fixture
+def state_root(env: dict[str, str]) -> Iterator[Path]:
+    """The test's state root."""
+    yield Path(env["CORTEX_STATE_DIR"])
