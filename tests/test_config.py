@@ -1,0 +1,194 @@
+"""Configuration: sources, precedence, strict validation, and where stores live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Cli, git
+
+from cortex.kernel.config import load_config, state_root
+from cortex.kernel.errors import ConfigError
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+class TestPrecedence:
+    def test_env_overrides_repo_file_overrides_pyproject_overrides_global(
+        self, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
+        """lock_timeout: global < [tool.cortex] < cortex.toml < CORTEX_LOCK_TIMEOUT."""
+        write(tmp_path / "config" / "cortex" / "config.toml", "lock_timeout = 1\n")
+        assert load_config(str(repo), env).lock_timeout == 1
+        write(repo / "pyproject.toml", "[project]\nname='x'\n[tool.cortex]\nlock_timeout = 2\n")
+        assert load_config(str(repo), env).lock_timeout == 2
+        write(repo / "cortex.toml", "lock_timeout = 3\n")
+        config = load_config(str(repo), env)
+        assert config.lock_timeout == 3
+        assert config.sources["lock_timeout"] == [str(repo / "cortex.toml")]
+        env["CORTEX_LOCK_TIMEOUT"] = "4.5"
+        config = load_config(str(repo), env)
+        assert config.lock_timeout == 4.5
+        assert config.sources["lock_timeout"] == ["CORTEX_LOCK_TIMEOUT"]
+
+    def test_redaction_literals_accumulate_across_sources(
+        self, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
+        """Every source can add literals; none can remove another's."""
+        write(tmp_path / "config" / "cortex" / "config.toml", 'redact_literals = ["global-literal"]\n')
+        write(repo / "cortex.toml", 'redact_literals = ["repo-literal"]\n')
+        env["CORTEX_REDACT_LITERALS"] = "env-literal-1, env-literal-2"
+        literals = load_config(str(repo), env).redact_literals
+        assert set(literals) == {"global-literal", "repo-literal", "env-literal-1", "env-literal-2"}
+
+    def test_configured_literals_are_redacted(self, cli: Cli, repo: Path, state_root: Path) -> None:
+        """A literal from cortex.toml never reaches the store."""
+        write(repo / "cortex.toml", 'redact_literals = ["tenant-7731-internal"]\n')
+        task = cli.open("migrate tenant-7731-internal data")
+        cli("case", "note", task, "tenant-7731-internal is done")
+        blob = b"".join(p.read_bytes() for p in state_root.rglob("*") if p.is_file())
+        assert b"tenant-7731-internal" not in blob
+
+    def test_pyproject_without_cortex_is_not_parsed(self, env: dict[str, str], repo: Path) -> None:
+        """A pyproject.toml that never mentions cortex is skipped, even if it is not valid TOML."""
+        write(repo / "pyproject.toml", "this is [[[ not toml\n")
+        assert load_config(str(repo), env).files == []
+
+
+class TestFailClosed:
+    @pytest.mark.parametrize(
+        ("text", "key"),
+        [
+            ("colour = 'blue'\n", "colour"),
+            ("lock_timeout = 'fast'\n", "lock_timeout"),
+            ("lock_timeout = 0\n", "lock_timeout"),
+            ("lock_timeout = 601\n", "lock_timeout"),
+            ("lock_timeout = true\n", "lock_timeout"),
+            ("redact_literals = 'secret-value'\n", "redact_literals"),
+            ("redact_literals = ['abc']\n", "redact_literals"),
+            ("redact_literals = [1234]\n", "redact_literals"),
+            ("cases_dir = 5\n", "cases_dir"),
+            ("cases_dir = '/etc/cortex'\n", "cases_dir"),
+            ("cases_dir = '~/cases'\n", "cases_dir"),
+            ("cases_dir = '../outside'\n", "cases_dir"),
+            ("cases_dir = '.'\n", "cases_dir"),
+        ],
+    )
+    def test_repo_file_errors_name_the_file_and_key(
+        self, cli: Cli, repo: Path, state_root: Path, text: str, key: str
+    ) -> None:
+        """Unknown keys, wrong types and bad values fail closed (exit 4), naming file and key."""
+        path = write(repo / "cortex.toml", text)
+        out = cli("case", "open", "goal")
+        assert out.code == 4
+        assert out.error_code == "config_error"
+        message = out.envelope["error"]["message"]
+        assert str(path) in message
+        assert key in message
+        assert not state_root.exists()
+
+    def test_pyproject_table_errors_name_the_table(self, cli: Cli, repo: Path) -> None:
+        """An unknown key under [tool.cortex] names pyproject.toml and the key."""
+        write(repo / "pyproject.toml", "[tool.cortex]\nlockTimeout = 3\n")
+        message = cli("case", "list").envelope["error"]["message"]
+        assert "pyproject.toml [tool.cortex]" in message
+        assert "lockTimeout" in message
+
+    def test_invalid_toml_is_refused(self, cli: Cli, repo: Path) -> None:
+        """A cortex.toml that does not parse is an error, not an empty configuration."""
+        write(repo / "cortex.toml", "lock_timeout = = 3\n")
+        out = cli("case", "list")
+        assert out.code == 4
+        assert "cortex.toml" in out.envelope["error"]["message"]
+
+    def test_global_file_errors_too(self, cli: Cli, tmp_path: Path) -> None:
+        """The global config is validated as strictly as the repository's."""
+        write(tmp_path / "config" / "cortex" / "config.toml", "unknown = 1\n")
+        out = cli("case", "list")
+        assert out.code == 4
+        assert "config.toml: unknown" in out.envelope["error"]["message"]
+
+    @pytest.mark.parametrize(
+        ("variable", "value"),
+        [
+            ("CORTEX_LOCK_TIMEOUT", "soon"),
+            ("CORTEX_LOCK_TIMEOUT", "-1"),
+            ("CORTEX_CASES_DIR", "relative/dir"),
+            ("CORTEX_STATE_DIR", "relative/state"),
+            ("CORTEX_REDACT_LITERALS", "ab"),
+        ],
+    )
+    def test_bad_environment_values_fail_closed(
+        self, env: dict[str, str], repo: Path, variable: str, value: str
+    ) -> None:
+        """Environment values are validated like file values, naming the variable."""
+        env[variable] = value
+        out = Cli(env, repo)("case", "list")
+        assert out.code == 4
+        assert variable in out.envelope["error"]["message"]
+
+
+class TestStateRoot:
+    def test_resolution_order(self, tmp_path: Path) -> None:
+        """CORTEX_STATE_DIR, else $XDG_STATE_HOME/cortex, else ~/.local/state/cortex."""
+        home = str(tmp_path / "h")
+        assert state_root({"HOME": home}) == f"{home}/.local/state/cortex"
+        assert state_root({"HOME": home, "XDG_STATE_HOME": "relative"}) == f"{home}/.local/state/cortex"
+        assert state_root({"HOME": home, "XDG_STATE_HOME": "/x"}) == "/x/cortex"
+        assert state_root({"HOME": home, "XDG_STATE_HOME": "/x", "CORTEX_STATE_DIR": "/s"}) == "/s"
+        with pytest.raises(ConfigError):
+            state_root({})
+
+    def test_cases_dir_env_replaces_the_store_directory(
+        self, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
+        """CORTEX_CASES_DIR is used as the cases root itself."""
+        env["CORTEX_CASES_DIR"] = str(tmp_path / "cases")
+        task = Cli(env, repo).open()
+        assert (tmp_path / "cases" / task / "case.json").is_file()
+
+
+class TestRepoLocalStore:
+    def test_repo_local_store_is_git_ignored(self, env: dict[str, str], repo: Path) -> None:
+        """cases_dir under .cortex writes .cortex/.gitignore with *, so git sees no change."""
+        write(repo / "cortex.toml", "cases_dir = '.cortex/cases'\n")
+        git(repo, "add", "cortex.toml", env=env)
+        git(repo, "commit", "-q", "-m", "config", env=env)
+        cli = Cli(env, repo)
+        task = cli.open()
+        cli("case", "note", task, "something")
+        assert (repo / ".cortex" / "cases" / task / "case.json").is_file()
+        assert (repo / ".cortex" / ".gitignore").read_text() == "*\n"
+        assert git(repo, "status", "--porcelain", "--untracked-files=all", env=env) == ""
+        assert cli("case", "status", task).data["store"]["root"] == str(repo / ".cortex" / "cases")
+
+    def test_other_repo_local_dirs_ignore_themselves(self, env: dict[str, str], repo: Path) -> None:
+        """Any other in-repo cases_dir gets its own .gitignore."""
+        write(repo / "cortex.toml", "cases_dir = 'var/cases'\n")
+        git(repo, "add", "cortex.toml", env=env)
+        git(repo, "commit", "-q", "-m", "config", env=env)
+        Cli(env, repo).open()
+        assert (repo / "var" / "cases" / ".gitignore").read_text() == "*\n"
+        assert git(repo, "status", "--porcelain", "--untracked-files=all", env=env) == ""
+
+    def test_a_symlinked_component_is_refused(
+        self, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
+        """A repository cannot route our writes elsewhere through a symlink."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (repo / ".cortex").symlink_to(outside, target_is_directory=True)
+        write(repo / "cortex.toml", "cases_dir = '.cortex/cases'\n")
+        out = Cli(env, repo)("case", "open", "goal")
+        assert out.code == 4
+        assert list(outside.iterdir()) == []
+
+    def test_global_cases_dir_may_be_absolute(self, env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+        """The user's own config may place the store anywhere."""
+        write(tmp_path / "config" / "cortex" / "config.toml", f"cases_dir = '{tmp_path / 'mine'}'\n")
+        task = Cli(env, repo).open()
+        assert (tmp_path / "mine" / task).is_dir()
