@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,6 +195,6 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
 
 
 @pytest.fixture
-def state_root(env: dict[str, str]) -> Iterator[Path]:
+def state_root(env: dict[str, str]) -> Path:
     """The test's state root."""
-    yield Path(env["CORTEX_STATE_DIR"])
+    return Path(env["CORTEX_STATE_DIR"])

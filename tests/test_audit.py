@@ -150,9 +150,9 @@ class TestTampering:
 CORRUPT_BYTES = st.one_of(
     st.binary(max_size=2000),
     st.text(max_size=500).map(str.encode),
-    st.lists(st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8)), max_size=5).map(
-        lambda rows: b"".join(json.dumps(r).encode() + b"\n" for r in rows)
-    ),
+    st.lists(
+        st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8)), max_size=5
+    ).map(lambda rows: b"".join(json.dumps(r).encode() + b"\n" for r in rows)),
 )
 
 
@@ -162,7 +162,9 @@ CORRUPT_BYTES = st.one_of(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(data=CORRUPT_BYTES, target=st.sampled_from(["evidence.jsonl", "case.json", "commands.jsonl"]))
+@given(
+    data=CORRUPT_BYTES, target=st.sampled_from(["evidence.jsonl", "case.json", "commands.jsonl"])
+)
 def test_arbitrary_bytes_give_typed_findings_never_a_crash(
     cli: Cli, busy_case: str, tmp_path: Path, data: bytes, target: str
 ) -> None:

@@ -19,7 +19,7 @@ ENVELOPE_KEYS = {"schema", "ok", "command", "data", "error"}
 def check_envelope(envelope: dict[str, object], command: str) -> None:
     extra = set(envelope) - ENVELOPE_KEYS - {"actions"}
     assert not extra, f"unexpected top-level fields {extra}"
-    assert ENVELOPE_KEYS <= set(envelope)
+    assert set(envelope) >= ENVELOPE_KEYS
     assert envelope["schema"] == "cortex/v1"
     assert envelope["command"] == command
 
@@ -172,7 +172,7 @@ class TestStrictOptions:
 
 
 class TestIdempotentOpen:
-    def test_a_retry_with_the_same_key_returns_the_same_case(self, cli: Cli, state_root: Path) -> None:
+    def test_a_retry_with_the_same_key_returns_the_same_case(self, cli: Cli) -> None:
         """The same key and request give the same case, created once."""
         first = cli("case", "open", "Ship it", "--idempotency-key", "run-42").data
         second = cli("case", "open", "Ship it", "--idempotency-key", "run-42").data
@@ -196,7 +196,10 @@ class TestBounds:
             (["case", "open", "G"], bounds.GOAL_MAX),
             (["case", "evidence", "add", "TASK", "--claim", "G"], bounds.CLAIM_MAX),
             (["case", "note", "TASK", "G"], bounds.NOTE_MAX),
-            (["case", "evidence", "add", "TASK", "--claim", "x", "--symbol", "G"], bounds.SYMBOL_MAX),
+            (
+                ["case", "evidence", "add", "TASK", "--claim", "x", "--symbol", "G"],
+                bounds.SYMBOL_MAX,
+            ),
             (["case", "evidence", "add", "TASK", "--claim", "x", "--uri", "G"], bounds.URI_MAX),
             (["case", "open", "x", "--criterion", "c=G"], bounds.CRITERION_STATEMENT_MAX),
             (["case", "open", "x", "--actor", "G"], bounds.IDENTIFIER_MAX),
@@ -224,11 +227,20 @@ class TestBounds:
         args = [f"--criterion=c{i}=statement {i}" for i in range(bounds.CRITERIA_MAX + 1)]
         assert cli("case", "open", "x", *args).code == 4
 
-    def test_oversize_raw_from_stdin_is_refused(self, cli: Cli, task: str, state_root: Path) -> None:
+    def test_oversize_raw_from_stdin_is_refused(
+        self, cli: Cli, task: str, state_root: Path
+    ) -> None:
         """A raw blob one byte over RAW_BLOB_MAX is refused before anything is written."""
         before = tree_state(state_root)
         out = cli(
-            "case", "evidence", "add", task, "--claim", "x", "--raw-file", "-",
+            "case",
+            "evidence",
+            "add",
+            task,
+            "--claim",
+            "x",
+            "--raw-file",
+            "-",
             stdin=b"a" * (bounds.RAW_BLOB_MAX + 1),
         )
         assert out.code == 4
@@ -251,8 +263,9 @@ class TestHostileInput:
             "",
         ],
     )
+    @pytest.mark.usefixtures("task")
     def test_malformed_task_ids_are_refused_not_rewritten(
-        self, cli: Cli, task: str, state_root: Path, task_id: str
+        self, cli: Cli, state_root: Path, task_id: str
     ) -> None:
         """Traversal, absolute, NUL, wrong case, overflow: exit 4 before any path is built."""
         before = tree_state(state_root)
@@ -267,7 +280,17 @@ class TestHostileInput:
 
     @pytest.mark.parametrize(
         "path",
-        ["/etc/passwd", "../outside.py", "src/../../x", "a//b", "./a", "a\\b", "a\x00b", "a\nb", "C:x"],
+        [
+            "/etc/passwd",
+            "../outside.py",
+            "src/../../x",
+            "a//b",
+            "./a",
+            "a\\b",
+            "a\x00b",
+            "a\nb",
+            "C:x",
+        ],
     )
     def test_unsafe_location_paths_are_refused(
         self, cli: Cli, task: str, state_root: Path, path: str
@@ -306,7 +329,9 @@ class TestHostileInput:
             assert out.error_code == "integrity_error"
         assert tree_state(elsewhere) == before
 
-    def test_a_symlinked_ledger_is_refused(self, cli: Cli, env: dict[str, str], task: str, tmp_path: Path) -> None:
+    def test_a_symlinked_ledger_is_refused(
+        self, cli: Cli, env: dict[str, str], task: str, tmp_path: Path
+    ) -> None:
         """A ledger replaced by a symlink is refused, and its target is not written."""
         path = case_path(env, task) / "evidence.jsonl"
         target = tmp_path / "target.jsonl"
@@ -408,7 +433,11 @@ class TestRealProcess:
         if not script.exists():
             pytest.skip("no console script next to the interpreter")
         proc = subprocess.run(
-            [str(script), "case", "list", "--json"], cwd=repo, env=env, capture_output=True, check=False
+            [str(script), "case", "list", "--json"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            check=False,
         )
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["command"] == "case.list"

@@ -39,7 +39,9 @@ class TestPrecedence:
         self, env: dict[str, str], repo: Path, tmp_path: Path
     ) -> None:
         """Every source can add literals; none can remove another's."""
-        write(tmp_path / "config" / "cortex" / "config.toml", 'redact_literals = ["global-literal"]\n')
+        write(
+            tmp_path / "config" / "cortex" / "config.toml", 'redact_literals = ["global-literal"]\n'
+        )
         write(repo / "cortex.toml", 'redact_literals = ["repo-literal"]\n')
         env["CORTEX_REDACT_LITERALS"] = "env-literal-1, env-literal-2"
         literals = load_config(str(repo), env).redact_literals
@@ -137,7 +139,10 @@ class TestStateRoot:
         """CORTEX_STATE_DIR, else $XDG_STATE_HOME/cortex, else ~/.local/state/cortex."""
         home = str(tmp_path / "h")
         assert state_root({"HOME": home}) == f"{home}/.local/state/cortex"
-        assert state_root({"HOME": home, "XDG_STATE_HOME": "relative"}) == f"{home}/.local/state/cortex"
+        assert (
+            state_root({"HOME": home, "XDG_STATE_HOME": "relative"})
+            == f"{home}/.local/state/cortex"
+        )
         assert state_root({"HOME": home, "XDG_STATE_HOME": "/x"}) == "/x/cortex"
         assert state_root({"HOME": home, "XDG_STATE_HOME": "/x", "CORTEX_STATE_DIR": "/s"}) == "/s"
         with pytest.raises(ConfigError):
@@ -187,8 +192,12 @@ class TestRepoLocalStore:
         assert out.code == 4
         assert list(outside.iterdir()) == []
 
-    def test_global_cases_dir_may_be_absolute(self, env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    def test_global_cases_dir_may_be_absolute(
+        self, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
         """The user's own config may place the store anywhere."""
-        write(tmp_path / "config" / "cortex" / "config.toml", f"cases_dir = '{tmp_path / 'mine'}'\n")
+        write(
+            tmp_path / "config" / "cortex" / "config.toml", f"cases_dir = '{tmp_path / 'mine'}'\n"
+        )
         task = Cli(env, repo).open()
         assert (tmp_path / "mine" / task).is_dir()

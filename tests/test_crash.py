@@ -59,7 +59,9 @@ class Run:
     killed: bool = False
 
 
-def run_child(env: dict[str, str], cwd: Path, point: str, skip: int, commands: list[list[str]]) -> Run:
+def run_child(
+    env: dict[str, str], cwd: Path, point: str, skip: int, commands: list[list[str]]
+) -> Run:
     proc = subprocess.Popen(
         [sys.executable, CHILD, point, str(skip), str(cwd), json.dumps(commands)],
         env=env,
@@ -91,11 +93,9 @@ def view(cli: Cli, task: str) -> tuple[int, list[str]]:
     """What a reader sees: the revision and the committed evidence ids, in order."""
     status = cli("case", "status", task).data
     env = cli.env
-    ids = []
     path = case_path(env, task) / "evidence.jsonl"
     committed = json.loads((case_path(env, task) / "case.json").read_bytes())["ledgers"]["evidence"]
-    for line in path.read_bytes()[: committed["bytes"]].splitlines():
-        ids.append(json.loads(line)["id"])
+    ids = [json.loads(line)["id"] for line in path.read_bytes()[: committed["bytes"]].splitlines()]
     return status["revision"], ids
 
 
@@ -106,7 +106,9 @@ def audit(cli: Cli, task: str) -> dict[str, Any]:
     return report
 
 
-def check_after_kill(cli: Cli, task: str, before: tuple[int, list[str]], run: Run, *, raw: bool) -> None:
+def check_after_kill(
+    cli: Cli, task: str, before: tuple[int, list[str]], run: Run, *, raw: bool
+) -> None:
     revision, ids = view(cli, task)
     acked_ids = [a["data"]["evidence"]["id"] for a in run.acked]
     base_revision, base_ids = before
@@ -129,7 +131,9 @@ def check_after_kill(cli: Cli, task: str, before: tuple[int, list[str]], run: Ru
     assert leftovers == [], leftovers
 
 
-def campaign(cli: Cli, task: str, tmp_path: Path, point: str, passes: int, runs: int, *, raw: bool) -> None:
+def campaign(
+    cli: Cli, task: str, tmp_path: Path, *, point: str, passes: int, runs: int, raw: bool
+) -> None:
     rng = random.Random(f"{point}-{passes}-{raw}")
     raw_file = tmp_path / "raw-output.txt"
     raw_file.write_text("collected 12 items\n12 passed in 0.3s\n")
@@ -141,7 +145,9 @@ def campaign(cli: Cli, task: str, tmp_path: Path, point: str, passes: int, runs:
             for n in range(COMMANDS_PER_CHILD)
         ]
         before = view(cli, task)
-        run = run_child(cli.env, cli.cwd, point, rng.randrange(passes * COMMANDS_PER_CHILD), commands)
+        run = run_child(
+            cli.env, cli.cwd, point, rng.randrange(passes * COMMANDS_PER_CHILD), commands
+        )
         killed += run.killed
         check_after_kill(cli, task, before, run, raw=raw)
     assert killed == runs, f"{point} was reached in only {killed} of {runs} runs"
@@ -167,15 +173,19 @@ def open_campaign(cli: Cli, point: str, runs: int) -> None:
 
 
 @pytest.mark.parametrize(("point", "passes"), PLAIN_POINTS)
-def test_kill_during_evidence_add(cli: Cli, task: str, tmp_path: Path, point: str, passes: int) -> None:
+def test_kill_during_evidence_add(
+    cli: Cli, task: str, tmp_path: Path, point: str, passes: int
+) -> None:
     """A plain append killed at each point: old or new state, acked records kept, audit passes."""
-    campaign(cli, task, tmp_path, point, passes, runs=2, raw=False)
+    campaign(cli, task, tmp_path, point=point, passes=passes, runs=2, raw=False)
 
 
 @pytest.mark.parametrize(("point", "passes"), RAW_POINTS)
-def test_kill_during_multi_file_commit(cli: Cli, task: str, tmp_path: Path, point: str, passes: int) -> None:
+def test_kill_during_multi_file_commit(
+    cli: Cli, task: str, tmp_path: Path, point: str, passes: int
+) -> None:
     """A raw blob + evidence commit killed at each point is rolled back or kept whole."""
-    campaign(cli, task, tmp_path, point, passes, runs=2, raw=True)
+    campaign(cli, task, tmp_path, point=point, passes=passes, runs=2, raw=True)
 
 
 @pytest.mark.parametrize(("point", "passes"), OPEN_POINTS)
@@ -191,7 +201,7 @@ def test_kill_during_evidence_add_campaign(
     cli: Cli, task: str, tmp_path: Path, point: str, passes: int
 ) -> None:
     """200 kills per point of a plain append."""
-    campaign(cli, task, tmp_path, point, passes, runs=200, raw=False)
+    campaign(cli, task, tmp_path, point=point, passes=passes, runs=200, raw=False)
 
 
 @pytest.mark.slow
@@ -200,7 +210,7 @@ def test_kill_during_multi_file_commit_campaign(
     cli: Cli, task: str, tmp_path: Path, point: str, passes: int
 ) -> None:
     """200 kills per point of a multi-file commit."""
-    campaign(cli, task, tmp_path, point, passes, runs=200, raw=True)
+    campaign(cli, task, tmp_path, point=point, passes=passes, runs=200, raw=True)
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, tree_state
@@ -38,7 +37,7 @@ def busy_cli(cli: Cli) -> Cli:
 
 @pytest.mark.parametrize("backend", ["fcntl", "portalocker"])
 def test_a_held_lock_makes_writers_busy_and_names_the_holder(
-    cli: Cli, task: str, state_root: Path, backend: str
+    cli: Cli, task: str, backend: str
 ) -> None:
     """While another process holds the case lock, a writer waits, then fails busy (exit 6)."""
     holder = hold(cli, task, backend)

@@ -21,8 +21,8 @@ Data = dict[str, Any]
 
 def _kv(rows: list[tuple[str, str | Text]]) -> Table:
     table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")  # ids and refs must print whole, never with an ellipsis
     for key, value in rows:
         table.add_row(key, value if isinstance(value, Text) else Text(value))
     return table
@@ -185,7 +185,7 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
     """Print an envelope for a person: the result on stdout, an error on stderr."""
     del env  # rich reads NO_COLOR, TERM and COLUMNS itself
     data = msgspec.to_builtins(envelope.data) if envelope.data is not None else None
-    out = Console(file=stdout, highlight=False, soft_wrap=False)
+    out = Console(file=stdout, highlight=False, soft_wrap=True)
     renderer = _RENDERERS.get(envelope.command)
     if data is not None and renderer is not None:
         renderer(out, data)
