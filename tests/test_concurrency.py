@@ -72,7 +72,17 @@ def test_concurrent_keyed_opens_create_one_case(cli: Cli, repo: Path) -> None:
     """Many processes opening with the same idempotency key get one and the same case."""
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "cortex", "case", "open", "Same goal", "--idempotency-key", "k-1", "--json"],
+            [
+                sys.executable,
+                "-m",
+                "cortex",
+                "case",
+                "open",
+                "Same goal",
+                "--idempotency-key",
+                "k-1",
+                "--json",
+            ],
             cwd=repo,
             env=cli.env,
             stdout=subprocess.PIPE,
