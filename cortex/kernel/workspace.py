@@ -10,6 +10,7 @@ environment changes those rules (`GIT_DIR` and friends), git itself is asked.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from typing import Literal
 
@@ -25,7 +26,11 @@ GIT_ENV_OVERRIDES = (
     "GIT_CEILING_DIRECTORIES",
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
-"""Variables that change git's repository discovery; when set, we run `git rev-parse`."""
+"""Variables that change git's repository discovery; when set (even empty), we run `git rev-parse`.
+
+An empty `GIT_DIR`, `GIT_WORK_TREE` or `GIT_COMMON_DIR` makes git refuse to run at all, so
+"set" means present, not non-empty.
+"""
 
 GIT_TIMEOUT = 10.0
 
@@ -66,7 +71,7 @@ def discover(cwd: str, env: Mapping[str, str]) -> WorkspaceIdentity:
         raise InvalidInputError(msg) from None
     if not os.path.isdir(start):
         raise InvalidInputError(f"workspace {cwd!r} is not a directory")
-    if any(env.get(name) for name in GIT_ENV_OVERRIDES):
+    if any(name in env for name in GIT_ENV_OVERRIDES):
         found = _discover_with_git(start, env)
     else:
         found = _discover_in_python(start)
@@ -99,6 +104,8 @@ def _discover_in_python(start: str) -> tuple[str, str] | None:
     device = os.stat(directory).st_dev
     while True:
         found = _git_at(directory)
+        if found is _STOP:
+            return None  # git refuses an unusable `.git` file rather than walking past it
         if found is not None:
             return found
         parent = os.path.dirname(directory)
@@ -112,15 +119,27 @@ def _discover_in_python(start: str) -> tuple[str, str] | None:
         directory = parent
 
 
+_STOP = ("", "")
+"""`_git_at`'s answer for a `.git` file git would refuse: discovery ends there, outside git."""
+
+_GITFILE_MAX = 1 << 20
+"""git refuses a `.git` file larger than this (`read_gitfile_gently`)."""
+
+
 def _git_at(directory: str) -> tuple[str, str] | None:
+    """(directory, common dir) if `directory` holds a repository, `_STOP`, or None to walk on.
+
+    git's order (`setup_git_directory_gently_1`): a `.git` regular file must be a valid gitfile
+    naming a git directory, else discovery stops; any other `.git` (a directory, or a symlink to
+    one) counts only if it is a git directory; then `directory` itself may be one (bare).
+    """
     dotgit = os.path.join(directory, ".git")
-    git_dir: str | None = None
-    if os.path.isdir(dotgit):
-        git_dir = dotgit
-    elif os.path.isfile(dotgit):
+    if os.path.isfile(dotgit):
         git_dir = _read_gitfile(dotgit)
-    if git_dir is not None:
-        common = _common_dir(git_dir)
+        common = None if git_dir is None else _common_dir(git_dir)
+        return _STOP if common is None else (directory, common)
+    if os.path.isdir(dotgit):
+        common = _common_dir(dotgit)
         if common is not None:
             return directory, common
     # A bare repository (or a git dir entered directly).
@@ -131,25 +150,47 @@ def _git_at(directory: str) -> tuple[str, str] | None:
 
 
 def _read_gitfile(path: str) -> str | None:
+    """The git dir a `.git` file names, read exactly as git reads it; None if git would refuse."""
     try:
         with open(path, "rb") as handle:
-            content = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+            content = handle.read(_GITFILE_MAX + 1)
     except OSError:
         return None
-    if not content.startswith("gitdir:"):
+    if len(content) > _GITFILE_MAX or not content.startswith(b"gitdir: "):
         return None
-    target = content[len("gitdir:") :].strip()
-    return os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else None
+    # Only line endings are stripped; the path is a C string, so it ends at a NUL.
+    target = content[len(b"gitdir: ") :].rstrip(b"\r\n").split(b"\0", 1)[0]
+    if not target:
+        return None
+    # No normpath: `..` after a symlinked component must be resolved physically, as git does.
+    return os.path.join(os.path.dirname(path), os.fsdecode(target))
+
+
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def _valid_head(path: str) -> bool:
+    """Mirror git's `validate_headref`: a `refs/` symlink, `ref: refs/...`, or a hex object id."""
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):  # one syscall for the usual miss (no HEAD)
+            return os.readlink(path).startswith("refs/")
+        with open(path, "rb") as handle:
+            head = handle.read(255).split(b"\0", 1)[0]
+    except OSError:
+        return False
+    if head.startswith(b"ref:") and head[4:].lstrip(b" \t\n\v\f\r").startswith(b"refs/"):
+        return True
+    return len(head) >= 40 and all(byte in _HEX for byte in head[:40])
 
 
 def _common_dir(git_dir: str) -> str | None:
     """The realpath of the common dir if `git_dir` is a valid git directory (git's own test)."""
-    if not os.path.lexists(os.path.join(git_dir, "HEAD")):
+    if not _valid_head(os.path.join(git_dir, "HEAD")):
         return None
     common = git_dir
     try:
         with open(os.path.join(git_dir, "commondir"), "rb") as handle:
-            pointer = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+            pointer = os.fsdecode(handle.read(4096).rstrip(b"\r\n"))
     except OSError:
         pointer = ""
     if pointer:
@@ -172,7 +213,9 @@ def _discover_with_git(start: str, env: Mapping[str, str]) -> tuple[str, str] | 
                 "rev-parse",
                 "--path-format=absolute",
                 "--git-common-dir",
+                "--absolute-git-dir",
                 "--is-bare-repository",
+                "--is-inside-work-tree",
                 "--show-toplevel",
             ],
             cwd=start,
@@ -184,11 +227,16 @@ def _discover_with_git(start: str, env: Mapping[str, str]) -> tuple[str, str] | 
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
-    if len(lines) >= 2 and lines[1] == "true":
-        return os.path.realpath(lines[0]), os.path.realpath(lines[0])
-    if proc.returncode != 0 or len(lines) < 3:
-        return None
-    return os.path.realpath(lines[2]), os.path.realpath(lines[0])
+    if len(lines) < 4:
+        return None  # not a repository (or an unusable one): git printed nothing we can use
+    common, git_dir, bare, inside_work_tree = lines[:4]
+    if proc.returncode == 0 and len(lines) >= 5:
+        return os.path.realpath(lines[4]), os.path.realpath(common)
+    if bare == "true" or inside_work_tree != "true":
+        # No worktree (a bare repository, or inside a git dir): `--show-toplevel` failed, and
+        # the git dir is the root, as in the Python walk.
+        return os.path.realpath(git_dir), os.path.realpath(common)
+    return None
 
 
 def git_head(root: str, env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
