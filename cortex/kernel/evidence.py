@@ -204,5 +204,12 @@ def read_evidence(kernel: Kernel, task_id: str, evidence_id: str) -> Result:
     case: CaseFile = store.read_case(task_id)
     for record in store.read_ledger(case, "evidence"):
         if record.id == evidence_id:
-            return Result(data={"taskId": task_id, "revision": case.revision, "evidence": record})
+            return Result(
+                data={
+                    "taskId": task_id,
+                    "revision": case.revision,
+                    "evidence": record,
+                    "warnings": store.debris(case),
+                }
+            )
     raise NotFoundError(f"no evidence {evidence_id} in case {task_id}")
