@@ -16,7 +16,8 @@ from typing import Any, Literal
 import msgspec
 
 from cortex.cases import ledger
-from cortex.cases.bounds import JOURNAL_MAX, SNAPSHOT_MAX
+from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import CortexError, IntegrityError
 from cortex.cases.fsio import TEMP_PREFIX, read_bounded
 from cortex.cases.ids import is_id
@@ -35,8 +36,10 @@ from cortex.cases.records import (
     LEDGER_TYPES,
     LEDGERS,
     CaseFile,
+    Command,
     Evidence,
     LedgerState,
+    case_digest,
 )
 from cortex.cases.redact import Redactor
 from cortex.cases.store import decode_case, decode_journal
@@ -105,6 +108,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
         for name in LEDGERS:
             records[name] = _audit_ledger(context, name)
         _audit_raw(path, context.raw_refs, found)
+        _audit_case_digest(case, context.last_command, found)
         _audit_secrets(case, redactor, CASE_FILE, found)
     _audit_entries(path, found)
     return AuditReport(
@@ -157,8 +161,10 @@ class _LedgerContext:
         self.found = found
         self.redactor = redactor
         self.check_ulid = _ulid_checker()
-        self.raw_refs: set[str] = set()
+        self.raw_refs: dict[str, str | None] = {}
+        """raw id -> the sha256 the evidence recorded for it."""
         self.evidence_ids: set[str] = set()
+        self.last_command: Command | None = None
 
 
 def _audit_ledger(context: _LedgerContext, name: str) -> int:
@@ -213,6 +219,8 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
             seen.add(record.id)
             if isinstance(record, Evidence):
                 _check_evidence(record, context, fail, offset)
+            elif isinstance(record, Command):
+                context.last_command = record
             _audit_secrets(record, context.redactor, file, found, offset=offset)
     except FileNotFoundError:
         if state.bytes:
@@ -254,7 +262,7 @@ def _check_evidence(
     if parsed is None or parsed[0] != task_id or not is_id(parsed[1], "raw"):
         fail("reference", f"rawRef {record.raw_ref!r} is not a raw blob of this case", offset)
         return
-    raw_refs.add(parsed[1])
+    raw_refs[parsed[1]] = record.raw_sha256
 
 
 def _audit_tail(full: str, file: str, state: LedgerState, revision: int, found: _Collector) -> None:
@@ -275,16 +283,25 @@ def _audit_tail(full: str, file: str, state: LedgerState, revision: int, found: 
     )
 
 
-def _audit_raw(path: str, referenced: set[str], found: _Collector) -> None:
+def _audit_raw(path: str, referenced: dict[str, str | None], found: _Collector) -> None:
     raw_dir = os.path.join(path, RAW_DIR)
     try:
+        mode = os.lstat(raw_dir).st_mode
+        if not stat.S_ISDIR(mode):
+            found.error(
+                "symlink", "raw/ is not a real directory (a symlink or a file)", file=RAW_DIR
+            )
+            return
         names = os.listdir(raw_dir)
     except FileNotFoundError:
         names = []
     present: set[str] = set()
     for name in names:
         full = os.path.join(raw_dir, name)
-        mode = os.lstat(full).st_mode
+        try:
+            mode = os.lstat(full).st_mode
+        except FileNotFoundError:
+            continue  # removed by a writer's rollback while we looked
         stem = name.removesuffix(".txt")
         if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
             found.error("symlink", f"raw/{name} is not a regular file", file=f"raw/{name}")
@@ -292,12 +309,41 @@ def _audit_raw(path: str, referenced: set[str], found: _Collector) -> None:
             found.warn("stray_file", f"raw/{name} is not a raw blob", file=f"raw/{name}")
         else:
             present.add(stem)
-    for missing in sorted(referenced - present):
-        found.error("reference", f"evidence points at raw/{missing}.txt, which is missing")
+    for raw_id, expected in sorted(referenced.items()):
+        if raw_id not in present:
+            found.error("reference", f"evidence points at raw/{raw_id}.txt, which is missing")
+        elif (
+            expected is not None
+            and _file_sha256(os.path.join(raw_dir, f"{raw_id}.txt")) != expected
+        ):
+            found.error(
+                "raw_digest",
+                f"raw/{raw_id}.txt differs from what was recorded (edited after the fact)",
+                file=f"raw/{raw_id}.txt",
+            )
     pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
-    for orphan in sorted(present - referenced):
+    for orphan in sorted(present - set(referenced)):
         if not pending:
             found.warn("orphan_blob", f"raw/{orphan}.txt is referenced by no committed record")
+
+
+def _file_sha256(path: str) -> str | None:
+    try:
+        return sha256_hex(read_bounded(path, RAW_BLOB_MAX * 2))
+    except (OSError, CortexError):
+        return None
+
+
+def _audit_case_digest(case: CaseFile, last: Command | None, found: _Collector) -> None:
+    """case.json must be what the last commit wrote: its unchained fields are checked here."""
+    if last is None:
+        return
+    if last.case_digest is None or last.case_digest != case_digest(case):
+        found.error(
+            "case_digest",
+            "case.json differs from what its last commit wrote (edited after the fact)",
+            file=CASE_FILE,
+        )
 
 
 def _audit_entries(path: str, found: _Collector) -> None:
@@ -316,6 +362,8 @@ def _audit_entries(path: str, found: _Collector) -> None:
             journal_path = os.path.join(path, name)
             try:
                 decode_journal(read_bounded(journal_path, JOURNAL_MAX), journal_path)
+            except FileNotFoundError:
+                continue  # the writer finished its commit while we looked
             except CortexError as exc:
                 found.error("journal", exc.message, file=name)
             else:
@@ -327,7 +375,10 @@ def _audit_entries(path: str, found: _Collector) -> None:
         elif name not in _KNOWN_ENTRIES:
             found.warn("stray_file", f"{name} is not part of the case format", file=name)
         else:
-            mode = os.lstat(os.path.join(path, name)).st_mode
+            try:
+                mode = os.lstat(os.path.join(path, name)).st_mode
+            except FileNotFoundError:
+                continue
             if stat.S_ISLNK(mode):
                 found.error("symlink", f"{name} is a symlink", file=name)
             elif mode & 0o077:

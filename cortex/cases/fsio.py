@@ -20,9 +20,14 @@ TEMP_PREFIX = ".tmp-"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC
+# O_NONBLOCK: a FIFO planted where a file belongs must not hang a reader in open().
+READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+
+
+class UnsyncedReplaceError(OSError):
+    """The rename happened (readers see the new file) but the directory fsync failed."""
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -110,7 +115,11 @@ def write_atomic(path: str, data: bytes) -> None:
         _unlink_quietly(tmp)
         raise
     _crash.point("snapshot.replaced")
-    fsync_dir(directory)
+    try:
+        fsync_dir(directory)
+    except OSError as exc:
+        # Past the rename there is no undoing: say precisely what is uncertain.
+        raise UnsyncedReplaceError(exc.errno, f"{directory}: {exc.strerror}") from exc
     _crash.point("snapshot.dir_synced")
 
 
@@ -133,6 +142,23 @@ def open_for_read(path: str) -> int:
         os.close(fd)
         raise IntegrityError(f"{path} is not a regular file", path=path)
     return fd
+
+
+def check_single_link(fd: int, path: str) -> None:
+    """Refuse to write through a file that is hard-linked elsewhere (it would change both)."""
+    if os.fstat(fd).st_nlink > 1:
+        msg = f"{path} has other hard links; refusing to write through it"
+        raise IntegrityError(msg, path=path)
+
+
+def check_real_dir(path: str) -> None:
+    """Refuse a directory that is a symlink (or not a directory) before writing into it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(mode):
+        raise IntegrityError(f"{path} is not a real directory (a symlink?); refusing it", path=path)
 
 
 def read_bounded(path: str, limit: int) -> bytes:

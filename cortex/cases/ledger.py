@@ -16,7 +16,13 @@ from cortex.cases import _crash
 from cortex.cases.bounds import LEDGER_RECORD_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError, InvalidInputError
-from cortex.cases.fsio import APPEND_FLAGS, FILE_MODE, open_for_read, write_all
+from cortex.cases.fsio import (
+    APPEND_FLAGS,
+    FILE_MODE,
+    check_single_link,
+    open_for_read,
+    write_all,
+)
 from cortex.cases.records import LineMeta, decode, encode
 
 _R = TypeVar("_R")
@@ -60,6 +66,7 @@ def append(path: str, data: bytes) -> None:
     """
     fd = os.open(path, APPEND_FLAGS, FILE_MODE)
     try:
+        check_single_link(fd, path)
         _crash.point("ledger.before_write")
         if _crash.armed is not None and _crash.due("ledger.torn_write"):
             # Injected fault: leave half of the write on disk, as a kill mid-write would.

@@ -9,6 +9,7 @@ believe they hold the lock.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from types import TracebackType
@@ -17,8 +18,8 @@ from typing import Any, Self
 import msgspec
 
 from cortex.cases.bounds import LOCK_INFO_MAX
-from cortex.cases.errors import BusyError
-from cortex.cases.fsio import FILE_MODE
+from cortex.cases.errors import BusyError, IntegrityError
+from cortex.cases.fsio import FILE_MODE, check_single_link
 from cortex.cases.records import LockInfo, encode
 
 try:
@@ -91,7 +92,18 @@ class FileLock:
 
     def acquire(self) -> None:
         """Take the lock, polling with capped backoff; raise BusyError at the deadline."""
-        fd = os.open(self.path, _FLAGS, FILE_MODE)
+        try:
+            fd = os.open(self.path, _FLAGS, FILE_MODE)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                msg = f"{self.path} is a symlink; refusing to follow it"
+                raise IntegrityError(msg, path=self.path) from None
+            raise
+        try:
+            check_single_link(fd, self.path)
+        except IntegrityError:
+            os.close(fd)
+            raise
         deadline = time.monotonic() + self.timeout
         wait = _FIRST_WAIT
         try:

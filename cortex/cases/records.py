@@ -8,9 +8,11 @@ the previous line, which chains the ledger).
 
 # No `from __future__ import annotations` here: with string annotations msgspec must eval every
 # field type on first use, about 1 ms per process on the per-call path (docs/benchmarks.md).
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
+
+from cortex.cases.digest import sha256_hex
 
 SCHEMA_VERSION = 1
 
@@ -51,6 +53,9 @@ EvidenceKind = Literal[
     "tool_unavailable",
 ]
 WorkspaceKind = Literal["git", "directory"]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+Revision = Annotated[int, msgspec.Meta(ge=0)]
+Digest = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
 
 LEDGERS = ("evidence", "commands", "phases")
 """The ledgers of format v1; each is `<name>.jsonl` in the case directory."""
@@ -101,8 +106,8 @@ class Lease(_Record, kw_only=True):
 class LedgerState(_Record, kw_only=True):
     """The committed extent of one ledger: readers never look past `bytes`."""
 
-    count: int = 0
-    bytes: int = 0
+    count: Count = 0
+    bytes: Count = 0
     tip: str = ""
 
 
@@ -110,7 +115,7 @@ class CaseFile(_Record, kw_only=True):
     """`case.json`: the case snapshot. Its revision counts commits."""
 
     schema_version: int = SCHEMA_VERSION
-    revision: int
+    revision: Revision
     id: str
     created_at: str
     updated_at: str
@@ -166,8 +171,10 @@ class Evidence(_Record, kw_only=True):
     confidence: Confidence = "unknown"
     sensitivity: Sensitivity = "normal"
     raw_ref: str | None = None
+    raw_sha256: Digest | None = None
+    """sha256 of the raw blob as stored (after redaction), so audit can detect an edit."""
     derived_from: list[str] = msgspec.field(default_factory=list)
-    revision: int = 0
+    revision: Revision = 0
     prev: str = ""
 
 
@@ -182,7 +189,10 @@ class Command(_Record, kw_only=True):
     duration_ms: int
     target: str | None = None
     note: str | None = None
-    revision: int = 0
+    case_digest: Digest | None = None
+    """sha256 of case.json as this commit wrote it (ledger extents aside): `audit` compares the
+    last one with the snapshot on disk, so an edit of an unchained field is detected."""
+    revision: Revision = 0
     prev: str = ""
 
 
@@ -195,7 +205,7 @@ class PhaseChange(_Record, kw_only=True):
     to_phase: Phase = msgspec.field(name="to")
     actor: str
     reason: str | None = None
-    revision: int = 0
+    revision: Revision = 0
     prev: str = ""
 
 
@@ -270,6 +280,15 @@ def encode(obj: Any) -> bytes:
 def encode_pretty(obj: Any) -> bytes:
     """Indented JSON with a final newline: the form used for snapshots people read."""
     return msgspec.json.format(_encoder.encode(obj), indent=2) + b"\n"
+
+
+def case_digest(case: CaseFile) -> str:
+    """The digest a commit's audit line carries: case.json without its ledger extents.
+
+    The extents are left out because they depend on the audit line itself; the ledgers are
+    chained, so they need no second guard.
+    """
+    return sha256_hex(encode(msgspec.structs.replace(case, ledgers={})))
 
 
 def decode(data: bytes, type_: type[_T]) -> _T:

@@ -28,13 +28,14 @@ from cortex.cases.errors import (
 from cortex.cases.fsio import (
     DIR_MODE,
     TEMP_PREFIX,
+    check_real_dir,
     fsync_dir,
     make_private_dirs,
     read_bounded,
     write_atomic,
     write_new_file,
 )
-from cortex.cases.ids import is_id, new_id
+from cortex.cases.ids import check_id, is_id, new_id
 from cortex.cases.layout import (
     BACKUP_PREFIX,
     CASE_FILE,
@@ -62,6 +63,7 @@ from cortex.cases.records import (
     LineMeta,
     LockInfo,
     PhaseChange,
+    case_digest,
     decode,
     encode,
     encode_pretty,
@@ -301,6 +303,9 @@ class CaseStore:
         Returns the committed case and whether this call created it.
         """
         started = monotonic_ms()
+        # Everything is encoded before anything is written: a refusal (a bound, a secret-looking
+        # identifier, text that cannot be encoded) must leave no key and no half-built case.
+        prepared = self._prepare(case, operation, started)
         make_private_dirs(self.root)
         lock = FileLock(
             os.path.join(self.root, STORE_LOCK_FILE),
@@ -316,13 +321,16 @@ class CaseStore:
                     return self.read_case(existing), False
                 if existing is not None:
                     # The key was written but the crash came before the case was published.
-                    case = msgspec.structs.replace(case, id=existing)
-            created = self._build_case(case, operation, started)
-        return created, True
+                    prepared = self._prepare(
+                        msgspec.structs.replace(case, id=existing), operation, started
+                    )
+            self._publish_case(*prepared)
+        return prepared[0], True
 
     def _claim_key(self, key: str, fingerprint: str, task_id: str) -> str | None:
         """Return the case a key already names, or record it for `task_id` and return None."""
         keys = os.path.join(self.root, KEYS_DIR)
+        check_real_dir(keys)
         path = os.path.join(keys, sha256_hex(key.encode()) + ".json")
         try:
             data = read_bounded(path, JOURNAL_MAX)
@@ -341,6 +349,7 @@ class CaseStore:
                 f"({record.task_id}); use a new key for a new request"
             )
             raise InvalidInputError(msg)
+        check_id(record.task_id, "task", what="task id in an idempotency record")
         return record.task_id
 
     def _remove_stray_creations(self) -> None:
@@ -351,20 +360,21 @@ class CaseStore:
         import shutil  # only needed after a crash
 
         for name in strays:
-            shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+            path = os.path.join(self.root, name)
+            if os.path.islink(path):
+                os.unlink(path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
         fsync_dir(self.root)
 
-    def _build_case(self, case: CaseFile, operation: str, started: int) -> CaseFile:
-        final = case_dir(self.root, case.id)
-        if os.path.lexists(final):
-            raise IntegrityError(f"{final} already exists", path=final)
-        staging = os.path.join(self.root, CREATING_PREFIX + case.id)
-        os.mkdir(staging, DIR_MODE)
-        for sub in (RAW_DIR, REFS_DIR):
-            os.mkdir(os.path.join(staging, sub), DIR_MODE)
-        write_new_file(os.path.join(staging, LOCK_FILE), b"", sync=False)
-
+    def _prepare(
+        self, case: CaseFile, operation: str, started: int
+    ) -> tuple[CaseFile, dict[str, bytes], bytes]:
+        """The committed case, each ledger's bytes, and the snapshot: everything to write."""
         now = case.created_at
+        committed, _ = scrub(
+            msgspec.structs.replace(case, revision=1, updated_at=now, ledgers={}), self.redactor
+        )
         phase = PhaseChange(
             id=new_id("ph"), timestamp=now, from_phase=None, to_phase=case.status, actor=case.actor
         )
@@ -375,6 +385,7 @@ class CaseStore:
             operation=operation,
             duration_ms=monotonic_ms() - started,
             target=case.id,
+            case_digest=case_digest(committed),
         )
         ledgers = empty_ledgers(case.id)
         appends: dict[str, list[LedgerRecord]] = {"phases": [phase], "commands": [command]}
@@ -382,14 +393,27 @@ class CaseStore:
         for name in LEDGERS:
             records = [scrub(r, self.redactor)[0] for r in appends.get(name, [])]
             payloads[name], ledgers[name], _ = chain(case.id, name, ledgers[name], records, 1)
-        committed, _ = scrub(
-            msgspec.structs.replace(case, revision=1, updated_at=now, ledgers=ledgers),
-            self.redactor,
-        )
-        snapshot = encode_pretty(committed)
+        committed.ledgers = ledgers
+        try:
+            snapshot = encode_pretty(committed)
+        except msgspec.EncodeError as exc:
+            raise InvalidInputError(f"the case cannot be stored: {exc}") from None
         if len(snapshot) > SNAPSHOT_MAX:
             msg = f"case snapshot would be {len(snapshot)} bytes, over {SNAPSHOT_MAX}"
             raise InvalidInputError(msg)
+        return committed, payloads, snapshot
+
+    def _publish_case(
+        self, committed: CaseFile, payloads: dict[str, bytes], snapshot: bytes
+    ) -> None:
+        final = case_dir(self.root, committed.id)
+        if os.path.lexists(final):
+            raise IntegrityError(f"{final} already exists", path=final)
+        staging = os.path.join(self.root, CREATING_PREFIX + committed.id)
+        os.mkdir(staging, DIR_MODE)
+        for sub in (RAW_DIR, REFS_DIR):
+            os.mkdir(os.path.join(staging, sub), DIR_MODE)
+        write_new_file(os.path.join(staging, LOCK_FILE), b"", sync=False)
         for name in LEDGERS:
             write_new_file(os.path.join(staging, ledger_file(name)), payloads[name])
         write_new_file(os.path.join(staging, CASE_FILE), snapshot)
@@ -397,7 +421,6 @@ class CaseStore:
         _crash.point("open.staged")
         os.rename(staging, final)
         fsync_dir(self.root)
-        return committed
 
 
 def monotonic_ms() -> int:

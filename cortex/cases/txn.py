@@ -8,6 +8,7 @@ skip the audit trail. Steps and crash points follow docs/design/storage.md.
 from __future__ import annotations
 
 import os
+import stat
 from types import TracebackType
 from typing import Self
 
@@ -18,19 +19,22 @@ from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
 from cortex.cases.fsio import (
     TEMP_PREFIX,
+    UnsyncedReplaceError,
+    check_real_dir,
     fsync_dir,
     read_bounded,
     temp_name,
     write_atomic,
     write_new_file,
 )
-from cortex.cases.ids import new_id
+from cortex.cases.ids import is_id, new_id
 from cortex.cases.layout import (
     AUX_SNAPSHOTS,
     BACKUP_PREFIX,
     CASE_FILE,
     JOURNAL_FILE,
     LOCK_FILE,
+    RAW_DIR,
     ledger_file,
 )
 from cortex.cases.lock import FileLock
@@ -42,6 +46,7 @@ from cortex.cases.records import (
     LedgerRecord,
     LedgerState,
     StagedFile,
+    case_digest,
     encode,
     encode_pretty,
 )
@@ -72,6 +77,9 @@ class Transaction:
         self.path = store.case_path(task_id)
         self.target: str | None = None
         self.notes: list[str] = []
+        """What recovery did before this commit (kept in the audit line)."""
+        self.warnings: list[str] = []
+        """Things the caller should know about a commit that did happen."""
         self.committed: CaseFile | None = None
         self.written: dict[str, list[LedgerRecord]] = {}
         self.case: CaseFile
@@ -132,14 +140,17 @@ class Transaction:
         self._appends.setdefault(name, []).append(clean)
         return clean
 
-    def stage_blob(self, relative: str, data: bytes) -> bool:
-        """Queue a new write-once blob (e.g. `raw/raw_….txt`); returns whether it was redacted."""
+    def stage_blob(self, relative: str, data: bytes) -> tuple[bytes, bool]:
+        """Queue a new write-once blob (`raw/raw_….txt`).
+
+        Returns the bytes as they will be stored (redacted) and whether redaction changed them.
+        """
         if len(data) > RAW_BLOB_MAX:
             msg = f"blob is {len(data)} bytes, over the {RAW_BLOB_MAX}-byte limit"
             raise InvalidInputError(msg)
         clean = self.store.redactor.redact_bytes(data)
         self._blobs.append((relative, clean))
-        return clean != data
+        return clean, clean != data
 
     def stage_snapshot(self, name: str, document: msgspec.Struct) -> None:
         """Queue a replacement of an auxiliary snapshot (it must have a `revision` field)."""
@@ -160,28 +171,8 @@ class Transaction:
             raise ValueError(msg)
         now = self.store.now()
         revision = case.revision + 1
-        self.append(
-            "commands",
-            Command(
-                id=new_id("cmd"),
-                timestamp=now,
-                actor=self.actor,
-                operation=self.operation,
-                duration_ms=monotonic_ms() - self._started,
-                target=self.target,
-                note="; ".join(self.notes) or None,
-            ),
-        )
 
         # Encode everything first: a bound or redaction refusal must come before any write.
-        ledgers = dict(case.ledgers)
-        payloads: list[tuple[str, bytes]] = []
-        for name, records in self._appends.items():
-            state = ledgers.get(name) or LedgerState()
-            data, ledgers[name], self.written[name] = chain(
-                self.task_id, name, state, records, revision
-            )
-            payloads.append((name, data))
         snapshots = dict(case.snapshots)
         staged: list[tuple[StagedFile, bytes]] = []
         for relative, blob in self._blobs:
@@ -193,22 +184,46 @@ class Transaction:
             if len(encoded) > SNAPSHOT_MAX:
                 msg = f"{name} would be {len(encoded)} bytes, over {SNAPSHOT_MAX}"
                 raise InvalidInputError(msg)
-            backup = BACKUP_PREFIX + name
+            # A backup only when there is something to restore; otherwise the commit creates it.
+            exists = os.path.lexists(os.path.join(self.path, name))
+            backup = BACKUP_PREFIX + name if exists else None
             staged.append((StagedFile(staged="", final=name, backup=backup), encoded))
             snapshots[name.removesuffix(".json")] = revision
         new_case, _ = scrub(
-            msgspec.structs.replace(
-                case, revision=revision, updated_at=now, ledgers=ledgers, snapshots=snapshots
-            ),
+            msgspec.structs.replace(case, revision=revision, updated_at=now, snapshots=snapshots),
             self.store.redactor,
         )
+        self.append(
+            "commands",
+            Command(
+                id=new_id("cmd"),
+                timestamp=now,
+                actor=self.actor,
+                operation=self.operation,
+                duration_ms=monotonic_ms() - self._started,
+                target=self.target,
+                note="; ".join(self.notes) or None,
+                case_digest=case_digest(new_case),
+            ),
+        )
+        ledgers = dict(case.ledgers)
+        payloads: list[tuple[str, bytes]] = []
+        for name, records in self._appends.items():
+            state = ledgers.get(name) or LedgerState()
+            data, ledgers[name], self.written[name] = chain(
+                self.task_id, name, state, records, revision
+            )
+            payloads.append((name, data))
+        new_case.ledgers = ledgers
         snapshot = encode_pretty(new_case)
         if len(snapshot) > SNAPSHOT_MAX:
             msg = f"case snapshot would be {len(snapshot)} bytes, over {SNAPSHOT_MAX}"
             raise InvalidInputError(msg)
 
+        journal = None
         try:
-            journal = self._stage(staged, case, revision) if staged else None
+            if staged:
+                journal = self._stage(staged, case, revision)
             for name, data in payloads:
                 ledger.append(os.path.join(self.path, ledger_file(name)), data)
             if journal is not None:
@@ -216,15 +231,25 @@ class Transaction:
                 self._publish(journal)
                 _crash.point("txn.published")
             write_atomic(os.path.join(self.path, CASE_FILE), snapshot)
+        except UnsyncedReplaceError as exc:
+            # The rename is done, so the commit is visible: report it as made, and say what is
+            # uncertain, rather than invite a retry that would record everything twice.
+            self.warnings.append(
+                f"committed, but the directory could not be flushed to disk ({exc.strerror}); "
+                "the change may not survive a power loss"
+            )
         except BaseException:
             # Leave no debris behind a failed write (a full disk, a refused link): undo it now,
             # while we still hold the lock. If this fails too, the next writer will.
             self._undo_quietly()
             raise
         _crash.point("txn.case_replaced" if journal else "commit.case_replaced")
-        if journal is not None:
-            self._finish(journal)
         self.committed = new_case
+        if journal is not None:
+            try:
+                self._finish(journal)
+            except OSError as exc:
+                self.warnings.append(f"committed; cleanup is left to the next write ({exc})")
 
     def _undo_quietly(self) -> None:
         # The original error is the one to report; contextlib costs 0.5 ms to import.
@@ -236,6 +261,7 @@ class Transaction:
     def _stage(
         self, staged: list[tuple[StagedFile, bytes]], case: CaseFile, revision: int
     ) -> Journal:
+        check_real_dir(os.path.join(self.path, RAW_DIR))
         files: list[StagedFile] = []
         for entry, data in staged:
             tmp = temp_name(self.path, os.path.basename(entry.final))
@@ -258,13 +284,14 @@ class Transaction:
         for entry in journal.files:
             final = os.path.join(self.path, entry.final)
             staged = os.path.join(self.path, entry.staged)
+            # Never write through a directory that was swapped for a symlink.
+            check_real_dir(os.path.dirname(final))
             if entry.backup is None:
-                # New write-once file: link refuses to replace an existing one.
+                # A file this commit creates: link refuses to replace an existing one.
                 os.link(staged, final)
                 os.unlink(staged)
             else:
-                if os.path.lexists(final):
-                    os.link(final, os.path.join(self.path, entry.backup))
+                os.link(final, os.path.join(self.path, entry.backup))
                 os.replace(staged, final)
             directories.add(os.path.dirname(final))
         for directory in directories:
@@ -296,16 +323,24 @@ class Transaction:
                 if extra:
                     ledger.truncate(path, state.bytes)
                     self.notes.append(f"removed {extra} uncommitted bytes from {ledger_file(name)}")
-        strays = [n for n in os.listdir(self.path) if n.startswith((TEMP_PREFIX, BACKUP_PREFIX))]
-        for name in strays:
-            _unlink_if_present(os.path.join(self.path, name))
-        if strays:
+        removed = 0
+        for name in os.listdir(self.path):
+            if not name.startswith((TEMP_PREFIX, BACKUP_PREFIX)):
+                continue
+            full = os.path.join(self.path, name)
+            # Only files (or links) are ours to remove; a directory here is not our debris, and
+            # `audit` reports it rather than us deleting what we did not make.
+            if not stat.S_ISDIR(os.lstat(full).st_mode):
+                _unlink_if_present(full)
+                removed += 1
+        if removed:
             fsync_dir(self.path)
-            self.notes.append(f"removed {len(strays)} temporary file(s) of an interrupted write")
+            self.notes.append(f"removed {removed} temporary file(s) of an interrupted write")
 
     def _resolve_journal(self, journal: Journal, case: CaseFile) -> None:
-        _check_journal(journal, self.task_id)
-        if case.revision >= journal.to_revision:
+        committed = case.revision >= journal.to_revision
+        _check_journal(journal, self.task_id, case, committed=committed)
+        if committed:
             # The commit point was reached: only the clean-up is missing.
             self._finish(journal)
             self.notes.append(f"finished cleaning up the commit of revision {journal.to_revision}")
@@ -317,6 +352,7 @@ class Transaction:
         for entry in reversed(journal.files):
             final = os.path.join(self.path, entry.final)
             staged = os.path.join(self.path, entry.staged)
+            check_real_dir(os.path.dirname(final))
             if entry.backup is not None:
                 backup = os.path.join(self.path, entry.backup)
                 if os.path.lexists(backup):
@@ -338,31 +374,44 @@ def _immutable_bytes(case: CaseFile) -> bytes:
     return encode([getattr(case, field) for field in IMMUTABLE_FIELDS])
 
 
-def _check_journal(journal: Journal, task_id: str) -> None:
-    """A journal names only files of this case, by plain relative names."""
+def _check_journal(journal: Journal, task_id: str, case: CaseFile, *, committed: bool) -> None:
+    """Refuse a journal this protocol could not have written, before it can touch anything.
+
+    Recovery deletes and truncates on the journal's word, so the word is checked against the
+    committed state: a crafted journal must not be able to truncate acknowledged records,
+    unlink a ledger or move the lock file.
+    """
+    problem = None
     if journal.task_id != task_id or journal.to_revision != journal.from_revision + 1:
-        raise IntegrityError(f"the commit journal of {task_id} does not belong to it")
-    for name in journal.ledgers:
-        if name not in LEDGERS:
-            raise IntegrityError(f"the commit journal names an unknown ledger {name!r}")
-    for entry in journal.files:
-        for value in (entry.staged, entry.final, entry.backup):
-            if value is not None and not _safe_relative(value):
-                raise IntegrityError(f"the commit journal names an unsafe path {value!r}")
-        if not entry.staged.startswith(TEMP_PREFIX):
-            raise IntegrityError(f"the commit journal names a non-temporary stage {entry.staged!r}")
+        problem = "it belongs to another case or spans more than one revision"
+    elif not committed and journal.from_revision != case.revision:
+        problem = (
+            f"it starts from revision {journal.from_revision}, not the current {case.revision}"
+        )
+    elif not committed and any(
+        name not in LEDGERS or length != (case.ledgers.get(name) or LedgerState()).bytes
+        for name, length in journal.ledgers.items()
+    ):
+        problem = "its ledger lengths are not the committed ones"
+    else:
+        for entry in journal.files:
+            if not _journal_entry_ok(entry):
+                problem = f"it names an unexpected file {entry.final!r}"
+                break
+    if problem is not None:
+        msg = f"the commit journal of {task_id} cannot be trusted ({problem}); left untouched"
+        raise IntegrityError(msg)
 
 
-def _safe_relative(value: str) -> bool:
-    parts = value.split("/")
-    return (
-        bool(value)
-        and not value.startswith("/")
-        and all(p not in {"", ".", ".."} for p in parts)
-        and "\\" not in value
-        and "\0" not in value
-        and len(parts) <= 2
-    )
+def _journal_entry_ok(entry: StagedFile) -> bool:
+    """Only blobs and auxiliary snapshots, staged under temp names, with the matching backup."""
+    stage_ok = entry.staged.startswith(TEMP_PREFIX) and "/" not in entry.staged
+    stage_ok = stage_ok and "\0" not in entry.staged and entry.staged not in {".", ".."}
+    if entry.final in AUX_SNAPSHOTS:
+        return stage_ok and entry.backup in {None, BACKUP_PREFIX + entry.final}
+    directory, _, name = entry.final.partition("/")
+    blob_ok = directory == RAW_DIR and name.endswith(".txt") and is_id(name[:-4], "raw")
+    return stage_ok and blob_ok and entry.backup is None
 
 
 def _shorter(path: str, committed: int) -> bool:

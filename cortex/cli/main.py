@@ -12,6 +12,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+import msgspec
+
 from cortex.cases.bounds import RAW_BLOB_MAX
 from cortex.cases.errors import CortexError, InvalidInputError
 from cortex.cases.records import encode
@@ -32,10 +34,13 @@ def _read_stdin(stdin: IO[bytes]) -> bytes:
     return data
 
 
-def _dispatch(parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes]) -> Result:
+def _dispatch(
+    parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes], seen: dict[str, Any]
+) -> Result:
     from cortex.kernel.context import Kernel
 
     kernel = Kernel(cwd, env, default_actor=env.get("CORTEX_ACTOR") or "cli")
+    seen["redactor"] = kernel.redactor
     values: dict[str, Any] = parsed.values
     command = parsed.command.name
     if command == "case.open":
@@ -125,6 +130,7 @@ def main(
     name = command_name(argv)
     as_json = "--json" in argv
     exit_status = 0
+    seen: dict[str, Any] = {}
     try:
         try:
             parsed = parse(argv)
@@ -134,8 +140,9 @@ def main(
         as_json = parsed.json
         base = os.getcwd() if cwd is None else cwd
         directory = os.path.join(base, parsed.workspace or ".")
-        envelope = success(name, _dispatch(parsed, env, directory, stdin))
+        envelope = success(name, _dispatch(parsed, env, directory, stdin, seen))
     except CortexError as exc:
+        exc.message = _redact(exc.message, seen)
         envelope = failure(name, exc, data=getattr(exc, "report", None))
         exit_status = exc.exit_status
     except KeyboardInterrupt:
@@ -146,10 +153,40 @@ def main(
             import traceback
 
             traceback.print_exc(file=stderr)
-        envelope = failure(name, _InternalError(f"internal error: {type(exc).__name__}: {exc}"))
+        message = _redact(f"internal error: {type(exc).__name__}: {exc}", seen)
+        envelope = failure(name, _InternalError(message))
         exit_status = _InternalError.exit_status
     _emit(envelope, as_json, stdout, stderr, env)
     return exit_status
+
+
+def _redact(message: str, seen: dict[str, Any]) -> str:
+    """Error messages can quote input; they get the same redaction as stored text."""
+    redactor = seen.get("redactor")
+    if redactor is None:
+        from cortex.cases.redact import Redactor
+
+        redactor = Redactor()
+    clean: str = redactor(message)
+    return clean
+
+
+def _printable(value: Any) -> Any:
+    """Replace what cannot be written as UTF-8 (undecodable path bytes) with U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
+
+
+def _encode(envelope: Envelope) -> str:
+    try:
+        return encode(envelope).decode()
+    except (msgspec.EncodeError, UnicodeError):
+        return msgspec.json.encode(_printable(msgspec.to_builtins(envelope))).decode()
 
 
 def _emit(
@@ -157,7 +194,7 @@ def _emit(
 ) -> None:
     try:
         if as_json:
-            stdout.write(encode(envelope).decode() + "\n")
+            stdout.write(_encode(envelope) + "\n")
             stdout.flush()
             return
         from cortex.cli.render import render
@@ -165,8 +202,8 @@ def _emit(
         try:
             render(envelope, stdout, stderr, env)
         except Exception as exc:  # noqa: BLE001 - a rendering bug must not hide the answer
-            stderr.write(f"cortex: could not render the result ({exc}); here it is as JSON:\n")
-            stdout.write(encode(envelope).decode() + "\n")
+            stderr.write(f"cortex: could not render the result ({exc!r}); here it is as JSON:\n")
+            stdout.write(_encode(envelope) + "\n")
     except BrokenPipeError:
         # The reader went away (`cortex ... | head`): nothing left to tell it.
         pass

@@ -270,12 +270,7 @@ class _State:
                 value = args[index]
                 index += 1
             if opt.integer:
-                try:
-                    value = int(str(value))
-                except ValueError:
-                    raise UsageError(
-                        f"{prog}: {opt.name} must be an integer, not {value!r}"
-                    ) from None
+                value = _integer(str(value), opt.name, prog)
         if opt.kind == "repeat":
             repeated = self.values.setdefault(opt.dest, [])
             assert isinstance(repeated, list)  # noqa: S101 - only repeat options store lists
@@ -285,6 +280,14 @@ class _State:
         else:
             self.values[opt.dest] = value
         return index
+
+
+def _integer(text: str, name: str, prog: str) -> int:
+    # int() also accepts fullwidth and other Unicode digits and "1_0"; the contract is ASCII.
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise UsageError(f"{prog}: {name} must be an integer, not {text!r}")
+    return int(text)
 
 
 def _is_option(token: str, allowed: Sequence[Opt]) -> bool:

@@ -30,6 +30,15 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1_000_000:03d}Z"
 
 
+def _require_utf8(label: str, path: str) -> None:
+    """Case files record paths as JSON text, which must be valid UTF-8: refuse others upfront."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        msg = f"the {label} path {path!a} is not valid UTF-8; use a directory whose name is"
+        raise InvalidInputError(msg) from None
+
+
 class StoreInfo(msgspec.Struct, kw_only=True):
     """Where a store lives and how it was identified (shown by `status` and `list`)."""
 
@@ -60,6 +69,12 @@ class Kernel:
             self.state_root, "sessions", self.workspace.store_id
         )
         self.default_actor = default_actor
+        for label, path in (
+            ("workspace", self.workspace.root),
+            ("state directory", self.state_root),
+            ("cases directory", self.cases_root),
+        ):
+            _require_utf8(label, path)
         self.store = self._store(self.cases_root)
 
     def _store(self, root: str) -> CaseStore:

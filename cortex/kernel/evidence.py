@@ -14,6 +14,7 @@ from cortex.cases.bounds import (
     SYMBOL_MAX,
     URI_MAX,
 )
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import ledger_file, raw_name, raw_ref
@@ -48,8 +49,12 @@ def read_raw_file(path: str) -> bytes:
         if info.st_size > RAW_BLOB_MAX:
             msg = f"--raw-file is {info.st_size} bytes, over the {RAW_BLOB_MAX}-byte limit"
             raise InvalidInputError(msg)
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(RAW_BLOB_MAX + 1)
+        try:
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                data = handle.read(RAW_BLOB_MAX + 1)
+        except OSError as exc:
+            msg = f"--raw-file {path!r} cannot be read ({exc.strerror})"
+            raise InvalidInputError(msg) from None
     finally:
         os.close(fd)
     if len(data) > RAW_BLOB_MAX:
@@ -141,12 +146,13 @@ def add_evidence(
             missing = _missing_evidence(path, state, parents)
             if missing:
                 raise NotFoundError(f"--derived-from names evidence not in this case: {missing}")
-        reference = None
+        reference = digest = None
         redacted_raw = False
         if raw is not None:
             raw_id = new_id("raw")
-            redacted_raw = txn.stage_blob(raw_name(raw_id), raw)
+            stored, redacted_raw = txn.stage_blob(raw_name(raw_id), raw)
             reference = raw_ref(task_id, raw_id)
+            digest = sha256_hex(stored)
         record = Evidence(
             id=new_id("ev"),
             timestamp=kernel.now(),
@@ -157,19 +163,21 @@ def add_evidence(
             confidence=confidence,  # type: ignore[arg-type]  # validated above
             sensitivity="sensitive" if sensitive or redacted_raw else "normal",
             raw_ref=reference,
+            raw_sha256=digest,
             derived_from=parents,
         )
         txn.append("evidence", record)
         txn.target = record.id
-    stored = txn.written["evidence"][0]
+    stored_record = txn.written["evidence"][0]
     committed = txn.committed
     assert committed is not None  # noqa: S101 - set by every successful commit
     return Result(
         data={
             "taskId": task_id,
             "revision": committed.revision,
-            "evidence": stored,
+            "evidence": stored_record,
             "recovered": txn.notes,
+            "warnings": txn.warnings,
         }
     )
 

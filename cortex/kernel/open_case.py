@@ -74,8 +74,19 @@ def open_case(
         surfaces=chosen,  # type: ignore[arg-type]  # validated against Surface above
         acceptance_criteria=acceptance,
     )
-    # What makes two opens "the same request": a retry must ask for the same case.
-    fingerprint = sha256_hex(encode([goal, mode, risk, sorted(chosen), acceptance]))
+    # What makes two opens "the same request": a retry must ask for the same case. It is taken
+    # over the text as stored (redacted), so the key file cannot confirm a guessed secret.
+    fingerprint = sha256_hex(
+        encode(
+            [
+                redactor(goal),
+                mode,
+                risk,
+                sorted(chosen),
+                [(c.id, redactor(c.statement)) for c in acceptance],
+            ]
+        )
+    )
     kernel.prepare_store()
     committed, created = kernel.store.create(
         case, operation="case.open", idempotency_key=key, fingerprint=fingerprint

@@ -149,11 +149,21 @@ def _git_at(directory: str) -> tuple[str, str] | None:
     return None
 
 
+def _read_small(path: str, limit: int) -> bytes:
+    """Read at most `limit` bytes of a regular file; a FIFO or device is an OSError, not a hang."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def _read_gitfile(path: str) -> str | None:
     """The git dir a `.git` file names, read exactly as git reads it; None if git would refuse."""
     try:
-        with open(path, "rb") as handle:
-            content = handle.read(_GITFILE_MAX + 1)
+        content = _read_small(path, _GITFILE_MAX + 1)
     except OSError:
         return None
     if len(content) > _GITFILE_MAX or not content.startswith(b"gitdir: "):
@@ -174,8 +184,7 @@ def _valid_head(path: str) -> bool:
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):  # one syscall for the usual miss (no HEAD)
             return os.readlink(path).startswith("refs/")
-        with open(path, "rb") as handle:
-            head = handle.read(255).split(b"\0", 1)[0]
+        head = _read_small(path, 255).split(b"\0", 1)[0]
     except OSError:
         return False
     if head.startswith(b"ref:") and head[4:].lstrip(b" \t\n\v\f\r").startswith(b"refs/"):
@@ -189,8 +198,7 @@ def _common_dir(git_dir: str) -> str | None:
         return None
     common = git_dir
     try:
-        with open(os.path.join(git_dir, "commondir"), "rb") as handle:
-            pointer = os.fsdecode(handle.read(4096).rstrip(b"\r\n"))
+        pointer = os.fsdecode(_read_small(os.path.join(git_dir, "commondir"), 4096).rstrip(b"\r\n"))
     except OSError:
         pointer = ""
     if pointer:
