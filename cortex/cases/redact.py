@@ -71,14 +71,16 @@ def literal_rule(literals: Iterable[str]) -> StrRule:
 # Token shapes ---------------------------------------------------------------------------------
 
 _TOKEN_SHAPES: tuple[tuple[tuple[str, ...], str, int], ...] = (
-    # PEM private keys (RSA, EC, OPENSSH, PGP ...), to the END line or, if it is missing, the end.
+    # PEM private keys (RSA, EC, OPENSSH, PGP ...), to the END line or, if it is missing, the end
+    # of the text. A key never contains a quote, so a quote (with its escaping backslashes) ends
+    # it too: a truncated key inside a JSON string is removed without eating the string's end.
     (
         ("private key",),
         (
-            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[^\"]*?"
+            r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|(?<!\\)(?=\\*\")|\Z)"
         ),
-        re.DOTALL,
+        0,
     ),
     # AWS access key ids.
     (
@@ -95,10 +97,31 @@ _TOKEN_SHAPES: tuple[tuple[tuple[str, ...], str, int], ...] = (
         r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{22,255})",
         0,
     ),
-    # GitLab personal, project and runner tokens.
-    (("glpat-", "glrt-", "gldt-"), r"\bgl(?:pat|rt|dt)-[A-Za-z0-9_-]{20,}", 0),
-    # Slack tokens and incoming-webhook URLs.
-    (("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
+    # GitLab personal/project, deploy, runner, CI job, pipeline trigger, feed, incoming mail,
+    # agent, OAuth application, SCIM and feature-flag tokens, and runner registration tokens.
+    (
+        (
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glcbt-",
+            "glptt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glsoat-",
+            "glffct-",
+            "gr1348941",
+        ),
+        (
+            r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_-]{20,}"
+            r"|GR1348941[A-Za-z0-9_-]{20,})"
+        ),
+        0,
+    ),
+    # Slack tokens (bot, user, app-level, refresh ...) and incoming-webhook URLs.
+    (("xox", "xapp-"), r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}", 0),
     (
         ("hooks.slack.com",),
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
@@ -120,8 +143,13 @@ _TOKEN_SHAPES: tuple[tuple[tuple[str, ...], str, int], ...] = (
     (("sg.",), r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", 0),
     # Hugging Face tokens.
     (("hf_",), r"\bhf_[A-Za-z0-9]{30,}\b", 0),
+    # Twilio API key SIDs. The trigger is case-sensitive (see `redact_token_shapes`): a lowercase
+    # "sk" is in every other word ("task", "risk"), an uppercase "SK" is rare.
+    (("SK",), r"\bSK[0-9a-fA-F]{32}\b", 0),
     # JSON Web Tokens (the signature may be empty for alg "none").
-    (("eyj",), r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", 0),
+    # It starts at a token boundary: after `-` or `_` every `eyJ` of a long run would be a start,
+    # each scanning the rest of the run.
+    (("eyj",), r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", 0),
 )
 
 _ASSIGN_WORDS = (
@@ -129,18 +157,24 @@ _ASSIGN_WORDS = (
     "token",
     "password",
     "passwd",
+    "passphrase",
     "pwd",
     "api_key",
     "api-key",
     "apikey",
+    "api key",
     "private_key",
     "private-key",
     "privatekey",
+    "private key",
     "access_key",
     "access-key",
     "accesskey",
+    "access key",
     "credential",
+    "auth",
 )
+"""Triggers of `redact_assignments`: some substring of every key it masks."""
 
 
 @cache
@@ -149,11 +183,22 @@ def _token_pattern(index: int) -> re.Pattern[str]:
     return re.compile(regex, flags)
 
 
+# Triggers by shape, split into lowercase ones (looked for in the lowercased text) and others
+# (looked for exactly as written, like Twilio's "SK").
+_SHAPE_TRIGGERS = tuple(
+    (
+        tuple(t for t in triggers if t.islower()),
+        tuple(t for t in triggers if not t.islower()),
+    )
+    for triggers, _, _ in _TOKEN_SHAPES
+)
+
+
 def redact_token_shapes(text: str) -> str:
     """Replace every known credential shape with the marker."""
     low = text.lower()
-    for index, (triggers, _, _) in enumerate(_TOKEN_SHAPES):
-        if any(t in low for t in triggers):
+    for index, (lower, exact) in enumerate(_SHAPE_TRIGGERS):
+        if any(t in low for t in lower) or (exact and any(t in text for t in exact)):
             # Compiled on first use only: most text never triggers most shapes.
             text = _token_pattern(index).sub(REDACTED, text)
             low = text.lower()
@@ -162,14 +207,26 @@ def redact_token_shapes(text: str) -> str:
 
 @cache
 def _header_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    # The header name may be a quoted key with a quoted value (`{"Authorization": "Basic ..."}`,
+    # a Python dict). The value stops at a quote, a backslash or JSON punctuation, so an escaped
+    # quote inside a JSON string stays whole and a bare JSON value (`null`) is never touched.
     authorization = re.compile(
-        r"(?i)(\bauthorization\s*[:=]\s*(?:(?:basic|bearer|token|digest|negotiate)\s+)?)"
-        r"[^\s\"',;]+"
+        r"(?i)(\bauthorization(?:(?P<q>\\*[\"'])\s*[:=]\s*(?P=q)|\s*[:=]\s*"
+        r"(?:(?!\\*\"\s*(?:[,:}\]]|$))\\*[\"'])?)"
+        r"(?:(?:basic|bearer|token|digest|negotiate)\s+)?)"
+        r"(?:\[REDACTED\]|[^\s\"',;\\{}\[\]]+)",
+        re.MULTILINE,
     )
     # A bearer token is long and, being random, contains a digit: "bearer authentication"
     # in prose is left alone.
     bearer = re.compile(r"(?i)(\bbearer\s+)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}=*")
-    url_password = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"']+:)[^/\s@\"']+(@)")
+    # The user name may be empty (`redis://:pass@host`). A password runs to the last `@` before
+    # the path, so one containing `@` is removed whole; or, holding no `@`, it may contain `/`
+    # (`admin:Xy/9+a@db`), unless it is a port followed by a path (`host:8080/users/@me`).
+    url_password = re.compile(
+        r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@\"']*:)"
+        r"(?:[^/\s\"'\\]+|(?![0-9]+/)[^@\s\"'\\]+)(@)"
+    )
     return authorization, bearer, url_password
 
 
@@ -187,97 +244,168 @@ def redact_credentials(text: str) -> str:
 
 # Secret-named assignments ---------------------------------------------------------------------
 
+# A key naming a secret: one of the words anywhere in it (`DB_PASSWORD`, `x-api-key`, but not
+# `tokenizer`), or `auth` as a whole segment (`auth`, `_auth`, `NPM_AUTH`, `basic-auth`; not
+# `author` or `oauth`).
 _KEY = (
-    r"[A-Za-z0-9_.-]*(?:secret|token|password|passwd|pwd|api[_-]?key|private[_-]?key"
-    r"|access[_-]?key|credentials?)[A-Za-z0-9_.-]*"
+    r"(?:[A-Za-z0-9_.-]{0,80}(?:secret|token(?!i[sz])|passphrase|password|passwd|pwd|api[_-]?key"
+    r"|private[_-]?key|access[_-]?key|credentials?)[A-Za-z0-9_.-]{0,80}"
+    r"|(?:[A-Za-z0-9_.-]{0,80}[_.-])?auth(?![A-Za-z0-9])(?:[_.-][A-Za-z0-9_.-]{0,80})?)"
 )
-# Values, most specific first: a JSON string escaped inside another string, a JSON/double-quoted
-# string (with escapes), a single-quoted string.
-_ESCAPED_DQ = r'\\"(?:(?!\\").)*\\"'
-_DQ = r'"(?:[^"\\\n]|\\.)*"'
-_SQ = r"'[^'\n]*'"
+# The key's parts are bounded (no real key is longer): unbounded, a long run of key characters
+# holding key words (`-token-token...`, a minified file) backtracks quadratically.
+# In YAML and prose a key may be two words: `API Key: ...`, `Secret Key: ...`.
+_SPACED_KEY = r"(?:api|secret|private|access)[ ]key"
+# Quoted values, most specific first: a JSON string escaped inside another string (at any depth:
+# `\"v\"`, `\\\"v\\\"`, ...), a JSON or double-quoted string (with escapes), a single-quoted
+# string. None of them may contain an unescaped `"` that is not their own quote, so a value inside
+# a JSON string never runs across the string's end. A match stops before the closing quote (a
+# lookahead checks it is there), so that quote can still open the next key, and one pass masks
+# what two passes would.
+_ESCAPED_DQ = r'(?P<escaped>\\{1,15}")(?:[^"\\\n]|\\[^"\n])*?(?=(?P=escaped))'
+_DQ = r'"(?:[^"\\\n]|\\.)*(?=")'
+_SQ = r"'(?:[^'\"\\\n]|\\[^'\n]|\\(?='))*(?=')"
+_QUOTED = r"(?P<quoted>" + _ESCAPED_DQ + "|" + _DQ + "|" + _SQ + ")"
+# A quote that closes the string a value sits in (a quote, with its escaping backslashes, then
+# JSON punctuation or the end of a line): no value starts at one, and a bare value ends before
+# one, so masking a value inside a JSON string never eats the string's end. It is looked for only
+# where a backslash run starts, so a long run of backslashes is scanned once, not once per char.
+_STRING_END = r'(?<!\\)\\*"(?=\s*(?:[,:}\]]|$))'
+_NOT_AT_STRING_END = r"(?!" + _STRING_END + r")"
+# A bare value never runs past the end of the string it sits in: a word (env, shell, flags) or
+# the rest of the line (YAML, prose). Each match ends where its value ends, so the rest of the
+# line is scanned too. Env and YAML values never start with `[` or `{`: a marker is not masked
+# again, and a YAML list or mapping is not a scalar.
+_WORD = r"(?![\[{])(?:(?!" + _STRING_END + r")\S)+"
+_LINE = r"(?![\[{\s])(?:(?!" + _STRING_END + r")[^\n])+"
+_FLAG_WORD = r"(?!-)(?:(?!" + _STRING_END + r")\S)+"
+# A bare value after a quoted key: a JSON, YAML or Python scalar (`12345678`, `null`).
+_SCALAR = r"[^\s,;}\]\[{\"'\\][^\s,;}\]\"'\\]*"
 _NOT_SECRET_BARE = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
-_STRONG_WORD = re.compile(r"secret|passw|pwd|key|credential")
+_STRONG_WORD = re.compile(r"secret|pass|pwd|key|credential|auth")
+# Words that make a token-ish key a count (`max_tokens`, `token_limit`), whose numbers are spared.
+_COUNT_WORD = re.compile(r"tokens|max|min|num|count|limit|budget|len|size|ttl|expir|timeout")
+
+
+def _value(bare: str, guard: str = _NOT_AT_STRING_END) -> str:
+    """The value group of an assignment: a quoted value, else the given bare form."""
+    return guard + r"(?P<val>" + _QUOTED + "|" + bare + ")"
 
 
 @cache
-def _assignment_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _assignment_patterns() -> tuple[re.Pattern[str], ...]:
+    flags = re.IGNORECASE | re.MULTILINE
     quoted_key = re.compile(
-        r"(?P<q>\\*[\"'])(?P<key>" + _KEY + r")(?P=q)(?P<sep>\s*[:=]\s*)"
-        r"(?P<val>" + _ESCAPED_DQ + "|" + _DQ + "|" + _SQ + r"|[^\s,;}\]\[{\"'][^\s,;}\]]*)",
-        re.IGNORECASE,
+        r"(?P<q>(?P<plain>\")|\\{1,15}\"|')(?P<key>"
+        + _KEY
+        + r")(?P=q)(?P<sep>\s*[:=]\s*)"
+        # After a real JSON key (`"key": `) a quote always opens the value, even `","`; after a
+        # key quoted inside a string (`'key': `, `\\"key\\": `) it may close that string.
+        + _value(_SCALAR, guard="(?(plain)|" + _NOT_AT_STRING_END + ")"),
+        flags,
     )
+    key = r"(?<![A-Za-z0-9_.\-\\])(?P<key>" + _KEY + "|" + _SPACED_KEY + r")"
+    # env and shell (`KEY=v`: a word) or YAML and prose (`key: v`: the rest of the line).
     bare_key = re.compile(
-        r"(?<![A-Za-z0-9_.\-\"'\\])(?P<key>" + _KEY + r")(?P<sep>[ \t]*(?P<op>[:=])[ \t]*)"
-        r"(?P<val>" + _DQ + "|" + _SQ + r"|[^\s\"'{\[][^\n]*)?",
-        re.IGNORECASE,
+        key
+        + r"(?P<sep>[ \t]*(?:(?P<eq>=)|:)[ \t]*)"
+        + _value("(?(eq)" + _WORD + "|" + _LINE + ")"),
+        flags,
     )
+    # A flag's value is any word that is not the next option (`--token --json` masks nothing).
     flag = re.compile(
-        r"(?<![A-Za-z0-9_-])(?P<key>--?" + _KEY + r")(?P<sep>=|[ \t]+)"
-        r"(?P<val>" + _DQ + "|" + _SQ + r"|[^\s\"'-][^\s]*)",
-        re.IGNORECASE,
+        r"(?<![A-Za-z0-9_-])(?P<key>--?" + _KEY + r")(?P<sep>=|[ \t]+)" + _value(_FLAG_WORD),
+        flags,
     )
-    return quoted_key, bare_key, flag
+    # A flag and its value as two items of an argv list: `["--token", "v"]`, `['--token', 'v']`.
+    argv = re.compile(
+        r"(?<![A-Za-z0-9_-])(?P<key>--?" + _KEY + r")(?P<q>\\*[\"'])(?P<sep>\s*,\s*(?P=q))"
+        r"(?P<val>(?:[^-\"'\\\n]|\\[^\"'\n])(?:[^\"'\\\n]|\\[^\"'\n])*)(?=(?P=q))",
+        flags,
+    )
+    return quoted_key, bare_key, flag, argv
 
 
-def _mask_quoted(value: str) -> str:
-    """Keep a quoted value's quotes (and escaping) and mask what is inside."""
-    if value.startswith('\\"'):
-        return '\\"' + REDACTED + '\\"'
-    if value[:1] in {'"', "'"}:
-        return value[0] + REDACTED + value[0]
-    return ""
+def _mask_quoted(match: re.Match[str]) -> str:
+    """A quoted value's opening quote (with its escaping) and the marker; "" for a bare value.
+
+    The closing quote is not part of the match, so it stays where it is.
+    """
+    groups = match.groupdict()
+    if groups.get("quoted") is None:
+        return ""
+    return (groups.get("escaped") or groups["quoted"][0]) + REDACTED
 
 
 def _is_secret_bare(value: str, key: str) -> bool:
     stripped = value.strip()
     if len(stripped) < 4 or stripped.lower() in _NOT_SECRET_BARE:
         return False
-    # `max_tokens: 4096` is a count, but `password: 12345678` is a PIN: numbers are spared only
-    # for keys that are about tokens and nothing stronger.
+    # `max_tokens: 4096` is a count, but `password: 12345678` is a PIN and `"token": 123456` a
+    # one-time code: numbers are spared only for keys that count tokens and name nothing stronger.
     low_key = key.lower()
-    numeric = stripped.replace(".", "", 1).isdigit()
-    return not (numeric and "token" in low_key and not _STRONG_WORD.search(low_key))
+    numeric = stripped.lstrip("+-").replace(".", "", 1).isdigit()
+    return not (
+        numeric
+        and "token" in low_key
+        and _COUNT_WORD.search(low_key)
+        and not _STRONG_WORD.search(low_key)
+    )
 
 
 def _quoted_key_sub(match: re.Match[str]) -> str:
-    value = match.group("val")
-    masked = _mask_quoted(value)
+    quote = match.group("q")
+    masked = _mask_quoted(match)
     if not masked:
-        if not _is_secret_bare(value, match.group("key")):
+        if not _is_secret_bare(match.group("val"), match.group("key")):
             return match.group(0)
-        # A bare value after a quoted key is JSON or YAML: a quoted marker keeps it parseable.
-        masked = '"' + REDACTED + '"'
-    return match.group("q") + match.group("key") + match.group("q") + match.group("sep") + masked
+        # A bare value after a quoted key is JSON, YAML or Python: a marker quoted like the key
+        # keeps it parseable (and keeps an escaped JSON document inside a string escaped).
+        masked = quote + REDACTED + quote
+    return quote + match.group("key") + quote + match.group("sep") + masked
 
 
-def _bare_key_sub(match: re.Match[str]) -> str:
-    value = match.group("val")
-    if value is None:
+def _value_sub(match: re.Match[str]) -> str:
+    """Mask the value of an env, YAML, flag or argv assignment; keep the key and separator."""
+    head = match.group(0)[: match.start("val") - match.start()]
+    masked = _mask_quoted(match)
+    if masked:
+        return head + masked
+    if not _is_secret_bare(match.group("val"), match.group("key")):
         return match.group(0)
-    masked = _mask_quoted(value)
-    if not masked:
-        if match.group("op") == "=":
-            # env and shell: the value ends at whitespace; what follows is the next word.
-            word, _, rest = value.partition(" ")
-            if not _is_secret_bare(word, match.group("key")):
-                return match.group(0)
-            return match.group("key") + match.group("sep") + REDACTED + (" " + rest if rest else "")
-        # YAML and prose: the value runs to the end of the line.
-        if not _is_secret_bare(value, match.group("key")):
-            return match.group(0)
-        masked = REDACTED
-    return match.group("key") + match.group("sep") + masked
+    return head + REDACTED
 
 
-def _flag_sub(match: re.Match[str]) -> str:
-    value = match.group("val")
-    masked = _mask_quoted(value)
-    if not masked:
-        if not _is_secret_bare(value, match.group("key")):
-            return match.group(0)
-        masked = REDACTED
-    return match.group("key") + match.group("sep") + masked
+def _trigger_lines(text: str, low: str) -> list[tuple[int, int]]:
+    """Spans of the lines holding a trigger word (adjacent lines merged), found with str.find.
+
+    `auth` counts only as a whole segment, as in `_KEY`: the `Author:` lines of a git log are not
+    worth a look.
+    """
+    if len(low) != len(text):
+        # Lowercasing changed the length (a few non-ASCII letters): positions would not match.
+        return [(0, len(text))]
+    starts: set[int] = set()
+    for word in _ASSIGN_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            after = at + len(word)
+            if word != "auth" or not low[after : after + 1].isalnum():
+                starts.add(low.rfind("\n", 0, at) + 1)
+                # The line is in: skip its other occurrences (one look per line and word).
+                after = low.find("\n", after)
+                if after < 0:
+                    break
+            at = low.find(word, after)
+    spans: list[tuple[int, int]] = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if spans and start == spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
 
 
 def redact_assignments(text: str) -> str:
@@ -285,13 +413,28 @@ def redact_assignments(text: str) -> str:
     low = text.lower()
     if not any(word in low for word in _ASSIGN_WORDS):
         return text
-    quoted_key, bare_key, flag = _assignment_patterns()
+    quoted_key, bare_key, flag, argv = _assignment_patterns()
+    # A JSON key and its value, or an argv list, may be spread over lines: the whole text.
     text = quoted_key.sub(_quoted_key_sub, text)
-    text = flag.sub(_flag_sub, text)
-    return bare_key.sub(_bare_key_sub, text)
+    text = argv.sub(_value_sub, text)
+    # Flags, env and YAML assignments never cross a newline, so they are looked for only on the
+    # lines holding a trigger word: the same result as a whole-text pass, without trying a key
+    # at every word of a large blob that mentions a secret word once.
+    parts: list[str] = []
+    done = 0
+    for start, end in _trigger_lines(text, text.lower()):
+        line = flag.sub(_value_sub, text[start:end])
+        parts += (text[done:start], bare_key.sub(_value_sub, line))
+        done = end
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 # The pipeline -------------------------------------------------------------------------------
+
+
+MAX_PASSES = 4
+"""Passes of the pipeline over one text; in practice the second finds nothing left to mask."""
 
 
 class Redactor:
@@ -309,9 +452,19 @@ class Redactor:
         )
 
     def __call__(self, text: str) -> str:
-        """Return `text` with every secret removed."""
-        for rule in self._rules:
-            text = rule(text)
+        """Return `text` with every secret removed.
+
+        A mask can complete a pattern that an earlier rule could not see (`'k': 'PWD="...`
+        becomes `'k': 'PWD=[REDACTED] '`, a quoted value), so the rules run again until a pass
+        changes nothing: redacting the result again is then a no-op by construction. Text
+        without secrets costs one pass.
+        """
+        for _ in range(MAX_PASSES):
+            before = text
+            for rule in self._rules:
+                text = rule(text)
+            if text == before:
+                break
         return text
 
     def looks_secret(self, text: str) -> bool:
