@@ -1,0 +1,64 @@
+"""A cortex process that stops right before or after the Nth call of a function.
+
+Usage: call_crash_child.py TARGET WHEN SKIP WORKDIR COMMANDS_JSON
+
+TARGET is `module:function` (for example `os:link` or `cortex.cases.ledger:truncate`); WHEN is
+`before` or `after`. The function is wrapped (fault injection only: the real function still
+runs); after SKIP earlier calls, the wrapper prints `AT <target>` and sleeps until the parent
+kills it with SIGKILL. This reaches the steps between crash points, such as the gap between the
+link and the unlink of a new raw blob, or the middle of a recovery. Each command that succeeds
+prints `ACK <envelope>`, like crash_child.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import sys
+import time
+from typing import Any
+
+
+def main() -> None:
+    target, when, skip, workdir, commands = sys.argv[1:6]
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    real = getattr(module, attr)
+    remaining = [int(skip)]
+
+    def stop() -> None:
+        sys.stdout.write(f"AT {target}\n")
+        sys.stdout.flush()
+        time.sleep(120)  # the parent kills us long before this ends
+        os._exit(99)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        due = remaining[0] == 0
+        remaining[0] -= 1
+        if due and when == "before":
+            stop()
+        result = real(*args, **kwargs)
+        if due and when == "after":
+            stop()
+        return result
+
+    from cortex.cli.main import main as cortex_main
+
+    setattr(module, attr, wrapper)
+    for argv in json.loads(commands):
+        out = io.StringIO()
+        code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out)
+        if code != 0:
+            sys.stdout.write(f"FAIL {code} {out.getvalue()}")
+            sys.stdout.flush()
+            os._exit(3)
+        sys.stdout.write("ACK " + out.getvalue())
+        sys.stdout.flush()
+    sys.stdout.write("DONE\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
