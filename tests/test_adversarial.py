@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, run_cortex, tree_state
-from test_crash import Run, check_after_kill, run_child, view
+from test_crash import Run, check_after_kill, run_child, view, watch
 
 from cortex.cases import bounds, ids
 from cortex.cases.digest import sha256_hex
@@ -57,31 +56,8 @@ def envelope_of(proc: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
 
 def run_call_child(cli: Cli, target: str, when: str, skip: int, commands: list[list[str]]) -> Run:
     """Run call_crash_child.py and SIGKILL it when it reports reaching its target call."""
-    proc = subprocess.Popen(
-        [sys.executable, CALL_CHILD, target, when, str(skip), str(cli.cwd), json.dumps(commands)],
-        env=cli.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    run = Run()
-    assert proc.stdout is not None
-    try:
-        for raw in proc.stdout:
-            line = raw.decode()
-            if line.startswith("AT "):
-                proc.send_signal(signal.SIGKILL)
-                run.killed = True
-                break
-            if line.startswith("ACK "):
-                run.acked.append(json.loads(line[4:]))
-            elif line.startswith("FAIL"):
-                pytest.fail(f"child command failed: {line}")
-    finally:
-        proc.wait(timeout=60)
-        proc.stdout.close()
-        if proc.stderr is not None:
-            proc.stderr.close()
-    return run
+    argv = [sys.executable, CALL_CHILD, target, when, str(skip), str(cli.cwd), json.dumps(commands)]
+    return watch(argv, cli.env)
 
 
 def write_journal(directory: Path, journal: dict[str, Any]) -> None:

@@ -59,15 +59,9 @@ class Run:
     killed: bool = False
 
 
-def run_child(
-    env: dict[str, str], cwd: Path, point: str, skip: int, commands: list[list[str]]
-) -> Run:
-    proc = subprocess.Popen(
-        [sys.executable, CHILD, point, str(skip), str(cwd), json.dumps(commands)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+def watch(argv: list[str], env: dict[str, str]) -> Run:
+    """Run a child that prints ACK/AT lines (tests/children); SIGKILL it when it says AT."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     run = Run()
     assert proc.stdout is not None
     try:
@@ -87,6 +81,13 @@ def run_child(
         if proc.stderr is not None:
             proc.stderr.close()
     return run
+
+
+def run_child(
+    env: dict[str, str], cwd: Path, point: str, skip: int, commands: list[list[str]]
+) -> Run:
+    """Run crash_child.py armed at `point` after `skip` passes."""
+    return watch([sys.executable, CHILD, point, str(skip), str(cwd), json.dumps(commands)], env)
 
 
 def view(cli: Cli, task: str) -> tuple[int, list[str]]:

@@ -13,12 +13,10 @@ prints `ACK <envelope>`, like crash_child.py.
 from __future__ import annotations
 
 import importlib
-import io
-import json
-import os
 import sys
-import time
 from typing import Any
+
+from child_common import run_commands, stop_here
 
 
 def main() -> None:
@@ -29,10 +27,7 @@ def main() -> None:
     remaining = [int(skip)]
 
     def stop() -> None:
-        sys.stdout.write(f"AT {target}\n")
-        sys.stdout.flush()
-        time.sleep(120)  # the parent kills us long before this ends
-        os._exit(99)
+        stop_here(target)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         due = remaining[0] == 0
@@ -44,20 +39,8 @@ def main() -> None:
             stop()
         return result
 
-    from cortex.cli.main import main as cortex_main
-
     setattr(module, attr, wrapper)
-    for argv in json.loads(commands):
-        out = io.StringIO()
-        code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out)
-        if code != 0:
-            sys.stdout.write(f"FAIL {code} {out.getvalue()}")
-            sys.stdout.flush()
-            os._exit(3)
-        sys.stdout.write("ACK " + out.getvalue())
-        sys.stdout.flush()
-    sys.stdout.write("DONE\n")
-    sys.stdout.flush()
+    run_commands(commands, workdir)
 
 
 if __name__ == "__main__":
