@@ -242,6 +242,21 @@ class CaseStore:
         msg = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
         raise BusyError(msg)
 
+    def find_records(
+        self, case: CaseFile, name: str, record_ids: list[str]
+    ) -> dict[str, LedgerRecord]:
+        """The committed records with these ids, found without decoding the whole ledger."""
+        state = case.ledgers.get(name) or LedgerState()
+        path = os.path.join(self.case_path(case.id), ledger_file(name))
+        found: dict[str, LedgerRecord] = {}
+        for record_id, line in ledger.find_lines(path, state.bytes, record_ids).items():
+            record = ledger.parse_line(line, LEDGER_TYPES[name], where=f"{name} record {record_id}")
+            if record.revision > case.revision:
+                msg = f"{ledger_file(name)}: {record_id} claims a revision after the case's"
+                raise IntegrityError(msg, path=path)
+            found[record_id] = record
+        return found
+
     def debris(self, case: CaseFile) -> list[str]:
         """What an interrupted writer left behind, as warnings; inspects, never repairs."""
         path = self.case_path(case.id)

@@ -17,13 +17,12 @@ from cortex.cases.bounds import (
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
-from cortex.cases.layout import ledger_file, raw_name, raw_ref
+from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import (
     CaseFile,
     Confidence,
     Evidence,
     EvidenceKind,
-    LedgerState,
     Location,
     Origin,
     Source,
@@ -60,29 +59,6 @@ def read_raw_file(path: str) -> bytes:
     if len(data) > RAW_BLOB_MAX:
         raise InvalidInputError(f"--raw-file grew past the {RAW_BLOB_MAX}-byte limit")
     return data
-
-
-def _missing_evidence(path: str, state: LedgerState, ids: list[str]) -> list[str]:
-    """Which ids are not the id of a committed evidence line.
-
-    Each line starts with `{"id":"<id>"`, and JSON escapes every quote inside values, so this
-    byte pattern can only be a record's own id. One pass of memchr-speed search per id, only
-    when `--derived-from` is given; plain appends never scan the ledger.
-    """
-    if state.bytes == 0:
-        return list(ids)
-    import mmap
-
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        missing = []
-        for ev in ids:
-            needle = b'{"id":"' + ev.encode() + b'"'
-            at = m.find(needle, 0, state.bytes)
-            while at > 0 and m[at - 1 : at] != b"\n":
-                at = m.find(needle, at + 1, state.bytes)
-            if at < 0:
-                missing.append(ev)
-        return missing
 
 
 def add_evidence(
@@ -141,9 +117,8 @@ def add_evidence(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
     ) as txn:
         if parents:
-            path = os.path.join(txn.path, ledger_file("evidence"))
-            state = txn.case.ledgers.get("evidence") or LedgerState()
-            missing = _missing_evidence(path, state, parents)
+            known = store.find_records(txn.case, "evidence", parents)
+            missing = [parent for parent in parents if parent not in known]
             if missing:
                 raise NotFoundError(f"--derived-from names evidence not in this case: {missing}")
         reference = digest = None
@@ -210,14 +185,14 @@ def read_evidence(kernel: Kernel, task_id: str, evidence_id: str) -> Result:
     check_id(evidence_id, "ev", what="evidence id")
     store = kernel.locate(task_id)
     case: CaseFile = store.read_case(task_id)
-    for record in store.read_ledger(case, "evidence"):
-        if record.id == evidence_id:
-            return Result(
-                data={
-                    "taskId": task_id,
-                    "revision": case.revision,
-                    "evidence": record,
-                    "warnings": store.debris(case),
-                }
-            )
+    record = store.find_records(case, "evidence", [evidence_id]).get(evidence_id)
+    if record is not None:
+        return Result(
+            data={
+                "taskId": task_id,
+                "revision": case.revision,
+                "evidence": record,
+                "warnings": store.debris(case),
+            }
+        )
     raise NotFoundError(f"no evidence {evidence_id} in case {task_id}")
