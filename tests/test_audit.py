@@ -124,7 +124,7 @@ class TestTampering:
         assert report["ok"] is True
         assert report["errors"] == []
         assert report["warnings"] == []
-        assert report["records"] == {"evidence": 5, "commands": 6, "phases": 1}
+        assert report["records"] == {"evidence": 5, "commands": 6, "phases": 3}
 
     @pytest.mark.parametrize("tamper", TAMPERING, ids=lambda f: f.__name__)
     def test_tampering_is_detected(

@@ -36,7 +36,7 @@ class TestEnvelope:
         assert data["taskId"].startswith("task_")
         assert data["created"] is True
         assert data["revision"] == 1
-        assert data["status"] == "new"
+        assert data["status"] == "orienting"
         assert data["workspace"]["kind"] == "git"
         assert data["workspace"]["branch"] == "main"
         assert len(data["workspace"]["commitBefore"]) == 40

@@ -32,14 +32,18 @@ from cortex.cases.layout import (
     parse_raw_ref,
 )
 from cortex.cases.records import (
+    AUX_TYPES,
     LEDGER_PREFIXES,
     LEDGER_TYPES,
     LEDGERS,
     CaseFile,
     Command,
     Evidence,
+    Hypotheses,
     LedgerState,
+    PhaseChange,
     case_digest,
+    decode,
 )
 from cortex.cases.redact import Redactor
 from cortex.cases.store import decode_case, decode_journal
@@ -109,6 +113,8 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
             records[name] = _audit_ledger(context, name)
         _audit_raw(path, context.raw_refs, found)
         _audit_case_digest(case, context.last_command, found)
+        _audit_phases(case, context.phases, found)
+        _audit_snapshots(path, case, context.evidence_ids, found)
         _audit_secrets(case, redactor, CASE_FILE, found)
     _audit_entries(path, found)
     return AuditReport(
@@ -165,6 +171,7 @@ class _LedgerContext:
         """raw id -> the sha256 the evidence recorded for it."""
         self.evidence_ids: set[str] = set()
         self.last_command: Command | None = None
+        self.phases: list[PhaseChange] = []
 
 
 def _audit_ledger(context: _LedgerContext, name: str) -> int:
@@ -221,6 +228,8 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
                 _check_evidence(record, context, fail, offset)
             elif isinstance(record, Command):
                 context.last_command = record
+            else:
+                context.phases.append(record)
             _audit_secrets(record, context.redactor, file, found, offset=offset)
     except FileNotFoundError:
         if state.bytes:
@@ -344,6 +353,70 @@ def _audit_case_digest(case: CaseFile, last: Command | None, found: _Collector) 
             "case.json differs from what its last commit wrote (edited after the fact)",
             file=CASE_FILE,
         )
+
+
+def _audit_phases(case: CaseFile, phases: list[PhaseChange], found: _Collector) -> None:
+    """Each phase line continues from the last, and the last ends where the case is."""
+    previous = None
+    for index, change in enumerate(phases):
+        if change.from_phase != previous:
+            found.error(
+                "phase_chain",
+                f"phase line {index + 1} starts from {change.from_phase}, not {previous}",
+                file="phases.jsonl",
+            )
+        previous = change.to_phase
+    if phases and previous != case.status:
+        found.error(
+            "phase_chain",
+            f"the last phase line ends in {previous}, but the case is {case.status}",
+            file="phases.jsonl",
+        )
+
+
+def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _Collector) -> None:
+    """Each auxiliary snapshot is the exact version case.json records (revision and digest)."""
+    pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
+    for stem, ref in sorted(case.snapshots.items()):
+        name = f"{stem}.json"
+        type_ = AUX_TYPES.get(name)
+        if type_ is None:
+            found.error("schema", f"case.json names an unknown snapshot {name!r}", file=CASE_FILE)
+            continue
+        candidates = [name, BACKUP_PREFIX + name] if pending else [name]
+        data = None
+        for candidate in candidates:
+            try:
+                raw = read_bounded(os.path.join(path, candidate), SNAPSHOT_MAX)
+            except FileNotFoundError:
+                continue
+            except CortexError as exc:
+                found.error(exc.code, exc.message, file=candidate)
+                continue
+            if sha256_hex(raw) == ref.sha256:
+                data = raw
+                break
+        if data is None:
+            found.error(
+                "snapshot_digest",
+                f"{name} is not the version revision {ref.revision} wrote (edited or missing)",
+                file=name,
+            )
+            continue
+        try:
+            document = decode(data, type_)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            found.error("schema", f"{name}: {exc}", file=name)
+            continue
+        if isinstance(document, Hypotheses):
+            for hypothesis in document.hypotheses:
+                for support in hypothesis.supports:
+                    if support not in evidence_ids:
+                        found.error(
+                            "reference",
+                            f"{hypothesis.id} cites {support}, which is not evidence of this case",
+                            file=name,
+                        )
 
 
 def _audit_entries(path: str, found: _Collector) -> None:

@@ -37,6 +37,29 @@ IDENTIFIER_MAX = 256
 """Actor names, idempotency keys, tool names."""
 CRITERION_ID_MAX = 128
 
+# The lifecycle.
+HYPOTHESES_MAX = 64
+HYPOTHESIS_TEXT_MAX = 4 * KIB
+"""A hypothesis's statement, and its disproof path."""
+SUPPORTS_MAX = 64
+"""Evidence ids supporting one hypothesis, and cited by one resolution."""
+BOUNDARY_ENTRIES_MAX = 512
+"""Files plus symbols in a change boundary."""
+VERIFIERS_MAX = 32
+REASON_MAX = 4 * KIB
+"""Re-plan, resolution, block and abort reasons; the plan's uncertainty statement."""
+QUESTION_MAX = 16 * KIB
+OPTIONS_MIN = 2
+OPTIONS_MAX = 16
+OPTION_LABEL_MAX = 1 * KIB
+OPTION_CONSEQUENCE_MAX = 4 * KIB
+DECISIONS_MAX = 256
+"""Decisions one case may ask over its life."""
+LEASE_TTL_MIN = 1
+LEASE_TTL_MAX = 3600
+LEASE_TTL_DEFAULT = 900
+"""Seconds: a change lease lasts 15 minutes unless renewed."""
+
 # Configuration.
 CONFIG_FILE_MAX = 1 * MIB
 REDACT_LITERALS_MAX = 256

@@ -81,6 +81,10 @@ class _SchemaProbe(msgspec.Struct, rename="camel"):
     schema_version: int = 0
 
 
+class SnapshotMovedError(Exception):
+    """The snapshot version case.json names is no longer on disk: re-read case.json."""
+
+
 def decode_case(data: bytes, path: str) -> CaseFile:
     """Decode case.json, telling a newer format apart from a damaged file."""
     try:
@@ -216,31 +220,45 @@ class CaseStore:
         in flight, or a crash between the two) reads the backup instead; if neither matches, the
         commit finished in between, and the reader starts over from case.json.
         """
-        stem = name.removesuffix(".json")
         for attempt in range(attempts):
             case = self.read_case(task_id)
-            expected = case.snapshots.get(stem)
-            if expected is None:
-                return None
-            path = self.case_path(task_id)
-            for candidate in (name, BACKUP_PREFIX + name):
-                full = os.path.join(path, candidate)
-                try:
-                    data = read_bounded(full, SNAPSHOT_MAX)
-                except FileNotFoundError:
-                    continue
-                try:
-                    revision = decode(data, LineMeta).revision
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    raise IntegrityError(f"{full}: {exc}", path=full) from None
-                if revision == expected:
-                    try:
-                        return decode(data, type_)
-                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                        raise IntegrityError(f"{full}: {exc}", path=full) from None
-            time.sleep(0.005 * (attempt + 1))
+            try:
+                return self.load_snapshot(case, name, type_)
+            except SnapshotMovedError:
+                time.sleep(0.005 * (attempt + 1))
         msg = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
         raise BusyError(msg)
+
+    def load_snapshot(self, case: CaseFile, name: str, type_: type[_D]) -> _D | None:
+        """The version of `name` that `case` records, from the file or its backup.
+
+        Raises `SnapshotMovedError` when neither holds that version (a commit moved on
+        meanwhile), and IntegrityError when a file claims the version but not its digest.
+        """
+        ref = case.snapshots.get(name.removesuffix(".json"))
+        if ref is None:
+            return None
+        path = self.case_path(case.id)
+        for candidate in (name, BACKUP_PREFIX + name):
+            full = os.path.join(path, candidate)
+            try:
+                data = read_bounded(full, SNAPSHOT_MAX)
+            except FileNotFoundError:
+                continue
+            try:
+                revision = decode(data, LineMeta).revision
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise IntegrityError(f"{full}: {exc}", path=full) from None
+            if revision != ref.revision:
+                continue
+            if sha256_hex(data) != ref.sha256:
+                msg = f"{full} differs from what revision {ref.revision} wrote (edited?)"
+                raise IntegrityError(msg, path=full)
+            try:
+                return decode(data, type_)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise IntegrityError(f"{full}: {exc}", path=full) from None
+        raise SnapshotMovedError
 
     def find_records(
         self, case: CaseFile, name: str, record_ids: list[str]
@@ -310,17 +328,28 @@ class CaseStore:
         case: CaseFile,
         *,
         operation: str,
+        phases: list[PhaseChange] | None = None,
         idempotency_key: str | None = None,
         fingerprint: str = "",
     ) -> tuple[CaseFile, bool]:
         """Create a case atomically; with a key, return the existing case on a retry.
 
-        Returns the committed case and whether this call created it.
+        Returns the committed case and whether this call created it. `phases` are the case's
+        first phase lines (by default one, into its initial status).
         """
         started = monotonic_ms()
+        if phases is None:
+            phases = [
+                PhaseChange(
+                    id=new_id("ph"),
+                    timestamp=case.created_at,
+                    to_phase=case.status,
+                    actor=case.actor,
+                )
+            ]
         # Everything is encoded before anything is written: a refusal (a bound, a secret-looking
         # identifier, text that cannot be encoded) must leave no key and no half-built case.
-        prepared = self._prepare(case, operation, started)
+        prepared = self._prepare(case, operation, phases, started)
         make_private_dirs(self.root)
         lock = FileLock(
             os.path.join(self.root, STORE_LOCK_FILE),
@@ -337,7 +366,7 @@ class CaseStore:
                 if existing is not None:
                     # The key was written but the crash came before the case was published.
                     prepared = self._prepare(
-                        msgspec.structs.replace(case, id=existing), operation, started
+                        msgspec.structs.replace(case, id=existing), operation, phases, started
                     )
             self._publish_case(*prepared)
         return prepared[0], True
@@ -383,15 +412,12 @@ class CaseStore:
         fsync_dir(self.root)
 
     def _prepare(
-        self, case: CaseFile, operation: str, started: int
+        self, case: CaseFile, operation: str, phases: list[PhaseChange], started: int
     ) -> tuple[CaseFile, dict[str, bytes], bytes]:
         """The committed case, each ledger's bytes, and the snapshot: everything to write."""
         now = case.created_at
         committed, _ = scrub(
             msgspec.structs.replace(case, revision=1, updated_at=now, ledgers={}), self.redactor
-        )
-        phase = PhaseChange(
-            id=new_id("ph"), timestamp=now, from_phase=None, to_phase=case.status, actor=case.actor
         )
         command = Command(
             id=new_id("cmd"),
@@ -403,7 +429,7 @@ class CaseStore:
             case_digest=case_digest(committed),
         )
         ledgers = empty_ledgers(case.id)
-        appends: dict[str, list[LedgerRecord]] = {"phases": [phase], "commands": [command]}
+        appends: dict[str, list[LedgerRecord]] = {"phases": list(phases), "commands": [command]}
         payloads: dict[str, bytes] = {}
         for name in LEDGERS:
             records = [scrub(r, self.redactor)[0] for r in appends.get(name, [])]

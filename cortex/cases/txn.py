@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import msgspec
 
 from cortex.cases import _crash, ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
+from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
 from cortex.cases.fsio import (
     TEMP_PREFIX,
@@ -45,13 +47,22 @@ from cortex.cases.records import (
     Journal,
     LedgerRecord,
     LedgerState,
+    SnapshotRef,
     StagedFile,
     case_digest,
     encode,
     encode_pretty,
 )
 from cortex.cases.scrub import scrub
-from cortex.cases.store import CaseStore, chain, decode_journal, monotonic_ms
+from cortex.cases.store import (
+    CaseStore,
+    SnapshotMovedError,
+    chain,
+    decode_journal,
+    monotonic_ms,
+)
+
+_D = TypeVar("_D", bound=msgspec.Struct)
 
 IMMUTABLE_FIELDS = ("id", "schema_version", "created_at", "workspace", "acceptance_criteria")
 """Fields no commit may change; acceptance criteria are a contract fixed at open."""
@@ -82,6 +93,9 @@ class Transaction:
         """Things the caller should know about a commit that did happen."""
         self.committed: CaseFile | None = None
         self.written: dict[str, list[LedgerRecord]] = {}
+        self.skip = False
+        """Set by a caller that found nothing to do (an idempotent retry): no commit."""
+        self._fences: list[Callable[[], None]] = []
         self.case: CaseFile
         self._immutable = b""
         self._base_revision = 0
@@ -152,6 +166,21 @@ class Transaction:
         self._blobs.append((relative, clean))
         return clean, clean != data
 
+    def snapshot(self, name: str, type_: type[_D]) -> _D | None:
+        """The committed version of an auxiliary snapshot (consistent: we hold the lock)."""
+        try:
+            return self.store.load_snapshot(self.case, name, type_)
+        except SnapshotMovedError:
+            msg = f"{name} does not hold the version case.json records"
+            raise IntegrityError(msg, path=os.path.join(self.path, name)) from None
+
+    def fence(self, check: Callable[[], None]) -> None:
+        """Run `check` again immediately before the first write; raising aborts the commit.
+
+        For conditions that can lapse while the process is stopped, such as a lease's expiry.
+        """
+        self._fences.append(check)
+
     def stage_snapshot(self, name: str, document: msgspec.Struct) -> None:
         """Queue a replacement of an auxiliary snapshot (it must have a `revision` field)."""
         if name not in AUX_SNAPSHOTS:
@@ -162,6 +191,8 @@ class Transaction:
     # Commit -------------------------------------------------------------------------------
 
     def _commit(self) -> None:
+        if self.skip:
+            return
         case = self.case
         if _immutable_bytes(case) != self._immutable:
             changed = ", ".join(IMMUTABLE_FIELDS)
@@ -188,7 +219,9 @@ class Transaction:
             exists = os.path.lexists(os.path.join(self.path, name))
             backup = BACKUP_PREFIX + name if exists else None
             staged.append((StagedFile(staged="", final=name, backup=backup), encoded))
-            snapshots[name.removesuffix(".json")] = revision
+            snapshots[name.removesuffix(".json")] = SnapshotRef(
+                revision=revision, sha256=sha256_hex(encoded)
+            )
         new_case, _ = scrub(
             msgspec.structs.replace(case, revision=revision, updated_at=now, snapshots=snapshots),
             self.store.redactor,
@@ -220,6 +253,9 @@ class Transaction:
             msg = f"case snapshot would be {len(snapshot)} bytes, over {SNAPSHOT_MAX}"
             raise InvalidInputError(msg)
 
+        _crash.point("txn.fence")
+        for check in self._fences:
+            check()
         journal = None
         try:
             if staged:

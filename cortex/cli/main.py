@@ -14,8 +14,7 @@ from typing import IO, Any
 
 import msgspec
 
-from cortex.cases.bounds import RAW_BLOB_MAX
-from cortex.cases.errors import CortexError, InvalidInputError
+from cortex.cases.errors import CortexError
 from cortex.cases.records import encode
 from cortex.cli.parser import HelpRequested, Parsed, command_name, parse
 from cortex.kernel.envelope import Envelope, Result, failure, success
@@ -27,90 +26,16 @@ class _InternalError(CortexError):
     """An unexpected exception, reported without a traceback."""
 
 
-def _read_stdin(stdin: IO[bytes]) -> bytes:
-    data = stdin.read(RAW_BLOB_MAX + 1)
-    if len(data) > RAW_BLOB_MAX:
-        raise InvalidInputError(f"stdin is over the {RAW_BLOB_MAX}-byte raw limit")
-    return data
-
-
 def _dispatch(
     parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes], seen: dict[str, Any]
 ) -> Result:
+    from cortex.cli.commands import HANDLERS, Call
     from cortex.kernel.context import Kernel
 
     kernel = Kernel(cwd, env, default_actor=env.get("CORTEX_ACTOR") or "cli")
     seen["redactor"] = kernel.redactor
-    values: dict[str, Any] = parsed.values
-    command = parsed.command.name
-    if command == "case.open":
-        from cortex.kernel.open_case import open_case
-
-        return open_case(
-            kernel,
-            goal=values["goal"],
-            mode=values["mode"],
-            risk=values["risk"],
-            surfaces=values["surface"],
-            criteria=values["criterion"],
-            idempotency_key=values["idempotency_key"],
-            actor=values["actor"],
-        )
-    if command == "case.list":
-        from cortex.kernel.status import list_cases
-
-        return list_cases(kernel, limit=values["limit"])
-    if command == "case.status":
-        from cortex.kernel.status import status
-
-        return status(kernel, values["task"])
-    if command == "case.evidence.add":
-        from cortex.kernel.evidence import add_evidence, read_raw_file
-
-        raw = None
-        if values["raw_file"] == "-":
-            raw = _read_stdin(stdin)
-        elif values["raw_file"] is not None:
-            raw = read_raw_file(os.path.join(cwd, values["raw_file"]))
-        return add_evidence(
-            kernel,
-            values["task"],
-            claim=values["claim"],
-            kind=values["kind"],
-            tool=values["source"],
-            uri=values["uri"],
-            origin=values["origin"],
-            file=values["file"],
-            line=values["line"],
-            symbol=values["symbol"],
-            confidence=values["confidence"],
-            sensitive=values["sensitive"],
-            raw=raw,
-            derived_from=values["derived_from"],
-            actor=values["actor"],
-            expected_revision=values["expect_revision"],
-        )
-    if command == "case.note":
-        from cortex.kernel.evidence import add_note
-
-        return add_note(
-            kernel,
-            values["task"],
-            text=values["text"],
-            origin=values["origin"],
-            actor=values["actor"],
-            expected_revision=values["expect_revision"],
-        )
-    if command == "case.read-evidence":
-        from cortex.kernel.evidence import read_evidence
-
-        return read_evidence(kernel, values["task"], values["evidence"])
-    if command == "case.audit":
-        from cortex.kernel.audit import audit
-
-        return Result(data=audit(kernel, values["task"]))
-    msg = f"unknown command {command!r}"  # pragma: no cover - the parser refuses it first
-    raise InvalidInputError(msg)
+    handler = HANDLERS[parsed.command.name]
+    return handler(Call(kernel, parsed.values, cwd=cwd, stdin=stdin, env=env))
 
 
 def main(
@@ -143,7 +68,9 @@ def main(
         envelope = success(name, _dispatch(parsed, env, directory, stdin, seen))
     except CortexError as exc:
         exc.message = _redact(exc.message, seen)
-        envelope = failure(name, exc, data=getattr(exc, "report", None))
+        envelope = failure(
+            name, exc, data=getattr(exc, "report", None), actions=getattr(exc, "actions", None)
+        )
         exit_status = exc.exit_status
     except KeyboardInterrupt:
         envelope = failure(name, _InternalError("interrupted"))

@@ -90,6 +90,12 @@ _EXPECT = Opt(
 _TASK = ("task", "task id (task_...)")
 _ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default="agent")
 
+_REASON = Opt("--reason", "why", metavar="TEXT", required=True)
+_HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar="NAME")
+_TTL = Opt(
+    "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
+)
+
 COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "open"),
@@ -105,6 +111,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "a retry with the same key returns the same case",
                 metavar="KEY",
             ),
+            Opt("--parent", "open as a child of this case", metavar="TASK"),
             _ACTOR,
         ),
     ),
@@ -113,7 +120,7 @@ COMMANDS: tuple[Cmd, ...] = (
         "cases in this workspace's store, newest first",
         options=(Opt("--limit", "at most N cases", metavar="N", default=50, integer=True),),
     ),
-    Cmd(("case", "status"), "where a case stands", positionals=(_TASK,)),
+    Cmd(("case", "status"), "where a case stands and what can be done next", positionals=(_TASK,)),
     Cmd(
         ("case", "evidence", "add"),
         "append one piece of evidence",
@@ -145,6 +152,95 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "read-evidence"),
         "print one evidence record in full",
         positionals=(_TASK, ("evidence", "evidence id (ev_...)")),
+    ),
+    Cmd(
+        ("case", "plan"),
+        "commit a plan: hypotheses, boundary, verifiers, uncertainty",
+        positionals=(_TASK,),
+        options=(
+            Opt(
+                "--hypothesis",
+                "'statement :: how to disprove it'",
+                kind="repeat",
+                metavar="TEXT",
+            ),
+            Opt("--support", "evidence behind hypothesis N", kind="repeat", metavar="N=EV,..."),
+            Opt("--file", "a file the change may touch", kind="repeat", metavar="PATH"),
+            Opt("--symbol", "a symbol the change may touch", kind="repeat", metavar="NAME"),
+            Opt("--boundary-reason", "why the change stays within that boundary", metavar="TEXT"),
+            Opt(
+                "--verify",
+                "a verifier that must pass (pytest, command:NAME, ...)",
+                kind="repeat",
+                metavar="NAME",
+            ),
+            Opt("--uncertainty", "what is still unknown", metavar="TEXT"),
+            Opt("--reason", "why the plan changes (required to re-plan)", metavar="TEXT"),
+            _ACTOR,
+            _EXPECT,
+        ),
+    ),
+    Cmd(
+        ("case", "resolve"),
+        "confirm, challenge or reject a hypothesis",
+        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...)")),
+        options=(
+            Opt("--status", "confirmed|challenged|rejected", required=True),
+            _REASON,
+            Opt("--evidence", "evidence for the resolution", kind="repeat", metavar="EV_ID"),
+            _ACTOR,
+            _EXPECT,
+        ),
+    ),
+    Cmd(
+        ("case", "begin-change"),
+        "take the change lease and start changing",
+        positionals=(_TASK,),
+        options=(_HOLDER, _TTL),
+    ),
+    Cmd(
+        ("case", "lease", "renew"),
+        "extend your change lease",
+        positionals=(_TASK,),
+        options=(_HOLDER, _TTL),
+    ),
+    Cmd(
+        ("case", "lease", "release"),
+        "give your change lease up",
+        positionals=(_TASK,),
+        options=(_HOLDER,),
+    ),
+    Cmd(
+        ("case", "decision", "request"),
+        "ask a person a bounded question; the case waits for the answer",
+        positionals=(_TASK,),
+        options=(
+            Opt("--question", "the question", metavar="TEXT", required=True),
+            Opt("--option", "an answer (2 to 16)", kind="repeat", metavar="ID=LABEL|CONSEQUENCE"),
+            _ACTOR,
+        ),
+    ),
+    Cmd(
+        ("case", "decision", "answer"),
+        "answer a pending decision (for people, not agents)",
+        positionals=(_TASK, ("decision", "decision id (dec_...)")),
+        options=(
+            Opt("--answer", "the chosen option id", metavar="OPTION", required=True),
+            Opt("--responder", "who answers", metavar="NAME", required=True),
+        ),
+    ),
+    Cmd(("case", "decision", "list"), "the decisions of a case", positionals=(_TASK,)),
+    Cmd(
+        ("case", "block"),
+        "stop a case that cannot go on (terminal)",
+        positionals=(_TASK,),
+        options=(_REASON, _ACTOR),
+    ),
+    Cmd(
+        ("case", "abort"),
+        "abandon a case; nothing is deleted (terminal)",
+        positionals=(_TASK,),
+        options=(_REASON, _ACTOR),
     ),
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
 )

@@ -76,10 +76,103 @@ def _status(console: Console, data: Data) -> None:
     rows.extend(
         (f"criterion {c['id']}", c["statement"]) for c in data.get("acceptanceCriteria", [])
     )
+    if data.get("statusReason"):
+        rows.insert(1, ("reason", data["statusReason"]))
+    if data.get("pausedFrom"):
+        rows.insert(1, ("paused in", data["pausedFrom"]))
+    lease = data.get("lease")
+    if lease:
+        rows.append(("lease", f"{lease['actor']} ({lease['state']}, until {lease['expiresAt']})"))
+    plan = data.get("plan")
+    if plan:
+        boundary = plan["changeBoundary"]
+        scope = ", ".join(boundary["files"] + boundary["symbols"]) or "-"
+        rows.append(("plan", f"revision {plan['planRevision']}: {plan['hypotheses']} hypotheses"))
+        rows.append(("boundary", scope))
+        rows.append(("verify", ", ".join(plan["verificationRequired"]) or "-"))
+        rows.append(("uncertainty", plan["uncertainty"]))
+    rows.extend(
+        (f"open {h['id']}", f"[{h['status']}] {h['statement']}")
+        for h in data.get("unresolvedHypotheses", [])
+    )
+    decision = data.get("pendingDecision")
+    if decision:
+        options = ", ".join(f"{o['id']}={o['label']}" for o in decision["options"])
+        rows.append(("waiting on", f"{decision['id']}: {decision['question']} ({options})"))
+    rows.extend(
+        (f"child {c['taskId']}", c.get("status") or c.get("error", {}).get("message", "?"))
+        for c in data.get("children", [])
+    )
     console.print(_kv(rows))
     if store.get("note"):
         console.print(Text(store["note"], style="dim"))
     _warnings(console, data.get("warnings", []))
+
+
+def _planned(console: Console, data: Data) -> None:
+    console.print(
+        Text(f"Plan revision {data['planRevision']} ", style="bold green")
+        + Text(f"committed to {data['taskId']} (now {data['status']})")
+    )
+    for hypothesis in data["hypotheses"]:
+        console.print(Text(f"  {hypothesis['id']}  ", style="bold") + Text(hypothesis["statement"]))
+        console.print(Text("    disproved if: ", style="dim") + Text(hypothesis["disproof"]))
+
+
+def _resolved(console: Console, data: Data) -> None:
+    hypothesis = data["hypothesis"]
+    console.print(
+        Text(f"{hypothesis['id']} ", style="bold")
+        + Text(hypothesis["status"], style="cyan")
+        + Text(f"  {hypothesis['statement']}")
+    )
+
+
+def _lease(console: Console, data: Data) -> None:
+    lease = data.get("lease") or {}
+    console.print(
+        Text(f"Lease {data['result']}", style="bold green")
+        + Text(
+            f": {lease.get('actor', '-')} until {lease.get('expiresAt', '-')} ({data['status']})"
+        )
+    )
+
+
+def _decision(console: Console, data: Data) -> None:
+    decision = data["decision"]
+    verb = {"pending": "Waiting on", "answered": "Answered", "withdrawn": "Withdrawn"}
+    console.print(
+        Text(f"{verb.get(decision['status'], decision['status'])} ", style="bold green")
+        + Text(decision["id"], style="bold")
+        + Text(f" ({data['taskId']} is {data['status']})")
+    )
+    console.print(Text(f"  {decision['question']}"))
+    for option in decision["options"]:
+        mark = "*" if option["id"] == decision.get("answer") else " "
+        line = f" {mark} {option['id']}: {option['label']}"
+        if option.get("consequence"):
+            line += f" ({option['consequence']})"
+        console.print(Text(line))
+
+
+def _decisions(console: Console, data: Data) -> None:
+    if not data["decisions"]:
+        console.print(Text(f"No decisions in {data['taskId']}", style="dim"))
+    for decision in data["decisions"]:
+        answer = (
+            f" -> {decision['answer']} by {decision['responder']}" if decision.get("answer") else ""
+        )
+        console.print(
+            Text(f"{decision['id']} ", style="bold")
+            + Text(decision["status"], style="cyan")
+            + Text(f"  {decision['question']}{answer}")
+        )
+
+
+def _closed(console: Console, data: Data) -> None:
+    console.print(
+        Text(f"{data['taskId']} is {data['status']}", style="bold") + Text(f": {data['reason']}")
+    )
 
 
 def _list(console: Console, data: Data) -> None:
@@ -178,6 +271,16 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.note": _recorded,
     "case.read-evidence": _evidence,
     "case.audit": _audit,
+    "case.plan": _planned,
+    "case.resolve": _resolved,
+    "case.begin-change": _lease,
+    "case.lease.renew": _lease,
+    "case.lease.release": _lease,
+    "case.decision.request": _decision,
+    "case.decision.answer": _decision,
+    "case.decision.list": _decisions,
+    "case.block": _closed,
+    "case.abort": _closed,
 }
 
 

@@ -23,11 +23,23 @@ from cortex.kernel.config import Config, load_config, state_root
 from cortex.kernel.workspace import WorkspaceIdentity, discover
 
 
+def format_time(moment: float) -> str:
+    """Seconds since the epoch as RFC 3339 UTC with milliseconds."""
+    millis = int(moment * 1000)
+    seconds, rest = divmod(millis, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest:03d}Z"
+
+
+def parse_time(text: str) -> float:
+    """The inverse of `format_time` (any RFC 3339 UTC timestamp)."""
+    from datetime import datetime  # already loaded by msgspec: free
+
+    return datetime.fromisoformat(text).timestamp()
+
+
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with milliseconds."""
-    ns = time.time_ns()
-    seconds, rest = divmod(ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1_000_000:03d}Z"
+    return format_time(time.time())
 
 
 def _require_utf8(label: str, path: str) -> None:
@@ -57,10 +69,10 @@ class Kernel:
         env: Mapping[str, str],
         *,
         default_actor: str,
-        now: Callable[[], str] = utc_now,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.env = env
-        self.now = now
+        self.clock = clock
         self.workspace: WorkspaceIdentity = discover(cwd, env)
         self.config: Config = load_config(self.workspace.root, env)
         self.state_root = state_root(env)
@@ -76,6 +88,10 @@ class Kernel:
         ):
             _require_utf8(label, path)
         self.store = self._store(self.cases_root)
+
+    def now(self) -> str:
+        """The current time, formatted for records."""
+        return format_time(self.clock())
 
     def _store(self, root: str) -> CaseStore:
         return CaseStore(

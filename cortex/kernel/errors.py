@@ -15,18 +15,37 @@ from cortex.cases.errors import (
     RevisionConflictError,
     UnsupportedSchemaError,
 )
+from cortex.kernel.envelope import Action
 
 __all__ = [
     "BusyError",
     "ConfigError",
     "CortexError",
+    "GateRefusedError",
     "IntegrityError",
     "InvalidInputError",
+    "LeaseConflictError",
     "NotFoundError",
     "RefusedError",
     "RevisionConflictError",
     "UnsupportedSchemaError",
 ]
+
+
+class GateRefusedError(RefusedError):
+    """A lifecycle gate refused the step; `actions` lists what may be done instead."""
+
+    def __init__(self, message: str, actions: list[Action] | None = None) -> None:
+        super().__init__(message)
+        self.actions = actions or []
+
+
+class LeaseConflictError(CortexError):
+    """Someone else holds the change lease, or ours expired: retry after taking it."""
+
+    code = "lease_conflict"
+    exit_status = 6
+    retryable = True
 
 
 class ConfigError(InvalidInputError):

@@ -27,9 +27,10 @@ from cortex.cases.records import (
     Origin,
     Source,
 )
-from cortex.kernel import validate
+from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.lifecycle import TERMINAL
 
 
 def read_raw_file(path: str) -> bytes:
@@ -116,6 +117,11 @@ def add_evidence(
     with store.transaction(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
     ) as txn:
+        if txn.case.status in TERMINAL:
+            raise lifecycle.refusal(txn.case, "cannot record evidence")
+        if txn.case.status == "orienting":
+            # The first evidence is where investigating starts.
+            lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
         if parents:
             known = store.find_records(txn.case, "evidence", parents)
             missing = [parent for parent in parents if parent not in known]

@@ -7,11 +7,13 @@ import os
 from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
-from cortex.cases.ids import new_id
-from cortex.cases.records import CaseFile, Mode, Risk, Surface, Workspace, encode
+from cortex.cases.ids import check_id, new_id
+from cortex.cases.records import CaseFile, Mode, PhaseChange, Risk, Surface, Workspace, encode
 from cortex.kernel import validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
+from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.lifecycle import TERMINAL
 from cortex.kernel.workspace import git_head
 
 
@@ -25,8 +27,9 @@ def open_case(
     criteria: list[str] | None = None,
     idempotency_key: str | None = None,
     actor: str | None = None,
+    parent: str | None = None,
 ) -> Result:
-    """Open a case for `goal` in the current workspace's store."""
+    """Open a case for `goal` in the current workspace's store (under `parent`, if given)."""
     redactor = kernel.redactor
     goal = validate.text(goal, "goal", GOAL_MAX)
     mode = validate.choice(mode, "--mode", Mode)
@@ -43,6 +46,12 @@ def open_case(
     if idempotency_key is not None:
         key = validate.identifier(idempotency_key, "--idempotency-key", redactor)
     who = kernel.actor(actor)
+    if parent is not None:
+        check_id(parent, "task", what="--parent")
+        parent_case = kernel.writable(parent).read_case(parent)
+        if parent_case.status in TERMINAL:
+            msg = f"the parent {parent} is {parent_case.status}; open a standalone case instead"
+            raise GateRefusedError(msg)
 
     identity = kernel.workspace
     warnings: list[str] = []
@@ -64,6 +73,8 @@ def open_case(
         risk=risk,  # type: ignore[arg-type]  # validated against Risk above
         actor=who,
         idempotency_key=key,
+        parent_task_id=parent,
+        status="orienting",
         workspace=Workspace(
             kind=identity.kind,
             root=identity.root,
@@ -84,14 +95,26 @@ def open_case(
                 risk,
                 sorted(chosen),
                 [(c.id, redactor(c.statement)) for c in acceptance],
+                parent,
             ]
         )
     )
+    # Opening captures the workspace, which is the orientation: new -> orienting in one commit.
+    phases = [
+        PhaseChange(id=new_id("ph"), timestamp=now, to_phase="new", actor=who),
+        PhaseChange(
+            id=new_id("ph"), timestamp=now, from_phase="new", to_phase="orienting", actor=who
+        ),
+    ]
     kernel.prepare_store()
     committed, created = kernel.store.create(
-        case, operation="case.open", idempotency_key=key, fingerprint=fingerprint
+        case, operation="case.open", phases=phases, idempotency_key=key, fingerprint=fingerprint
     )
     task = committed.id
+    if parent is not None:
+        # Child first, then the parent's link: a crash between leaves a child naming its parent,
+        # and a retry with the same key lands here again and adds the link (idempotent).
+        _link_child(kernel, parent, task, who)
     return Result(
         data={
             "taskId": task,
@@ -114,3 +137,13 @@ def open_case(
             Action(command=f"cortex case status {task}", reason="see where the case stands"),
         ],
     )
+
+
+def _link_child(kernel: Kernel, parent: str, child: str, actor: str) -> None:
+    store = kernel.writable(parent)
+    with store.transaction(parent, actor=actor, operation="case.link-child") as txn:
+        if child in txn.case.child_task_ids:
+            txn.skip = True
+            return
+        txn.case.child_task_ids.append(child)
+        txn.target = child

@@ -6,10 +6,13 @@ import os
 
 from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from cortex.cases.errors import CortexError, InvalidInputError
-from cortex.cases.records import LEDGERS, CaseFile, LedgerState
+from cortex.cases.records import LEDGERS, CaseFile, Decisions, Hypotheses, LedgerState, Plan
 from cortex.cases.store import CaseStore
 from cortex.kernel.context import Kernel, StoreInfo
+from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Result
+from cortex.kernel.lease import describe
+from cortex.kernel.lifecycle import next_actions
 
 
 def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
@@ -29,15 +32,24 @@ def counts(case: CaseFile) -> dict[str, int]:
 
 
 def status(kernel: Kernel, task_id: str) -> Result:
-    """Where one case stands, as of its latest committed revision."""
+    """Where one case stands, as of its latest committed revision, and what can be done next."""
     store = kernel.locate(task_id)
     case = store.read_case(task_id)
+    plan = store.read_snapshot(task_id, "plan.json", Plan)
+    hypotheses = store.read_snapshot(task_id, "hypotheses.json", Hypotheses) or Hypotheses()
+    waiting = pending(store.read_snapshot(task_id, "decisions.json", Decisions))
+    unresolved = [
+        {"id": h.id, "statement": h.statement, "status": h.status}
+        for h in hypotheses.hypotheses
+        if not h.retired and h.status in {"open", "challenged"}
+    ]
     return Result(
         data={
             "taskId": case.id,
             "goal": case.goal,
             "status": case.status,
             "pausedFrom": case.paused_from,
+            "statusReason": case.status_reason,
             "mode": case.mode,
             "risk": case.risk,
             "actor": case.actor,
@@ -49,12 +61,45 @@ def status(kernel: Kernel, task_id: str) -> Result:
             "counts": counts(case),
             "surfaces": case.surfaces,
             "acceptanceCriteria": case.acceptance_criteria,
-            "changeLease": case.change_lease,
+            "lease": describe(case.change_lease, kernel.clock()),
+            "pendingDecision": waiting,
+            "plan": _plan_summary(plan),
+            "unresolvedHypotheses": unresolved,
             "parentTaskId": case.parent_task_id,
-            "childTaskIds": case.child_task_ids,
+            "children": _children(store, case),
             "warnings": store.debris(case),
-        }
+        },
+        actions=next_actions(case, decision=waiting),
     )
+
+
+def _plan_summary(plan: Plan | None) -> dict[str, object] | None:
+    if plan is None:
+        return None
+    return {
+        "planRevision": plan.plan_revision,
+        "createdAt": plan.created_at,
+        "hypotheses": len(plan.hypotheses),
+        "changeBoundary": plan.change_boundary,
+        "verificationRequired": plan.verification_required,
+        "uncertainty": plan.uncertainty,
+        "evidenceId": plan.evidence_id,
+    }
+
+
+def _children(store: CaseStore, case: CaseFile) -> list[dict[str, object]]:
+    """Each child's own, current phase (a child that cannot be read is listed, not hidden)."""
+    children: list[dict[str, object]] = []
+    for child_id in case.child_task_ids:
+        try:
+            child = store.read_case(child_id)
+        except CortexError as exc:
+            children.append(
+                {"taskId": child_id, "error": {"code": exc.code, "message": exc.message}}
+            )
+            continue
+        children.append({"taskId": child_id, "status": child.status, "goal": child.goal})
+    return children
 
 
 def list_cases(kernel: Kernel, *, limit: int = LIST_LIMIT_DEFAULT) -> Result:

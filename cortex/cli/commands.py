@@ -1,0 +1,235 @@
+"""One small handler per command: turn parsed values into a kernel call.
+
+Each handler imports its use case lazily, so a call loads only the modules it needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import IO, Any
+
+from cortex.cases.bounds import RAW_BLOB_MAX
+from cortex.cases.errors import InvalidInputError
+from cortex.cli.parser import UsageError
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Result
+
+Values = dict[str, Any]
+
+
+class Call:
+    """What a handler gets: the kernel, the parsed values, and the process's edges."""
+
+    def __init__(
+        self, kernel: Kernel, values: Values, *, cwd: str, stdin: IO[bytes], env: Mapping[str, str]
+    ) -> None:
+        self.kernel = kernel
+        self.values = values
+        self.cwd = cwd
+        self.stdin = stdin
+        self.env = env
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def lease_actor(self) -> str:
+        """Lease commands need a real identity: an explicit --actor or $CORTEX_ACTOR."""
+        actor = self.values.get("actor") or self.env.get("CORTEX_ACTOR")
+        if not actor:
+            msg = "the change lease needs an identity: pass --actor NAME or set CORTEX_ACTOR"
+            raise UsageError(msg)
+        return str(actor)
+
+
+def _open(c: Call) -> Result:
+    from cortex.kernel.open_case import open_case
+
+    return open_case(
+        c.kernel,
+        goal=c["goal"],
+        mode=c["mode"],
+        risk=c["risk"],
+        surfaces=c["surface"],
+        criteria=c["criterion"],
+        idempotency_key=c["idempotency_key"],
+        actor=c["actor"],
+        parent=c["parent"],
+    )
+
+
+def _list(c: Call) -> Result:
+    from cortex.kernel.status import list_cases
+
+    return list_cases(c.kernel, limit=c["limit"])
+
+
+def _status(c: Call) -> Result:
+    from cortex.kernel.status import status
+
+    return status(c.kernel, c["task"])
+
+
+def _read_stdin(stdin: IO[bytes]) -> bytes:
+    data = stdin.read(RAW_BLOB_MAX + 1)
+    if len(data) > RAW_BLOB_MAX:
+        raise InvalidInputError(f"stdin is over the {RAW_BLOB_MAX}-byte raw limit")
+    return data
+
+
+def _evidence_add(c: Call) -> Result:
+    from cortex.kernel.evidence import add_evidence, read_raw_file
+
+    raw = None
+    if c["raw_file"] == "-":
+        raw = _read_stdin(c.stdin)
+    elif c["raw_file"] is not None:
+        raw = read_raw_file(os.path.join(c.cwd, c["raw_file"]))
+    return add_evidence(
+        c.kernel,
+        c["task"],
+        claim=c["claim"],
+        kind=c["kind"],
+        tool=c["source"],
+        uri=c["uri"],
+        origin=c["origin"],
+        file=c["file"],
+        line=c["line"],
+        symbol=c["symbol"],
+        confidence=c["confidence"],
+        sensitive=c["sensitive"],
+        raw=raw,
+        derived_from=c["derived_from"],
+        actor=c["actor"],
+        expected_revision=c["expect_revision"],
+    )
+
+
+def _note(c: Call) -> Result:
+    from cortex.kernel.evidence import add_note
+
+    return add_note(
+        c.kernel,
+        c["task"],
+        text=c["text"],
+        origin=c["origin"],
+        actor=c["actor"],
+        expected_revision=c["expect_revision"],
+    )
+
+
+def _read_evidence(c: Call) -> Result:
+    from cortex.kernel.evidence import read_evidence
+
+    return read_evidence(c.kernel, c["task"], c["evidence"])
+
+
+def _plan(c: Call) -> Result:
+    from cortex.kernel.plan import plan
+
+    return plan(
+        c.kernel,
+        c["task"],
+        hypotheses=c["hypothesis"],
+        supports=c["support"],
+        files=c["file"],
+        symbols=c["symbol"],
+        boundary_reason=c["boundary_reason"],
+        verify=c["verify"],
+        uncertainty=c["uncertainty"],
+        reason=c["reason"],
+        actor=c["actor"],
+        expected_revision=c["expect_revision"],
+    )
+
+
+def _resolve(c: Call) -> Result:
+    from cortex.kernel.resolve import resolve
+
+    return resolve(
+        c.kernel,
+        c["task"],
+        c["hypothesis"],
+        status=c["status"],
+        reason=c["reason"],
+        evidence=c["evidence"],
+        actor=c["actor"],
+        expected_revision=c["expect_revision"],
+    )
+
+
+def _begin_change(c: Call) -> Result:
+    from cortex.kernel.lease import begin_change
+
+    return begin_change(c.kernel, c["task"], actor=c.lease_actor(), ttl=c["ttl"])
+
+
+def _lease_renew(c: Call) -> Result:
+    from cortex.kernel.lease import renew
+
+    return renew(c.kernel, c["task"], actor=c.lease_actor(), ttl=c["ttl"])
+
+
+def _lease_release(c: Call) -> Result:
+    from cortex.kernel.lease import release
+
+    return release(c.kernel, c["task"], actor=c.lease_actor())
+
+
+def _decision_request(c: Call) -> Result:
+    from cortex.kernel.decisions import request
+
+    return request(
+        c.kernel, c["task"], question=c["question"], options=c["option"], actor=c["actor"]
+    )
+
+
+def _decision_answer(c: Call) -> Result:
+    from cortex.kernel.decisions import answer
+
+    return answer(c.kernel, c["task"], c["decision"], option=c["answer"], responder=c["responder"])
+
+
+def _decision_list(c: Call) -> Result:
+    from cortex.kernel.decisions import list_decisions
+
+    return list_decisions(c.kernel, c["task"])
+
+
+def _block(c: Call) -> Result:
+    from cortex.kernel.terminal import close
+
+    return close(c.kernel, c["task"], to="blocked", reason=c["reason"], actor=c["actor"])
+
+
+def _abort(c: Call) -> Result:
+    from cortex.kernel.terminal import close
+
+    return close(c.kernel, c["task"], to="abandoned", reason=c["reason"], actor=c["actor"])
+
+
+def _audit(c: Call) -> Result:
+    from cortex.kernel.audit import audit
+
+    return Result(data=audit(c.kernel, c["task"]))
+
+
+HANDLERS: dict[str, Callable[[Call], Result]] = {
+    "case.open": _open,
+    "case.list": _list,
+    "case.status": _status,
+    "case.evidence.add": _evidence_add,
+    "case.note": _note,
+    "case.read-evidence": _read_evidence,
+    "case.plan": _plan,
+    "case.resolve": _resolve,
+    "case.begin-change": _begin_change,
+    "case.lease.renew": _lease_renew,
+    "case.lease.release": _lease_release,
+    "case.decision.request": _decision_request,
+    "case.decision.answer": _decision_answer,
+    "case.decision.list": _decision_list,
+    "case.block": _block,
+    "case.abort": _abort,
+    "case.audit": _audit,
+}

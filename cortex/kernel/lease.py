@@ -1,0 +1,204 @@
+"""The change lease: `begin-change`, `lease renew`, `lease release`, and the fence other writes use.
+
+The lease lives in case.json, so the case lock and the revision make acquisitions mutually
+exclusive. Writes that need it check it twice: at the start of the transaction and again
+immediately before the first write, so a holder stopped past its expiry cannot commit when it
+resumes (docs/design/lifecycle.md, "Fencing").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
+from cortex.cases.errors import InvalidInputError
+from cortex.cases.records import Lease
+from cortex.cases.txn import Transaction
+from cortex.kernel import lifecycle
+from cortex.kernel.context import Kernel, format_time, parse_time
+from cortex.kernel.envelope import Result
+from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+
+LeaseState = Literal["active", "expired", "released"]
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def parse_ttl(text: str | None) -> int:
+    """`90s`, `15m`, `1h` (or bare seconds) to seconds, within 1 s to 1 h."""
+    if text is None:
+        return LEASE_TTL_DEFAULT
+    match = re.fullmatch(r"([0-9]{1,5})([smh]?)", text)
+    if not match:
+        raise InvalidInputError(f"--ttl must look like 90s, 15m or 1h, not {text!r}")
+    seconds = int(match.group(1)) * _UNITS[match.group(2) or "s"]
+    if not LEASE_TTL_MIN <= seconds <= LEASE_TTL_MAX:
+        raise InvalidInputError(f"--ttl must be between {LEASE_TTL_MIN}s and {LEASE_TTL_MAX}s")
+    return seconds
+
+
+def state(lease: Lease | None, now: float) -> LeaseState | None:
+    """Whether a lease is active, expired or released (None: there has never been one)."""
+    if lease is None:
+        return None
+    if lease.released_at is not None:
+        return "released"
+    return "active" if now < parse_time(lease.expires_at) else "expired"
+
+
+def describe(lease: Lease | None, now: float) -> dict[str, object] | None:
+    """The lease as `status` shows it."""
+    if lease is None:
+        return None
+    return {
+        "actor": lease.actor,
+        "state": state(lease, now),
+        "acquiredAt": lease.acquired_at,
+        "renewedAt": lease.renewed_at,
+        "expiresAt": lease.expires_at,
+        "releasedAt": lease.released_at,
+    }
+
+
+def _conflict(lease: Lease) -> LeaseConflictError:
+    return LeaseConflictError(
+        f"the change lease is held by {lease.actor} until {lease.expires_at}; "
+        "wait for it to be released or to expire"
+    )
+
+
+def require_lease_holder(
+    txn: Transaction, actor: str, kernel: Kernel, *, doing: str, required: bool = True
+) -> None:
+    """Refuse when someone else holds an active lease, or (if `required`) when `actor` does not.
+
+    If `actor` holds the lease, it must still hold it at the commit point: the check runs again
+    immediately before the first write, so a holder stopped past its expiry cannot commit.
+    """
+
+    def check(*, strict: bool) -> None:
+        lease = txn.case.change_lease
+        active = lease is not None and state(lease, kernel.clock()) == "active"
+        if lease is not None and active and lease.actor != actor:
+            raise _conflict(lease)
+        if strict and not active:
+            msg = f"cannot {doing}: {actor} holds no active change lease (it expired or was "
+            msg += "released); take it again with begin-change"
+            raise LeaseConflictError(msg)
+
+    check(strict=required)
+    lease = txn.case.change_lease
+    ours = lease is not None and lease.actor == actor
+    if required or (ours and state(lease, kernel.clock()) == "active"):
+        txn.fence(lambda: check(strict=True))
+
+
+def _new_lease(actor: str, now: float, ttl: int) -> Lease:
+    stamp = format_time(now)
+    return Lease(
+        actor=actor, acquired_at=stamp, renewed_at=stamp, expires_at=format_time(now + ttl)
+    )
+
+
+def begin_change(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -> Result:
+    """Take (or renew) the change lease and enter `changing`."""
+    seconds = parse_ttl(ttl)
+    who = kernel.actor(actor)
+    store = kernel.writable(task_id)
+    with store.transaction(task_id, actor=who, operation="case.begin-change") as txn:
+        case = txn.case
+        if case.mode != "change":
+            msg = f"begin-change is for change tasks; this one is a {case.mode} task"
+            raise GateRefusedError(msg, lifecycle.next_actions(case))
+        now = kernel.clock()
+        lease = case.change_lease
+        current = state(lease, now)
+        if current == "active" and lease is not None and lease.actor != who:
+            raise _conflict(lease)
+        if case.status != "changing":
+            lifecycle.require(case, "changing", doing="begin changing")
+        if current == "active" and lease is not None:
+            lease.renewed_at = format_time(now)
+            lease.expires_at = format_time(now + seconds)
+            verb = "renewed"
+        else:
+            if lease is not None:
+                txn.notes.append(
+                    f"replaced the {current} lease of {lease.actor} (acquired {lease.acquired_at})"
+                )
+            case.change_lease = _new_lease(who, now, seconds)
+            verb = "acquired"
+        if case.status != "changing":
+            lifecycle.move(txn, "changing", actor=who, now=format_time(now))
+    return _lease_result(kernel, txn, verb)
+
+
+def renew(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -> Result:
+    """Extend an active lease held by `actor`."""
+    seconds = parse_ttl(ttl)
+    who = kernel.actor(actor)
+    store = kernel.writable(task_id)
+    with store.transaction(task_id, actor=who, operation="case.lease.renew") as txn:
+        lease = txn.case.change_lease
+        now = kernel.clock()
+        current = state(lease, now)
+        if lease is None or current == "released":
+            raise GateRefusedError(
+                "there is no lease to renew; run begin-change", lifecycle.next_actions(txn.case)
+            )
+        if lease.actor != who:
+            raise (
+                _conflict(lease)
+                if current == "active"
+                else LeaseConflictError(
+                    f"the lease belongs to {lease.actor}; take it with begin-change"
+                )
+            )
+        if current != "active":
+            msg = (
+                f"the lease of {who} expired at {lease.expires_at}; take it again with begin-change"
+            )
+            raise LeaseConflictError(msg)
+        lease.renewed_at = format_time(now)
+        lease.expires_at = format_time(now + seconds)
+    return _lease_result(kernel, txn, "renewed")
+
+
+def release(kernel: Kernel, task_id: str, *, actor: str) -> Result:
+    """Give the lease up; idempotent, and the record stays for audit."""
+    who = kernel.actor(actor)
+    store = kernel.writable(task_id)
+    with store.transaction(task_id, actor=who, operation="case.lease.release") as txn:
+        lease = txn.case.change_lease
+        current = state(lease, kernel.clock())
+        if lease is None or current == "released":
+            txn.skip = True  # nothing to release: an idempotent retry
+        elif lease.actor != who:
+            if current == "active":
+                raise _conflict(lease)
+            msg = f"the lease belongs to {lease.actor}; only its holder releases it"
+            raise LeaseConflictError(msg)
+        else:
+            lease.released_at = kernel.now()
+    return _lease_result(kernel, txn, "released" if not txn.skip else "unchanged")
+
+
+def release_for_close(txn: Transaction, now: str) -> None:
+    """Closing a case (block, abort, complete) ends an active lease; the record stays."""
+    lease = txn.case.change_lease
+    if lease is not None and lease.released_at is None:
+        lease.released_at = now
+
+
+def _lease_result(kernel: Kernel, txn: Transaction, verb: str) -> Result:
+    case = txn.committed or txn.case
+    return Result(
+        data={
+            "taskId": case.id,
+            "revision": case.revision,
+            "status": case.status,
+            "lease": describe(case.change_lease, kernel.clock()),
+            "result": verb,
+        },
+        actions=lifecycle.next_actions(case),
+    )

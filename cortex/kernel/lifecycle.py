@@ -1,0 +1,180 @@
+"""The phase machine: the one place that says which step may follow which.
+
+Every command that changes a case's phase calls `move`, which checks the step against
+`allowed` and appends the phase line to the same commit as case.json. A refused step is exit 5
+with the steps that are allowed, as runnable commands (docs/design/lifecycle.md).
+"""
+
+from __future__ import annotations
+
+from cortex.cases.ids import new_id
+from cortex.cases.records import CaseFile, Decision, Mode, Phase, PhaseChange
+from cortex.cases.txn import Transaction
+from cortex.kernel.envelope import Action
+from cortex.kernel.errors import GateRefusedError
+
+TERMINAL: frozenset[str] = frozenset({"complete", "blocked", "abandoned"})
+PAUSED: Phase = "needs_human_decision"
+ORDER: tuple[Phase, ...] = (
+    "new",
+    "orienting",
+    "investigating",
+    "planned",
+    "changing",
+    "verifying",
+    "persisting",
+    "complete",
+)
+"""The main line, in order (used to tell whether a phase comes before another)."""
+
+_FORWARD: dict[str, tuple[Phase, ...]] = {
+    "new": ("orienting",),
+    "orienting": ("investigating",),
+    "investigating": ("planned",),
+    "changing": ("verifying",),
+    "persisting": ("complete",),
+}
+
+
+def allowed(mode: Mode, phase: Phase, paused_from: Phase | None = None) -> tuple[Phase, ...]:
+    """The phases a case in `phase` may move to in one step."""
+    if phase in TERMINAL:
+        return ()
+    exits: tuple[Phase, ...] = ("blocked", "abandoned")
+    if phase == PAUSED:
+        return ((paused_from,) if paused_from is not None else ()) + exits
+    if phase == "planned":
+        forward: tuple[Phase, ...] = ("changing",) if mode == "change" else ("verifying",)
+    elif phase == "verifying":
+        forward = ("persisting", "changing") if mode == "change" else ("persisting",)
+    else:
+        forward = _FORWARD[phase]
+    return (*forward, PAUSED, *exits)
+
+
+def before(phase: Phase, other: Phase) -> bool:
+    """Whether `phase` comes before `other` on the main line."""
+    return ORDER.index(phase) < ORDER.index(other)
+
+
+def require(case: CaseFile, to: Phase, *, doing: str, decision: Decision | None = None) -> None:
+    """Refuse (exit 5, with the allowed steps) unless `case` may move to `to`."""
+    if to in allowed(case.mode, case.status, case.paused_from):
+        return
+    raise refusal(case, f"cannot {doing}", decision=decision)
+
+
+def refusal(case: CaseFile, what: str, *, decision: Decision | None = None) -> GateRefusedError:
+    """A gate refusal naming the phase, with what can be done instead."""
+    where = f"the case is {case.status}"
+    if case.status == PAUSED:
+        where += f" (paused in {case.paused_from}; a person must answer the pending decision)"
+    return GateRefusedError(f"{what}: {where}", next_actions(case, decision=decision))
+
+
+def move(
+    txn: Transaction, to: Phase, *, actor: str, now: str, reason: str | None = None
+) -> PhaseChange:
+    """Check and make one step, in the transaction's commit (case.json and phases.jsonl)."""
+    case = txn.case
+    require(case, to, doing=f"move to {to}")
+    record = PhaseChange(
+        id=new_id("ph"),
+        timestamp=now,
+        from_phase=case.status,
+        to_phase=to,
+        actor=actor,
+        reason=reason,
+    )
+    if to == PAUSED:
+        case.paused_from = case.status
+    elif case.status == PAUSED:
+        case.paused_from = None
+    case.status = to
+    txn.append("phases", record)
+    return record
+
+
+def _plan_command(case: CaseFile, *, replan: bool) -> str:
+    command = f"cortex case plan {case.id}"
+    if replan:
+        command += " --reason '<what changed>'"
+    command += " --hypothesis '<statement> :: <how to disprove it>'"
+    command += " --uncertainty '<what is still unknown>'"
+    if case.mode == "change":
+        command += " --file <path> --boundary-reason '<why these files>' --verify <verifier>"
+    return command
+
+
+def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Action]:
+    """Runnable commands for every step allowed now (`<...>` marks what to fill in)."""
+    task = case.id
+    actions: list[Action] = []
+    for phase in allowed(case.mode, case.status, case.paused_from):
+        if case.status == PAUSED and phase == case.paused_from:
+            # Paused: the only way forward is a person's answer, whatever phase it resumes.
+            if decision is not None:
+                options = "|".join(option.id for option in decision.options)
+                actions.append(
+                    Action(
+                        command=(
+                            f"cortex case decision answer {task} {decision.id} "
+                            f"--answer <{options}> --responder <person>"
+                        ),
+                        reason=f"a person answers: {decision.question[:120]}",
+                    )
+                )
+            continue
+        if phase == "investigating":
+            actions.append(
+                Action(
+                    command=f"cortex case evidence add {task} --claim '<what you found>'",
+                    reason="record what you find; the first evidence starts the investigation",
+                )
+            )
+        elif phase == "planned":
+            actions.append(
+                Action(
+                    command=_plan_command(case, replan=False),
+                    reason="commit to a plan before changing code",
+                )
+            )
+        elif phase == "changing":
+            actions.append(
+                Action(
+                    command=f"cortex case begin-change {task} --actor <you>",
+                    reason="take the change lease before editing",
+                )
+            )
+        elif phase == PAUSED:
+            actions.append(
+                Action(
+                    command=(
+                        f"cortex case decision request {task} --question '<question>' "
+                        "--option 'a=<label>|<consequence>' --option 'b=<label>|<consequence>'"
+                    ),
+                    reason="ask a person when the choice is theirs",
+                )
+            )
+        elif phase == "blocked":
+            actions.append(
+                Action(
+                    command=f"cortex case block {task} --reason '<what blocks it>'",
+                    reason="stop here when the task cannot go on",
+                )
+            )
+        elif phase == "abandoned":
+            actions.append(
+                Action(
+                    command=f"cortex case abort {task} --reason '<why>'",
+                    reason="give the task up; nothing is deleted",
+                )
+            )
+    if "plan" in case.snapshots and case.status not in TERMINAL:
+        actions.append(
+            Action(
+                command=_plan_command(case, replan=True),
+                reason="re-plan (a new plan revision) when the picture changes",
+            )
+        )
+    return actions

@@ -1,0 +1,286 @@
+"""`cortex case plan`: the planning gate (docs/design/lifecycle.md, "The plan gate").
+
+A plan names falsifiable hypotheses with how each could be disproved, the evidence behind them,
+the change boundary, the verifiers that must pass and what is still uncertain. Everything is
+committed together: plan.json, hypotheses.json, a `plan` evidence record whose raw blob is the
+whole plan (so earlier plans stay readable in the chained ledger), the phase and the case.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from cortex.cases.bounds import (
+    BOUNDARY_ENTRIES_MAX,
+    HYPOTHESES_MAX,
+    HYPOTHESIS_TEXT_MAX,
+    REASON_MAX,
+    SUPPORTS_MAX,
+    SYMBOL_MAX,
+    VERIFIERS_MAX,
+)
+from cortex.cases.digest import sha256_hex
+from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.ids import check_id, new_id
+from cortex.cases.layout import raw_name, raw_ref
+from cortex.cases.records import (
+    ChangeBoundary,
+    Evidence,
+    Hypotheses,
+    Hypothesis,
+    Plan,
+    Source,
+    encode_pretty,
+)
+from cortex.kernel import lifecycle, validate
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Result
+from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.lease import require_lease_holder
+
+_VERIFIER = re.compile(r"[a-z][a-z0-9_-]{0,63}(?::[A-Za-z0-9][A-Za-z0-9._-]{0,127})?")
+
+
+class _Draft(msgspec.Struct):
+    """A hypothesis as given on the command line, before it has an id."""
+
+    statement: str
+    disproof: str | None
+    supports: list[str]
+
+
+def _hypotheses(specs: list[str], supports: list[str]) -> list[_Draft]:
+    if len(specs) > HYPOTHESES_MAX:
+        raise InvalidInputError(f"at most {HYPOTHESES_MAX} hypotheses")
+    drafts = []
+    for index, spec in enumerate(specs, 1):
+        statement, sep, disproof = spec.partition("::")
+        field = f"hypothesis {index}"
+        drafts.append(
+            _Draft(
+                statement=validate.text(statement, field, HYPOTHESIS_TEXT_MAX),
+                disproof=(
+                    validate.text(disproof, f"{field} disproof", HYPOTHESIS_TEXT_MAX)
+                    if sep and disproof.strip()
+                    else None
+                ),
+                supports=[],
+            )
+        )
+    for spec in supports:
+        index_text, sep, ids = spec.partition("=")
+        if not sep or not index_text.strip().isdigit():
+            raise InvalidInputError(
+                f"--support must be HYPOTHESIS_INDEX=ev_...,ev_..., not {spec!r}"
+            )
+        index = int(index_text)
+        if not 1 <= index <= len(drafts):
+            raise InvalidInputError(f"--support names hypothesis {index}, which is not given")
+        chosen = [
+            check_id(i.strip(), "ev", what="--support id") for i in ids.split(",") if i.strip()
+        ]
+        target = drafts[index - 1].supports
+        target.extend(i for i in chosen if i not in target)
+        if len(target) > SUPPORTS_MAX:
+            raise InvalidInputError(f"at most {SUPPORTS_MAX} supporting ids per hypothesis")
+    return drafts
+
+
+def _boundary(
+    kernel: Kernel, files: list[str], symbols: list[str], reason: str | None
+) -> ChangeBoundary:
+    if len(files) + len(symbols) > BOUNDARY_ENTRIES_MAX:
+        raise InvalidInputError(f"at most {BOUNDARY_ENTRIES_MAX} boundary files and symbols")
+    return ChangeBoundary(
+        files=list(dict.fromkeys(validate.location_path(f, kernel.redactor) for f in files)),
+        symbols=list(
+            dict.fromkeys(validate.short_text(s, "--symbol", SYMBOL_MAX) for s in symbols)
+        ),
+        reason=None if reason is None else validate.text(reason, "--boundary-reason", REASON_MAX),
+    )
+
+
+def _verifiers(names: list[str]) -> list[str]:
+    if len(names) > VERIFIERS_MAX:
+        raise InvalidInputError(f"at most {VERIFIERS_MAX} verifiers")
+    for name in names:
+        if not _VERIFIER.fullmatch(name):
+            msg = f"--verify {name!r} is not a verifier name (like pytest, scope or command:unit)"
+            raise InvalidInputError(msg)
+    return list(dict.fromkeys(names))
+
+
+def plan(
+    kernel: Kernel,
+    task_id: str,
+    *,
+    hypotheses: list[str],
+    supports: list[str] | None = None,
+    files: list[str] | None = None,
+    symbols: list[str] | None = None,
+    boundary_reason: str | None = None,
+    verify: list[str] | None = None,
+    uncertainty: str | None = None,
+    reason: str | None = None,
+    actor: str | None = None,
+    expected_revision: int | None = None,
+) -> Result:
+    """Commit a plan (or a new plan revision) for a case."""
+    drafts = _hypotheses(hypotheses, supports or [])
+    boundary = _boundary(kernel, files or [], symbols or [], boundary_reason)
+    verifiers = _verifiers(verify or [])
+    if uncertainty is not None:
+        uncertainty = (
+            validate.text(uncertainty, "--uncertainty", REASON_MAX, required=False) or None
+        )
+    if reason is not None:
+        reason = validate.text(reason, "--reason", REASON_MAX, required=False) or None
+    who = kernel.actor(actor)
+    store = kernel.writable(task_id)
+    now = kernel.now()
+
+    with store.transaction(
+        task_id, actor=who, operation="case.plan", expected_revision=expected_revision
+    ) as txn:
+        case = txn.case
+        previous = txn.snapshot("plan.json", Plan)
+        if case.status in lifecycle.TERMINAL or (
+            previous is None and case.status in {"new", "orienting"}
+        ):
+            raise lifecycle.refusal(
+                case, "cannot plan yet" if previous is None else "cannot re-plan"
+            )
+        missing = _missing(
+            case.mode,
+            drafts,
+            boundary=boundary,
+            verifiers=verifiers,
+            uncertainty=uncertainty,
+            previous=previous,
+            reason=reason,
+        )
+        if missing:
+            raise GateRefusedError(
+                "the plan is missing: " + "; ".join(missing),
+                lifecycle.next_actions(case),
+            )
+        cited = sorted({i for d in drafts for i in d.supports})
+        known = store.find_records(case, "evidence", cited)
+        absent = [i for i in cited if i not in known]
+        if absent:
+            raise NotFoundError(f"--support names evidence not in this case: {absent}")
+        if boundary != case.change_boundary:
+            # Moving the boundary under someone's active lease needs that someone.
+            require_lease_holder(txn, who, kernel, doing="change the boundary", required=False)
+
+        revision = 1 if previous is None else previous.plan_revision + 1
+        old = txn.snapshot("hypotheses.json", Hypotheses) or Hypotheses()
+        for hypothesis in old.hypotheses:
+            hypothesis.retired = True
+        fresh = [
+            Hypothesis(
+                id=new_id("hyp"),
+                statement=d.statement,
+                disproof=d.disproof or "",
+                supports=d.supports,
+                plan_revision=revision,
+            )
+            for d in drafts
+        ]
+        evidence_id = new_id("ev")
+        document = Plan(
+            plan_revision=revision,
+            created_at=now,
+            actor=who,
+            reason=reason,
+            hypotheses=[h.id for h in fresh],
+            change_boundary=boundary,
+            verification_required=verifiers,
+            uncertainty=uncertainty or "",
+            evidence_id=evidence_id,
+        )
+        # The full plan, hypotheses included, as one blob: the history of plans lives in the
+        # append-only ledger rather than in a snapshot that grows with every re-plan.
+        full = encode_pretty({"plan": document, "hypotheses": fresh})
+        raw_id = new_id("raw")
+        stored, redacted = txn.stage_blob(raw_name(raw_id), full)
+        claim = (
+            f"Plan revision {revision}: {len(fresh)} hypothes{'is' if len(fresh) == 1 else 'es'}"
+        )
+        if reason:
+            claim += f" (re-plan: {reason})"
+        txn.append(
+            "evidence",
+            Evidence(
+                id=evidence_id,
+                timestamp=now,
+                kind="plan",
+                source=Source(tool="cortex", actor=who, origin="agent"),
+                claim=claim,
+                confidence="unknown",
+                sensitivity="sensitive" if redacted else "normal",
+                raw_ref=raw_ref(task_id, raw_id),
+                raw_sha256=sha256_hex(stored),
+                derived_from=cited[:64],
+            ),
+        )
+        txn.stage_snapshot("plan.json", document)
+        txn.stage_snapshot("hypotheses.json", Hypotheses(hypotheses=[*old.hypotheses, *fresh]))
+        case.change_boundary = boundary
+        case.verification_required = verifiers
+        if case.status == "investigating":
+            lifecycle.move(txn, "planned", actor=who, now=now)
+        elif case.status == lifecycle.PAUSED and case.paused_from in {"orienting", "investigating"}:
+            case.paused_from = "planned"
+        txn.target = evidence_id
+    committed = txn.committed
+    assert committed is not None  # noqa: S101 - set by every successful commit
+    return Result(
+        data={
+            "taskId": task_id,
+            "revision": committed.revision,
+            "status": committed.status,
+            "planRevision": revision,
+            "evidenceId": evidence_id,
+            "hypotheses": fresh,
+            "changeBoundary": boundary,
+            "verificationRequired": verifiers,
+            "uncertainty": uncertainty,
+        },
+        actions=lifecycle.next_actions(committed),
+    )
+
+
+def _missing(
+    mode: str,
+    drafts: list[_Draft],
+    *,
+    boundary: ChangeBoundary,
+    verifiers: list[str],
+    uncertainty: str | None,
+    previous: Plan | None,
+    reason: str | None,
+) -> list[str]:
+    """Every required piece that is absent, named so the caller can add them all at once."""
+    missing = []
+    if not drafts:
+        missing.append("at least one --hypothesis 'statement :: how to disprove it'")
+    missing.extend(
+        f"a disproof path for hypothesis {i} (write it after ' :: ')"
+        for i, d in enumerate(drafts, 1)
+        if d.disproof is None
+    )
+    if not uncertainty:
+        missing.append("--uncertainty (what is still unknown)")
+    if mode == "change":
+        if not boundary.files and not boundary.symbols:
+            missing.append("a change boundary (--file and/or --symbol)")
+        if not boundary.reason:
+            missing.append("--boundary-reason")
+        if not verifiers:
+            missing.append("at least one --verify verifier")
+    if previous is not None and not reason:
+        missing.append("--reason (why the plan changes)")
+    return missing
