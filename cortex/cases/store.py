@@ -11,7 +11,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -51,6 +51,7 @@ from cortex.cases.layout import (
 )
 from cortex.cases.lock import FileLock
 from cortex.cases.records import (
+    AUX_TYPES,
     LEDGER_TYPES,
     LEDGERS,
     SCHEMA_VERSION,
@@ -227,6 +228,27 @@ class CaseStore:
             except SnapshotMovedError:
                 time.sleep(0.005 * (attempt + 1))
         msg = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
+        raise BusyError(msg)
+
+    def read_view(self, task_id: str, *, attempts: int = 5) -> tuple[CaseFile, dict[str, Any]]:
+        """case.json and every auxiliary snapshot it records, all of one revision.
+
+        Like `read_snapshot`, but for a reader that needs several documents to agree: if a
+        commit lands between reading case.json and a snapshot, the whole view is read again.
+        """
+        for attempt in range(attempts):
+            case = self.read_case(task_id)
+            try:
+                documents = {
+                    name: self.load_snapshot(case, name, type_)
+                    for name, type_ in AUX_TYPES.items()
+                    if name.removesuffix(".json") in case.snapshots
+                }
+            except SnapshotMovedError:
+                time.sleep(0.005 * (attempt + 1))
+                continue
+            return case, documents
+        msg = f"case {task_id} is being changed by a concurrent commit; retry"
         raise BusyError(msg)
 
     def load_snapshot(self, case: CaseFile, name: str, type_: type[_D]) -> _D | None:

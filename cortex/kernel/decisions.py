@@ -7,6 +7,8 @@ leaves the pending state or the fully answered one (docs/design/lifecycle.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cortex.cases.bounds import (
     DECISIONS_MAX,
     IDENTIFIER_MAX,
@@ -19,11 +21,14 @@ from cortex.cases.bounds import (
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.records import Decision, DecisionOption, Decisions, Evidence, Source
-from cortex.cases.txn import Transaction
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+
+if TYPE_CHECKING:
+    # Type only: readers (status) must not load the commit machinery.
+    from cortex.cases.txn import Transaction
 
 
 def pending(decisions: Decisions | None) -> Decision | None:

@@ -9,16 +9,19 @@ resumes (docs/design/lifecycle.md, "Fencing").
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.records import Lease
-from cortex.cases.txn import Transaction
 from cortex.kernel import lifecycle
 from cortex.kernel.context import Kernel, format_time, parse_time
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+
+if TYPE_CHECKING:
+    # Type only: readers (status) must not load the commit machinery.
+    from cortex.cases.txn import Transaction
 
 LeaseState = Literal["active", "expired", "released"]
 _UNITS = {"s": 1, "m": 60, "h": 3600}

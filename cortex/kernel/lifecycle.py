@@ -7,11 +7,16 @@ with the steps that are allowed, as runnable commands (docs/design/lifecycle.md)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, Decision, Mode, Phase, PhaseChange
-from cortex.cases.txn import Transaction
 from cortex.kernel.envelope import Action
 from cortex.kernel.errors import GateRefusedError
+
+if TYPE_CHECKING:
+    # Type only: readers (status) must not load the commit machinery.
+    from cortex.cases.txn import Transaction
 
 TERMINAL: frozenset[str] = frozenset({"complete", "blocked", "abandoned"})
 PAUSED: Phase = "needs_human_decision"

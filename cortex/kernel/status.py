@@ -6,7 +6,7 @@ import os
 
 from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from cortex.cases.errors import CortexError, InvalidInputError
-from cortex.cases.records import LEDGERS, CaseFile, Decisions, Hypotheses, LedgerState, Plan
+from cortex.cases.records import LEDGERS, CaseFile, Hypotheses, LedgerState, Plan
 from cortex.cases.store import CaseStore
 from cortex.kernel.context import Kernel, StoreInfo
 from cortex.kernel.decisions import pending
@@ -34,10 +34,10 @@ def counts(case: CaseFile) -> dict[str, int]:
 def status(kernel: Kernel, task_id: str) -> Result:
     """Where one case stands, as of its latest committed revision, and what can be done next."""
     store = kernel.locate(task_id)
-    case = store.read_case(task_id)
-    plan = store.read_snapshot(task_id, "plan.json", Plan)
-    hypotheses = store.read_snapshot(task_id, "hypotheses.json", Hypotheses) or Hypotheses()
-    waiting = pending(store.read_snapshot(task_id, "decisions.json", Decisions))
+    case, documents = store.read_view(task_id)
+    plan = documents.get("plan.json")
+    hypotheses = documents.get("hypotheses.json") or Hypotheses()
+    waiting = pending(documents.get("decisions.json"))
     unresolved = [
         {"id": h.id, "statement": h.statement, "status": h.status}
         for h in hypotheses.hypotheses
