@@ -44,6 +44,16 @@ raw=$(printf 'GET /auth/callback?code=abc  -> 302 Location: /\nAuthorization: Be
   python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["evidence"]["id"])')
 "$cortex" case note "$task" "return_to is dropped before the callback; check the login link"
 
+echo "== plan, then take the change lease"
+first=$("$cortex" case read-evidence "$task" "$raw" --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["evidence"]["id"])')
+"$cortex" case plan "$task" \
+  --hypothesis "resolve_return_url drops return_to :: a callback with return_to=/checkout still lands on /" \
+  --support "1=$first" --uncertainty "the login link may already lose return_to" \
+  --file src/auth/callback.py --symbol resolve_return_url \
+  --boundary-reason "the redirect target is decided here" --verify pytest
+"$cortex" case begin-change "$task" --ttl 15m
+
 echo "== show the case"
 "$cortex" case status "$task"
 "$cortex" case read-evidence "$task" "$raw"

@@ -87,7 +87,9 @@ def _status(console: Console, data: Data) -> None:
     if plan:
         boundary = plan["changeBoundary"]
         scope = ", ".join(boundary["files"] + boundary["symbols"]) or "-"
-        rows.append(("plan", f"revision {plan['planRevision']}: {plan['hypotheses']} hypotheses"))
+        count = plan["hypotheses"]
+        noun = "hypothesis" if count == 1 else "hypotheses"
+        rows.append(("plan", f"revision {plan['planRevision']}: {count} {noun}"))
         rows.append(("boundary", scope))
         rows.append(("verify", ", ".join(plan["verificationRequired"]) or "-"))
         rows.append(("uncertainty", plan["uncertainty"]))
@@ -298,6 +300,10 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
             Text(f"error [{envelope.error.code}]: ", style="bold red")
             + Text(envelope.error.message)
         )
+    # Next steps are for deciding what to do: shown where that is the question (status, open, a
+    # refusal). JSON callers always get them in the envelope.
+    if envelope.ok and envelope.command not in {"case.status", "case.open"}:
+        return
     for action in envelope.actions:
         out.print(
             Text("next: ", style="dim")
