@@ -38,6 +38,7 @@ from cortex.cases.records import (
     LEDGERS,
     CaseFile,
     Command,
+    Decisions,
     Evidence,
     Hypotheses,
     LedgerState,
@@ -408,6 +409,15 @@ def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             found.error("schema", f"{name}: {exc}", file=name)
             continue
+        if isinstance(document, Decisions):
+            waiting = [d.id for d in document.decisions if d.status == "pending"]
+            paused = case.status == "needs_human_decision"
+            if len(waiting) > 1 or bool(waiting) != paused:
+                found.error(
+                    "decision_state",
+                    f"pending decisions {waiting} do not match the case being {case.status}",
+                    file=name,
+                )
         if isinstance(document, Hypotheses):
             for hypothesis in document.hypotheses:
                 for support in hypothesis.supports:

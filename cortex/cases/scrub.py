@@ -34,20 +34,32 @@ IDENTIFIER_KEYS = frozenset(
 """Fields that are identifiers: refused, never rewritten, when they look like a secret."""
 
 
-def _walk(value: Any, redact: Redactor, key: str | None, changed: list[bool]) -> Any:
+def _walk(
+    value: Any, redact: Redactor, key: str | None, changed: list[bool], *, strict: bool = True
+) -> Any:
     if isinstance(value, str):
         clean = redact(value)
         if clean != value:
-            if key in IDENTIFIER_KEYS:
+            if strict and key in IDENTIFIER_KEYS:
                 msg = f"{key} looks like a secret; identifiers are refused, never rewritten"
                 raise InvalidInputError(msg)
             changed[0] = True
         return clean
     if isinstance(value, dict):
-        return {k: _walk(v, redact, k, changed) for k, v in value.items()}
+        return {k: _walk(v, redact, k, changed, strict=strict) for k, v in value.items()}
     if isinstance(value, list):
-        return [_walk(v, redact, key, changed) for v in value]
+        return [_walk(v, redact, key, changed, strict=strict) for v in value]
     return value
+
+
+def scrub_value(value: Any, redact: Redactor) -> Any:
+    """Any data (structs included) as plain values with every string redacted.
+
+    For answers: a command echoes input only as the store would keep it.
+    """
+    changed = [False]
+    walked = _walk(msgspec.to_builtins(value), redact, None, changed, strict=False)
+    return walked if changed[0] else value
 
 
 def scrub(record: _S, redact: Redactor) -> tuple[_S, bool]:

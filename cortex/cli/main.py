@@ -35,7 +35,13 @@ def _dispatch(
     kernel = Kernel(cwd, env, default_actor=env.get("CORTEX_ACTOR") or "cli")
     seen["redactor"] = kernel.redactor
     handler = HANDLERS[parsed.command.name]
-    return handler(Call(kernel, parsed.values, cwd=cwd, stdin=stdin, env=env))
+    result = handler(Call(kernel, parsed.values, cwd=cwd, stdin=stdin, env=env))
+    # An answer echoes input only as the store keeps it: redacted, like everything written.
+    from cortex.cases.scrub import scrub_value
+
+    result.data = scrub_value(result.data, kernel.redactor)
+    result.actions = scrub_value(result.actions, kernel.redactor)
+    return result
 
 
 def main(

@@ -138,14 +138,16 @@ def answer(
             raise InvalidInputError(f"--answer must be one of the options: {valid}")
         if who == decision.requester:
             msg = f"{who} asked this question and may not answer it; a person must"
-            raise GateRefusedError(msg)
+            raise GateRefusedError(msg, lifecycle.next_actions(txn.case, decision=decision))
         resume_to = txn.case.paused_from
         if txn.case.status != lifecycle.PAUSED or resume_to is None:
             msg = f"the case is {txn.case.status}, not waiting for this decision"
             raise GateRefusedError(msg, lifecycle.next_actions(txn.case))
         _record_answer(txn, decision, chosen, who, now)
         txn.stage_snapshot("decisions.json", doc)
-        lifecycle.move(txn, resume_to, actor=who, now=now, reason=f"answered {decision.id}")
+        lifecycle.move(
+            txn, resume_to, actor=who, now=now, reason=f"answered {decision.id}", answering=True
+        )
         txn.target = decision.id
     return _result(txn, decision, created=False)
 

@@ -122,6 +122,9 @@ def add_evidence(
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
+        elif txn.case.status == lifecycle.PAUSED and txn.case.paused_from == "orienting":
+            # Paused before any evidence: the answer will resume into the investigation.
+            txn.case.paused_from = "investigating"
         if parents:
             known = store.find_records(txn.case, "evidence", parents)
             missing = [parent for parent in parents if parent not in known]

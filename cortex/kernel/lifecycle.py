@@ -62,9 +62,21 @@ def before(phase: Phase, other: Phase) -> bool:
     return ORDER.index(phase) < ORDER.index(other)
 
 
-def require(case: CaseFile, to: Phase, *, doing: str, decision: Decision | None = None) -> None:
-    """Refuse (exit 5, with the allowed steps) unless `case` may move to `to`."""
-    if to in allowed(case.mode, case.status, case.paused_from):
+def require(
+    case: CaseFile,
+    to: Phase,
+    *,
+    doing: str,
+    decision: Decision | None = None,
+    answering: bool = False,
+) -> None:
+    """Refuse (exit 5, with the allowed steps) unless `case` may move to `to`.
+
+    Leaving a pause for the phase it paused is a person's answer, and nothing else: any other
+    command asking for that step (begin-change while paused in changing, say) is refused.
+    """
+    resuming = case.status == PAUSED and to == case.paused_from
+    if to in allowed(case.mode, case.status, case.paused_from) and (answering or not resuming):
         return
     raise refusal(case, f"cannot {doing}", decision=decision)
 
@@ -78,11 +90,17 @@ def refusal(case: CaseFile, what: str, *, decision: Decision | None = None) -> G
 
 
 def move(
-    txn: Transaction, to: Phase, *, actor: str, now: str, reason: str | None = None
+    txn: Transaction,
+    to: Phase,
+    *,
+    actor: str,
+    now: str,
+    reason: str | None = None,
+    answering: bool = False,
 ) -> PhaseChange:
     """Check and make one step, in the transaction's commit (case.json and phases.jsonl)."""
     case = txn.case
-    require(case, to, doing=f"move to {to}")
+    require(case, to, doing=f"move to {to}", answering=answering)
     record = PhaseChange(
         id=new_id("ph"),
         timestamp=now,

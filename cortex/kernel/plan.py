@@ -146,8 +146,9 @@ def plan(
     ) as txn:
         case = txn.case
         previous = txn.snapshot("plan.json", Plan)
+        where = case.paused_from if case.status == lifecycle.PAUSED else case.status
         if case.status in lifecycle.TERMINAL or (
-            previous is None and case.status in {"new", "orienting"}
+            previous is None and where in {"new", "orienting"}
         ):
             raise lifecycle.refusal(
                 case, "cannot plan yet" if previous is None else "cannot re-plan"
@@ -232,7 +233,7 @@ def plan(
         case.verification_required = verifiers
         if case.status == "investigating":
             lifecycle.move(txn, "planned", actor=who, now=now)
-        elif case.status == lifecycle.PAUSED and case.paused_from in {"orienting", "investigating"}:
+        elif case.status == lifecycle.PAUSED and case.paused_from == "investigating":
             case.paused_from = "planned"
         txn.target = evidence_id
     committed = txn.committed

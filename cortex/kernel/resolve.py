@@ -33,9 +33,6 @@ def resolve(
     cited = list(dict.fromkeys(check_id(e, "ev", what="--evidence id") for e in evidence or []))
     if len(cited) > SUPPORTS_MAX:
         raise InvalidInputError(f"at most {SUPPORTS_MAX} --evidence ids")
-    if status == "confirmed" and not cited:
-        msg = "confirming a hypothesis needs the evidence that confirms it (--evidence ev_...)"
-        raise GateRefusedError(msg)
     who = kernel.actor(actor)
     store = kernel.writable(task_id)
     with store.transaction(
@@ -44,6 +41,9 @@ def resolve(
         case = txn.case
         if case.status in lifecycle.TERMINAL or case.status == lifecycle.PAUSED:
             raise lifecycle.refusal(case, "cannot resolve a hypothesis")
+        if status == "confirmed" and not cited:
+            msg = "confirming a hypothesis needs the evidence that confirms it (--evidence ev_...)"
+            raise GateRefusedError(msg, lifecycle.next_actions(case))
         doc = txn.snapshot("hypotheses.json", Hypotheses)
         target = next((h for h in (doc.hypotheses if doc else []) if h.id == hypothesis_id), None)
         if doc is None or target is None:
