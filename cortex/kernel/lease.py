@@ -96,6 +96,20 @@ def require_lease_holder(
         txn.fence(lambda: check(strict=True))
 
 
+def _fence_renewal(txn: Transaction, kernel: Kernel, actor: str, *, expires: float) -> None:
+    """Refuse the renewal if the lease being renewed expired before the commit point."""
+
+    def check() -> None:
+        if kernel.clock() >= expires:
+            msg = (
+                f"the lease of {actor} expired before the renewal could be committed; "
+                "take it again with begin-change"
+            )
+            raise LeaseConflictError(msg)
+
+    txn.fence(check)
+
+
 def _new_lease(actor: str, now: float, ttl: int) -> Lease:
     stamp = format_time(now)
     return Lease(
@@ -121,8 +135,11 @@ def begin_change(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = 
         if case.status != "changing":
             lifecycle.require(case, "changing", doing="begin changing")
         if current == "active" and lease is not None:
+            old_expiry = parse_time(lease.expires_at)
             lease.renewed_at = format_time(now)
             lease.expires_at = format_time(now + seconds)
+            # A renewal must not outlive a stop past the old expiry (the fence, see module doc).
+            _fence_renewal(txn, kernel, who, expires=old_expiry)
             verb = "renewed"
         else:
             if lease is not None:
@@ -162,8 +179,10 @@ def renew(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -
                 f"the lease of {who} expired at {lease.expires_at}; take it again with begin-change"
             )
             raise LeaseConflictError(msg)
+        old_expiry = parse_time(lease.expires_at)
         lease.renewed_at = format_time(now)
         lease.expires_at = format_time(now + seconds)
+        _fence_renewal(txn, kernel, who, expires=old_expiry)
     return _lease_result(kernel, txn, "renewed")
 
 
