@@ -18,6 +18,7 @@ import msgspec
 from cortex.cases import ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
+from cortex.cases.documents import AUX_TYPES, Decisions, Hypotheses
 from cortex.cases.errors import CortexError, IntegrityError
 from cortex.cases.fsio import TEMP_PREFIX, read_bounded
 from cortex.cases.ids import is_id
@@ -32,15 +33,12 @@ from cortex.cases.layout import (
     parse_raw_ref,
 )
 from cortex.cases.records import (
-    AUX_TYPES,
     LEDGER_PREFIXES,
     LEDGER_TYPES,
     LEDGERS,
     CaseFile,
     Command,
-    Decisions,
     Evidence,
-    Hypotheses,
     LedgerState,
     PhaseChange,
     case_digest,

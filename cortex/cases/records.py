@@ -148,99 +148,6 @@ class CaseFile(_Record, kw_only=True):
     snapshots: dict[str, SnapshotRef] = msgspec.field(default_factory=dict)
 
 
-# Auxiliary snapshots ----------------------------------------------------------------------
-
-HypothesisStatus = Literal["open", "confirmed", "challenged", "rejected"]
-DecisionStatus = Literal["pending", "answered", "withdrawn"]
-
-
-class Plan(_Record, kw_only=True):
-    """`plan.json`: the current plan. Earlier revisions live in the evidence ledger."""
-
-    schema_version: int = SCHEMA_VERSION
-    revision: Revision = 0
-    plan_revision: int
-    created_at: str
-    actor: str
-    reason: str | None = None
-    hypotheses: list[str]
-    change_boundary: ChangeBoundary
-    verification_required: list[str]
-    uncertainty: str
-    evidence_id: str
-    """The `plan` evidence record whose raw blob holds this plan in full."""
-
-
-class HypothesisEvent(_Record, kw_only=True):
-    """One resolution of a hypothesis."""
-
-    status: HypothesisStatus
-    reason: str
-    evidence: list[str] = msgspec.field(default_factory=list)
-    actor: str
-    at: str
-
-
-class Hypothesis(_Record, kw_only=True):
-    """A falsifiable explanation and how it could be shown wrong."""
-
-    id: str
-    statement: str
-    disproof: str
-    supports: list[str] = msgspec.field(default_factory=list)
-    status: HypothesisStatus = "open"
-    plan_revision: int
-    retired: bool = False
-    """True once a later plan replaced it; its status and history stay."""
-    history: list[HypothesisEvent] = msgspec.field(default_factory=list)
-
-
-class Hypotheses(_Record, kw_only=True):
-    """`hypotheses.json`."""
-
-    schema_version: int = SCHEMA_VERSION
-    revision: Revision = 0
-    hypotheses: list[Hypothesis] = msgspec.field(default_factory=list)
-
-
-class DecisionOption(_Record, kw_only=True):
-    """One answer a person can choose."""
-
-    id: str
-    label: str
-    consequence: str | None = None
-
-
-class Decision(_Record, kw_only=True):
-    """A bounded question for a person; the case waits for it."""
-
-    id: str
-    question: str
-    options: list[DecisionOption]
-    requester: str
-    requested_at: str
-    status: DecisionStatus = "pending"
-    answer: str | None = None
-    responder: str | None = None
-    answered_at: str | None = None
-    evidence_id: str | None = None
-
-
-class Decisions(_Record, kw_only=True):
-    """`decisions.json`."""
-
-    schema_version: int = SCHEMA_VERSION
-    revision: Revision = 0
-    decisions: list[Decision] = msgspec.field(default_factory=list)
-
-
-AUX_TYPES: dict[str, type[Plan] | type[Hypotheses] | type[Decisions]] = {
-    "plan.json": Plan,
-    "hypotheses.json": Hypotheses,
-    "decisions.json": Decisions,
-}
-
-
 # Ledger records ---------------------------------------------------------------------------
 
 
@@ -320,6 +227,12 @@ LEDGER_TYPES: dict[str, type[Evidence | Command | PhaseChange]] = {
 LEDGER_PREFIXES = {"evidence": "ev", "commands": "cmd", "phases": "ph"}
 
 LedgerRecord = Evidence | Command | PhaseChange
+
+
+class SchemaProbe(msgspec.Struct, rename="camel"):
+    """Just the format version of a snapshot, read before decoding it strictly."""
+
+    schema_version: int = 0
 
 
 class LineMeta(msgspec.Struct):

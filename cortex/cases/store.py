@@ -51,7 +51,6 @@ from cortex.cases.layout import (
 )
 from cortex.cases.lock import FileLock
 from cortex.cases.records import (
-    AUX_TYPES,
     LEDGER_TYPES,
     LEDGERS,
     SCHEMA_VERSION,
@@ -64,6 +63,7 @@ from cortex.cases.records import (
     LineMeta,
     LockInfo,
     PhaseChange,
+    SchemaProbe,
     case_digest,
     decode,
     encode,
@@ -78,10 +78,6 @@ if TYPE_CHECKING:
 _D = TypeVar("_D", bound=msgspec.Struct)
 
 
-class _SchemaProbe(msgspec.Struct, rename="camel"):
-    schema_version: int = 0
-
-
 class SnapshotMovedError(Exception):
     """The snapshot version case.json names is no longer on disk: re-read case.json."""
 
@@ -89,7 +85,7 @@ class SnapshotMovedError(Exception):
 def decode_case(data: bytes, path: str) -> CaseFile:
     """Decode case.json, telling a newer format apart from a damaged file."""
     try:
-        version = decode(data, _SchemaProbe).schema_version
+        version = decode(data, SchemaProbe).schema_version
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise IntegrityError(f"{path}: not a case snapshot ({exc})", path=path) from None
     if version > SCHEMA_VERSION:
@@ -236,6 +232,8 @@ class CaseStore:
         Like `read_snapshot`, but for a reader that needs several documents to agree: if a
         commit lands between reading case.json and a snapshot, the whole view is read again.
         """
+        from cortex.cases.documents import AUX_TYPES
+
         for attempt in range(attempts):
             case = self.read_case(task_id)
             try:

@@ -98,6 +98,7 @@ class Transaction:
         self._fences: list[Callable[[], None]] = []
         self.case: CaseFile
         self._immutable = b""
+        self._content = b""
         self._base_revision = 0
         self._appends: dict[str, list[LedgerRecord]] = {}
         self._blobs: list[tuple[str, bytes]] = []
@@ -120,6 +121,7 @@ class Transaction:
             self._check_expected_revision()
             # Encoded, not copied: a shallow copy would share the lists a caller can mutate.
             self._immutable = _immutable_bytes(self.case)
+            self._content = _content_bytes(self.case)
             self._base_revision = self.case.revision
         except BaseException:
             self._lock.release()
@@ -222,10 +224,12 @@ class Transaction:
             snapshots[name.removesuffix(".json")] = SnapshotRef(
                 revision=revision, sha256=sha256_hex(encoded)
             )
-        new_case, _ = scrub(
-            msgspec.structs.replace(case, revision=revision, updated_at=now, snapshots=snapshots),
-            self.store.redactor,
+        new_case = msgspec.structs.replace(
+            case, revision=revision, updated_at=now, snapshots=snapshots
         )
+        if _content_bytes(case) != self._content:
+            # Only a changed case needs redacting again: what was read was redacted when written.
+            new_case, _ = scrub(new_case, self.store.redactor)
         self.append(
             "commands",
             Command(
@@ -404,6 +408,13 @@ class Transaction:
         os.unlink(os.path.join(self.path, JOURNAL_FILE))
         fsync_dir(self.path)
         self.notes.append(f"rolled back an interrupted commit of revision {journal.to_revision}")
+
+
+def _content_bytes(case: CaseFile) -> bytes:
+    """Everything a caller can change in case.json (not the store's own bookkeeping)."""
+    return encode(
+        msgspec.structs.replace(case, revision=0, updated_at="", ledgers={}, snapshots={})
+    )
 
 
 def _immutable_bytes(case: CaseFile) -> bytes:

@@ -18,9 +18,10 @@ from cortex.cases.bounds import (
     OPTIONS_MIN,
     QUESTION_MAX,
 )
+from cortex.cases.documents import Decision, DecisionOption, Decisions
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
-from cortex.cases.records import Decision, DecisionOption, Decisions, Evidence, Source
+from cortex.cases.records import Evidence, Source
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result

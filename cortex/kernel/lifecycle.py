@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cortex.cases.ids import new_id
-from cortex.cases.records import CaseFile, Decision, Mode, Phase, PhaseChange
+from cortex.cases.records import CaseFile, Mode, Phase, PhaseChange
 from cortex.kernel.envelope import Action
 from cortex.kernel.errors import GateRefusedError
 
 if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.
+    from cortex.cases.documents import Decision
     from cortex.cases.txn import Transaction
 
 TERMINAL: frozenset[str] = frozenset({"complete", "blocked", "abandoned"})

@@ -22,18 +22,11 @@ from cortex.cases.bounds import (
     VERIFIERS_MAX,
 )
 from cortex.cases.digest import sha256_hex
+from cortex.cases.documents import Hypotheses, Hypothesis, Plan
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import raw_name, raw_ref
-from cortex.cases.records import (
-    ChangeBoundary,
-    Evidence,
-    Hypotheses,
-    Hypothesis,
-    Plan,
-    Source,
-    encode_pretty,
-)
+from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result

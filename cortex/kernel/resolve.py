@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cortex.cases.bounds import REASON_MAX, SUPPORTS_MAX
+from cortex.cases.documents import Hypotheses, HypothesisEvent
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id
-from cortex.cases.records import Hypotheses, HypothesisEvent
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result

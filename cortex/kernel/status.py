@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 
 from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from cortex.cases.documents import Hypotheses, Plan
 from cortex.cases.errors import CortexError, InvalidInputError
-from cortex.cases.records import LEDGERS, CaseFile, Hypotheses, LedgerState, Plan
+from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
 from cortex.kernel.context import Kernel, StoreInfo
 from cortex.kernel.decisions import pending

@@ -1,0 +1,105 @@
+"""The auxiliary snapshots of a case: plan.json, hypotheses.json, decisions.json.
+
+Kept apart from `records` so that the commands that never touch them (evidence add, note,
+status of a case without a plan) do not pay to define them: each msgspec Struct class costs
+import time on the per-call path (docs/benchmarks.md).
+"""
+
+# No `from __future__ import annotations`: see records.py.
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Revision, _Record
+
+HypothesisStatus = Literal["open", "confirmed", "challenged", "rejected"]
+DecisionStatus = Literal["pending", "answered", "withdrawn"]
+
+
+class Plan(_Record, kw_only=True):
+    """`plan.json`: the current plan. Earlier revisions live in the evidence ledger."""
+
+    schema_version: int = SCHEMA_VERSION
+    revision: Revision = 0
+    plan_revision: int
+    created_at: str
+    actor: str
+    reason: str | None = None
+    hypotheses: list[str]
+    change_boundary: ChangeBoundary
+    verification_required: list[str]
+    uncertainty: str
+    evidence_id: str
+    """The `plan` evidence record whose raw blob holds this plan in full."""
+
+
+class HypothesisEvent(_Record, kw_only=True):
+    """One resolution of a hypothesis."""
+
+    status: HypothesisStatus
+    reason: str
+    evidence: list[str] = msgspec.field(default_factory=list)
+    actor: str
+    at: str
+
+
+class Hypothesis(_Record, kw_only=True):
+    """A falsifiable explanation and how it could be shown wrong."""
+
+    id: str
+    statement: str
+    disproof: str
+    supports: list[str] = msgspec.field(default_factory=list)
+    status: HypothesisStatus = "open"
+    plan_revision: int
+    retired: bool = False
+    """True once a later plan replaced it; its status and history stay."""
+    history: list[HypothesisEvent] = msgspec.field(default_factory=list)
+
+
+class Hypotheses(_Record, kw_only=True):
+    """`hypotheses.json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    revision: Revision = 0
+    hypotheses: list[Hypothesis] = msgspec.field(default_factory=list)
+
+
+class DecisionOption(_Record, kw_only=True):
+    """One answer a person can choose."""
+
+    id: str
+    label: str
+    consequence: str | None = None
+
+
+class Decision(_Record, kw_only=True):
+    """A bounded question for a person; the case waits for it."""
+
+    id: str
+    question: str
+    options: list[DecisionOption]
+    requester: str
+    requested_at: str
+    status: DecisionStatus = "pending"
+    answer: str | None = None
+    responder: str | None = None
+    answered_at: str | None = None
+    evidence_id: str | None = None
+
+
+class Decisions(_Record, kw_only=True):
+    """`decisions.json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    revision: Revision = 0
+    decisions: list[Decision] = msgspec.field(default_factory=list)
+
+
+AUX_TYPES: dict[str, type[Plan | Hypotheses | Decisions]] = {
+    "plan.json": Plan,
+    "hypotheses.json": Hypotheses,
+    "decisions.json": Decisions,
+}
