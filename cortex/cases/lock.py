@@ -31,6 +31,7 @@ else:
 """`fcntl` where it exists; `portalocker` elsewhere (its import alone costs ~50 ms)."""
 
 _FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_RECORD_SIZE = 1024
 _FIRST_WAIT = 0.0002
 _MAX_WAIT = 0.01
 
@@ -73,11 +74,14 @@ def read_holder(path: str) -> dict[str, Any]:
         data = os.read(fd, LOCK_INFO_MAX)
     finally:
         os.close(fd)
-    try:
-        info = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return {}
-    return info if isinstance(info, dict) else {}
+    # A padded record, or (after an overlong one) a longer record: try both readings.
+    for candidate in (data, data[:_RECORD_SIZE]):
+        try:
+            info = msgspec.json.decode(candidate)
+        except msgspec.DecodeError:
+            continue
+        return info if isinstance(info, dict) else {}
+    return {}
 
 
 class FileLock:
@@ -124,10 +128,15 @@ class FileLock:
             os.close(fd)
             raise
         self._fd = fd
-        # Diagnostics only, so no fsync: a crash loses nothing that matters.
+        # Diagnostics only, so no fsync: a crash loses nothing that matters. The record is
+        # padded to a fixed size and overwritten in place: truncating the file first costs
+        # ~0.4 ms on ext4 (freeing blocks goes through the journal), a tenth of a whole call.
         data = encode(self.info)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
+        if len(data) <= _RECORD_SIZE:
+            os.pwrite(fd, data.ljust(_RECORD_SIZE), 0)
+        else:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
 
     def release(self) -> None:
         """Release the lock; the file stays (see module docstring)."""

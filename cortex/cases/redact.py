@@ -282,9 +282,14 @@ _FLAG_WORD = r"(?!-)(?:(?!" + _STRING_END + r")\S)+"
 # A bare value after a quoted key: a JSON, YAML or Python scalar (`12345678`, `null`).
 _SCALAR = r"[^\s,;}\]\[{\"'\\][^\s,;}\]\"'\\]*"
 _NOT_SECRET_BARE = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
-_STRONG_WORD = re.compile(r"secret|pass|pwd|key|credential|auth")
+_STRONG_WORDS = ("secret", "pass", "pwd", "key", "credential", "auth")
 # Words that make a token-ish key a count (`max_tokens`, `token_limit`), whose numbers are spared.
-_COUNT_WORD = re.compile(r"tokens|max|min|num|count|limit|budget|len|size|ttl|expir|timeout")
+_COUNT_WORDS = (
+    "tokens", "max", "min", "num", "count", "limit", "budget", "len", "size", "ttl", "expir",
+    "timeout",
+)  # fmt: skip
+# Plain substring checks, not regexes: this module is imported on every call, and compiling
+# even these two alternations costs more than the checks save.
 
 
 def _value(bare: str, guard: str = _NOT_AT_STRING_END) -> str:
@@ -348,8 +353,8 @@ def _is_secret_bare(value: str, key: str) -> bool:
     return not (
         numeric
         and "token" in low_key
-        and _COUNT_WORD.search(low_key)
-        and not _STRONG_WORD.search(low_key)
+        and any(word in low_key for word in _COUNT_WORDS)
+        and not any(word in low_key for word in _STRONG_WORDS)
     )
 
 
