@@ -391,6 +391,31 @@ class CaseStore:
             self._publish_case(*prepared)
         return prepared[0], True
 
+    def lookup_key(self, key: str, fingerprint: str) -> str | None:
+        """The case an idempotency key names, if any (a reader: no lock, no write).
+
+        A key used for a different request is refused.
+        """
+        path = os.path.join(self.root, KEYS_DIR, sha256_hex(key.encode()) + ".json")
+        try:
+            data = read_bounded(path, JOURNAL_MAX)
+        except FileNotFoundError:
+            return None
+        return self._key_target(path, data, fingerprint)
+
+    def _key_target(self, path: str, data: bytes, fingerprint: str) -> str:
+        try:
+            record = decode(data, KeyRecord)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise IntegrityError(f"{path}: not an idempotency record ({exc})", path=path) from None
+        if record.fingerprint != fingerprint:
+            msg = (
+                "this idempotency key was already used to open a different case "
+                f"({record.task_id}); use a new key for a new request"
+            )
+            raise InvalidInputError(msg)
+        return check_id(record.task_id, "task", what="task id in an idempotency record")
+
     def _claim_key(self, key: str, fingerprint: str, task_id: str) -> str | None:
         """Return the case a key already names, or record it for `task_id` and return None."""
         keys = os.path.join(self.root, KEYS_DIR)
@@ -403,18 +428,7 @@ class CaseStore:
             write_atomic(path, encode(KeyRecord(task_id=task_id, fingerprint=fingerprint)))
             _crash.point("open.key_written")
             return None
-        try:
-            record = decode(data, KeyRecord)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise IntegrityError(f"{path}: not an idempotency record ({exc})", path=path) from None
-        if record.fingerprint != fingerprint:
-            msg = (
-                "this idempotency key was already used to open a different case "
-                f"({record.task_id}); use a new key for a new request"
-            )
-            raise InvalidInputError(msg)
-        check_id(record.task_id, "task", what="task id in an idempotency record")
-        return record.task_id
+        return self._key_target(path, data, fingerprint)
 
     def _remove_stray_creations(self) -> None:
         """Remove `.creating-*` directories: under the store lock only a dead writer has one."""

@@ -75,7 +75,10 @@ def main(
     except CortexError as exc:
         exc.message = _redact(exc.message, seen)
         envelope = failure(
-            name, exc, data=getattr(exc, "report", None), actions=getattr(exc, "actions", None)
+            name,
+            exc,
+            data=_redacted(getattr(exc, "report", None), seen),
+            actions=_redacted(getattr(exc, "actions", None), seen),
         )
         exit_status = exc.exit_status
     except KeyboardInterrupt:
@@ -102,6 +105,16 @@ def _redact(message: str, seen: dict[str, Any]) -> str:
         redactor = Redactor()
     clean: str = redactor(message)
     return clean
+
+
+def _redacted(value: Any, seen: dict[str, Any]) -> Any:
+    """A failure's actions and report, redacted like a success's data."""
+    if value is None:
+        return None
+    from cortex.cases.redact import Redactor
+    from cortex.cases.scrub import scrub_value
+
+    return scrub_value(value, seen.get("redactor") or Redactor())
 
 
 def _printable(value: Any) -> Any:

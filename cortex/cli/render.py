@@ -304,9 +304,9 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
     # refusal). JSON callers always get them in the envelope.
     if envelope.ok and envelope.command not in {"case.status", "case.open"}:
         return
-    for action in envelope.actions:
+    for action in msgspec.to_builtins(envelope.actions):
         out.print(
             Text("next: ", style="dim")
-            + Text(action.command)
-            + Text(f"  # {action.reason}", style="dim")
+            + Text(action["command"])
+            + Text(f"  # {action['reason']}", style="dim")
         )

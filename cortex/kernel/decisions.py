@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cortex.cases.bounds import (
+    CLAIM_MAX,
     DECISIONS_MAX,
     IDENTIFIER_MAX,
     OPTION_CONSEQUENCE_MAX,
@@ -100,7 +101,7 @@ def request(
         else:
             if len(doc.decisions) >= DECISIONS_MAX:
                 raise InvalidInputError(f"a case may ask at most {DECISIONS_MAX} decisions")
-            lifecycle.require(txn.case, lifecycle.PAUSED, doing="ask for a decision")
+            lifecycle.require(txn.case, lifecycle.PAUSED, doing="ask for a decision", txn=txn)
             decision = Decision(
                 id=new_id("dec"),
                 question=question,
@@ -132,18 +133,18 @@ def answer(
             raise NotFoundError(f"no decision {decision_id} in case {task_id}")
         if decision.status != "pending":
             msg = f"decision {decision_id} is {decision.status}; there is nothing to answer"
-            raise GateRefusedError(msg, lifecycle.next_actions(txn.case))
+            raise GateRefusedError(msg, lifecycle.actions_for(txn))
         chosen = next((o for o in decision.options if o.id == option), None)
         if chosen is None:
             valid = ", ".join(o.id for o in decision.options)
             raise InvalidInputError(f"--answer must be one of the options: {valid}")
-        if who == decision.requester:
+        if _same_identity(who, decision.requester):
             msg = f"{who} asked this question and may not answer it; a person must"
             raise GateRefusedError(msg, lifecycle.next_actions(txn.case, decision=decision))
         resume_to = txn.case.paused_from
         if txn.case.status != lifecycle.PAUSED or resume_to is None:
             msg = f"the case is {txn.case.status}, not waiting for this decision"
-            raise GateRefusedError(msg, lifecycle.next_actions(txn.case))
+            raise GateRefusedError(msg, lifecycle.actions_for(txn))
         _record_answer(txn, decision, chosen, who, now)
         txn.stage_snapshot("decisions.json", doc)
         lifecycle.move(
@@ -153,11 +154,29 @@ def answer(
     return _result(txn, decision, created=False)
 
 
+def _same_identity(a: str, b: str) -> bool:
+    """Identities compare without case and trailing punctuation (`Agent-1.` is `agent-1`).
+
+    Identities are not authenticated: the rule stops an agent answering its own question by
+    accident or by a variant spelling, not a caller that names someone else.
+    """
+
+    def canonical(name: str) -> str:
+        return name.casefold().rstrip("._-")
+
+    return canonical(a) == canonical(b)
+
+
 def _record_answer(
     txn: Transaction, decision: Decision, chosen: DecisionOption, who: str, now: str
 ) -> None:
     evidence_id = new_id("ev")
-    claim = f"Decision {decision.id}: {decision.question} -> {chosen.id} ({chosen.label})"
+    # The choice first, and only the question shortened (by bytes), so the record always says
+    # what the person chose, however long the question.
+    head = f"Decision {decision.id} answered {chosen.id} ({chosen.label}): "
+    room = CLAIM_MAX - len(head.encode())
+    question = decision.question.encode()[:room].decode("utf-8", "ignore")
+    claim = head + question
     txn.append(
         "evidence",
         Evidence(
@@ -165,7 +184,7 @@ def _record_answer(
             timestamp=now,
             kind="human_report",
             source=Source(tool="cortex", actor=who, origin="human"),
-            claim=claim[: 16 * 1024],
+            claim=claim,
             confidence="high",
         ),
     )

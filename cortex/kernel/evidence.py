@@ -32,6 +32,9 @@ from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.lifecycle import TERMINAL
 
+RESERVED_KINDS = frozenset({"plan"})
+"""Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
+
 
 def read_raw_file(path: str) -> bytes:
     """Read a regular file for `--raw-file`, bounded; FIFOs, devices and directories refused."""
@@ -86,6 +89,9 @@ def add_evidence(
     redactor = kernel.redactor
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
     validate.choice(kind, "--kind", EvidenceKind)
+    if kind in RESERVED_KINDS and operation == "case.evidence.add":
+        msg = f"--kind {kind} records are written by `cortex case plan` only"
+        raise InvalidInputError(msg)
     validate.choice(origin, "--origin", Origin)
     validate.choice(confidence, "--confidence", Confidence)
     tool = validate.identifier(tool, "--source", redactor, max_bytes=IDENTIFIER_MAX)
@@ -118,7 +124,7 @@ def add_evidence(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
     ) as txn:
         if txn.case.status in TERMINAL:
-            raise lifecycle.refusal(txn.case, "cannot record evidence")
+            raise lifecycle.refusal(txn.case, "cannot record evidence", txn=txn)
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())

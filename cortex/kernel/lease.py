@@ -126,14 +126,14 @@ def begin_change(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = 
         case = txn.case
         if case.mode != "change":
             msg = f"begin-change is for change tasks; this one is a {case.mode} task"
-            raise GateRefusedError(msg, lifecycle.next_actions(case))
+            raise GateRefusedError(msg, lifecycle.actions_for(txn))
         now = kernel.clock()
         lease = case.change_lease
         current = state(lease, now)
         if current == "active" and lease is not None and lease.actor != who:
             raise _conflict(lease)
         if case.status != "changing":
-            lifecycle.require(case, "changing", doing="begin changing")
+            lifecycle.require(case, "changing", doing="begin changing", txn=txn)
         if current == "active" and lease is not None:
             old_expiry = parse_time(lease.expires_at)
             lease.renewed_at = format_time(now)
@@ -164,7 +164,7 @@ def renew(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -
         current = state(lease, now)
         if lease is None or current == "released":
             raise GateRefusedError(
-                "there is no lease to renew; run begin-change", lifecycle.next_actions(txn.case)
+                "there is no lease to renew; run begin-change", lifecycle.actions_for(txn)
             )
         if lease.actor != who:
             raise (

@@ -63,6 +63,21 @@ def before(phase: Phase, other: Phase) -> bool:
     return ORDER.index(phase) < ORDER.index(other)
 
 
+def pending_decision(txn: Transaction) -> Decision | None:
+    """The decision a paused case waits for (read inside the transaction, so consistent)."""
+    if txn.case.status != PAUSED:
+        return None
+    from cortex.cases.documents import Decisions
+
+    doc = txn.snapshot("decisions.json", Decisions)
+    return next((d for d in (doc.decisions if doc else []) if d.status == "pending"), None)
+
+
+def actions_for(txn: Transaction) -> list[Action]:
+    """The next steps for the case of a transaction in progress (naming a pending decision)."""
+    return next_actions(txn.case, decision=pending_decision(txn))
+
+
 def require(
     case: CaseFile,
     to: Phase,
@@ -70,6 +85,7 @@ def require(
     doing: str,
     decision: Decision | None = None,
     answering: bool = False,
+    txn: Transaction | None = None,
 ) -> None:
     """Refuse (exit 5, with the allowed steps) unless `case` may move to `to`.
 
@@ -79,11 +95,22 @@ def require(
     resuming = case.status == PAUSED and to == case.paused_from
     if to in allowed(case.mode, case.status, case.paused_from) and (answering or not resuming):
         return
-    raise refusal(case, f"cannot {doing}", decision=decision)
+    raise refusal(case, f"cannot {doing}", decision=decision, txn=txn)
 
 
-def refusal(case: CaseFile, what: str, *, decision: Decision | None = None) -> GateRefusedError:
-    """A gate refusal naming the phase, with what can be done instead."""
+def refusal(
+    case: CaseFile,
+    what: str,
+    *,
+    decision: Decision | None = None,
+    txn: Transaction | None = None,
+) -> GateRefusedError:
+    """A gate refusal naming the phase, with what can be done instead.
+
+    Given the transaction, a paused case's actions name the very decision to answer.
+    """
+    if decision is None and txn is not None:
+        decision = pending_decision(txn)
     where = f"the case is {case.status}"
     if case.status == PAUSED:
         where += f" (paused in {case.paused_from}; a person must answer the pending decision)"
@@ -101,7 +128,7 @@ def move(
 ) -> PhaseChange:
     """Check and make one step, in the transaction's commit (case.json and phases.jsonl)."""
     case = txn.case
-    require(case, to, doing=f"move to {to}", answering=answering)
+    require(case, to, doing=f"move to {to}", answering=answering, txn=txn)
     record = PhaseChange(
         id=new_id("ph"),
         timestamp=now,
@@ -137,7 +164,23 @@ def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Ac
     for phase in allowed(case.mode, case.status, case.paused_from):
         if case.status == PAUSED and phase == case.paused_from:
             # Paused: the only way forward is a person's answer, whatever phase it resumes.
-            if decision is not None:
+            if decision is None:
+                actions.append(
+                    Action(
+                        command=f"cortex case decision list {task}",
+                        reason="the case waits for a person: see the pending question",
+                    )
+                )
+                actions.append(
+                    Action(
+                        command=(
+                            f"cortex case decision answer {task} <decision> --answer <option> "
+                            "--responder <person>"
+                        ),
+                        reason="a person answers; the case resumes where it paused",
+                    )
+                )
+            else:
                 options = "|".join(option.id for option in decision.options)
                 actions.append(
                     Action(

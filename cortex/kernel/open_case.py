@@ -13,7 +13,7 @@ from cortex.kernel import validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
-from cortex.kernel.lifecycle import TERMINAL
+from cortex.kernel.lifecycle import TERMINAL, next_actions
 from cortex.kernel.workspace import git_head
 
 
@@ -48,10 +48,7 @@ def open_case(
     who = kernel.actor(actor)
     if parent is not None:
         check_id(parent, "task", what="--parent")
-        parent_case = kernel.writable(parent).read_case(parent)
-        if parent_case.status in TERMINAL:
-            msg = f"the parent {parent} is {parent_case.status}; open a standalone case instead"
-            raise GateRefusedError(msg)
+        kernel.writable(parent)  # the parent must be in this workspace's store
 
     identity = kernel.workspace
     warnings: list[str] = []
@@ -107,14 +104,23 @@ def open_case(
         ),
     ]
     kernel.prepare_store()
-    committed, created = kernel.store.create(
-        case, operation="case.open", phases=phases, idempotency_key=key, fingerprint=fingerprint
-    )
+    existing = None if key is None else kernel.store.lookup_key(key, fingerprint)
+    if existing is not None and not kernel.store.exists(existing):
+        existing = None  # the key was claimed but the crash came first: create it now
+    if existing is not None:
+        # A retry: the key already names a case, whatever has happened to its parent since.
+        committed, created = kernel.store.read_case(existing), False
+        if parent is not None and not _link_child(kernel, parent, existing, who):
+            warnings.append(f"the parent {parent} is closed; it does not list this case")
+    elif parent is not None:
+        committed, created = _open_child(
+            kernel, parent, case, actor=who, phases=phases, key=key, fingerprint=fingerprint
+        )
+    else:
+        committed, created = kernel.store.create(
+            case, operation="case.open", phases=phases, idempotency_key=key, fingerprint=fingerprint
+        )
     task = committed.id
-    if parent is not None:
-        # Child first, then the parent's link: a crash between leaves a child naming its parent,
-        # and a retry with the same key lands here again and adds the link (idempotent).
-        _link_child(kernel, parent, task, who)
     return Result(
         data={
             "taskId": task,
@@ -130,20 +136,55 @@ def open_case(
             "warnings": warnings,
         },
         actions=[
-            Action(
-                command=f"cortex case evidence add {task} --claim 'what you found'",
-                reason="record evidence as you investigate",
-            ),
+            *next_actions(committed),
             Action(command=f"cortex case status {task}", reason="see where the case stands"),
         ],
     )
 
 
-def _link_child(kernel: Kernel, parent: str, child: str, actor: str) -> None:
+def _open_child(
+    kernel: Kernel,
+    parent: str,
+    case: CaseFile,
+    *,
+    actor: str,
+    phases: list[PhaseChange],
+    key: str | None,
+    fingerprint: str,
+) -> tuple[CaseFile, bool]:
+    """Create a child and list it on its parent, holding the parent's lock throughout.
+
+    So the parent cannot be closed between the check and the link. Lock order: parent case,
+    then store (nothing takes them the other way round). A crash after the child is created
+    and before the parent commits leaves a child naming its parent; a retry with the same key
+    returns the child and adds the link.
+    """
     store = kernel.writable(parent)
     with store.transaction(parent, actor=actor, operation="case.link-child") as txn:
+        if txn.case.status in TERMINAL:
+            msg = f"the parent {parent} is {txn.case.status}; open a standalone case instead"
+            raise GateRefusedError(msg)
+        committed, created = kernel.store.create(
+            case, operation="case.open", phases=phases, idempotency_key=key, fingerprint=fingerprint
+        )
+        if committed.id in txn.case.child_task_ids:
+            txn.skip = True
+        else:
+            txn.case.child_task_ids.append(committed.id)
+            txn.target = committed.id
+    return committed, created
+
+
+def _link_child(kernel: Kernel, parent: str, child: str, actor: str) -> bool:
+    """List `child` on `parent` (idempotent); False when the parent is closed and was left alone."""
+    store = kernel.writable(parent)
+    with store.transaction(parent, actor=actor, operation="case.link-child") as txn:
+        if txn.case.status in TERMINAL:
+            txn.skip = True
+            return child in txn.case.child_task_ids
         if child in txn.case.child_task_ids:
             txn.skip = True
-            return
+            return True
         txn.case.child_task_ids.append(child)
         txn.target = child
+    return True

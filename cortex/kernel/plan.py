@@ -144,7 +144,7 @@ def plan(
             previous is None and where in {"new", "orienting"}
         ):
             raise lifecycle.refusal(
-                case, "cannot plan yet" if previous is None else "cannot re-plan"
+                case, "cannot plan yet" if previous is None else "cannot re-plan", txn=txn
             )
         missing = _missing(
             case.mode,
@@ -158,7 +158,7 @@ def plan(
         if missing:
             raise GateRefusedError(
                 "the plan is missing: " + "; ".join(missing),
-                lifecycle.next_actions(case),
+                lifecycle.actions_for(txn),
             )
         cited = sorted({i for d in drafts for i in d.supports})
         known = store.find_records(case, "evidence", cited)

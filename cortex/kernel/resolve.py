@@ -6,6 +6,7 @@ from cortex.cases.bounds import REASON_MAX, SUPPORTS_MAX
 from cortex.cases.documents import Hypotheses, HypothesisEvent
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id
+from cortex.cases.records import Evidence
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
@@ -40,18 +41,27 @@ def resolve(
     ) as txn:
         case = txn.case
         if case.status in lifecycle.TERMINAL or case.status == lifecycle.PAUSED:
-            raise lifecycle.refusal(case, "cannot resolve a hypothesis")
+            raise lifecycle.refusal(case, "cannot resolve a hypothesis", txn=txn)
         if status == "confirmed" and not cited:
             msg = "confirming a hypothesis needs the evidence that confirms it (--evidence ev_...)"
-            raise GateRefusedError(msg, lifecycle.next_actions(case))
+            raise GateRefusedError(msg, lifecycle.actions_for(txn))
         doc = txn.snapshot("hypotheses.json", Hypotheses)
         target = next((h for h in (doc.hypotheses if doc else []) if h.id == hypothesis_id), None)
         if doc is None or target is None:
             raise NotFoundError(f"no hypothesis {hypothesis_id} in case {task_id}")
+        if target.retired:
+            msg = f"{hypothesis_id} was retired by a later plan; its status and history stay"
+            raise GateRefusedError(msg, lifecycle.actions_for(txn))
         found = store.find_records(case, "evidence", cited)
         absent = [e for e in cited if e not in found]
         if absent:
             raise NotFoundError(f"--evidence names evidence not in this case: {absent}")
+        if status == "confirmed" and all(
+            isinstance(record, Evidence) and record.kind == "plan" for record in found.values()
+        ):
+            # A plan states its hypotheses; citing it back is not evidence for them.
+            msg = "a plan record cannot confirm a hypothesis; cite evidence that tested it"
+            raise GateRefusedError(msg, lifecycle.actions_for(txn))
         target.status = status  # type: ignore[assignment]  # checked against RESOLUTIONS
         target.history.append(
             HypothesisEvent(

@@ -21,7 +21,7 @@ def close(
     operation = "case.block" if to == "blocked" else "case.abort"
     with store.transaction(task_id, actor=who, operation=operation) as txn:
         now = kernel.now()
-        lifecycle.require(txn.case, to, doing=f"move to {to}")
+        lifecycle.require(txn.case, to, doing=f"move to {to}", txn=txn)
         withdrawn = withdraw_pending(txn)
         release_for_close(txn, now)
         txn.case.status_reason = reason
