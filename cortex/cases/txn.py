@@ -145,6 +145,16 @@ class Transaction:
         finally:
             self._lock.release()
 
+    @property
+    def outcome(self) -> CaseFile:
+        """The case as committed (or, when there was nothing to commit, as it was read)."""
+        if self.committed is not None:
+            return self.committed
+        if self.skip:
+            return self.case
+        msg = "the transaction has not committed"
+        raise RuntimeError(msg)
+
     # What the caller adds -----------------------------------------------------------------
 
     def append(self, name: str, record: LedgerRecord) -> LedgerRecord:

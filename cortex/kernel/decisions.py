@@ -221,7 +221,7 @@ def list_decisions(kernel: Kernel, task_id: str) -> Result:
 
 
 def _result(txn: Transaction, decision: Decision, *, created: bool) -> Result:
-    case = txn.committed or txn.case
+    case = txn.outcome
     return Result(
         data={
             "taskId": case.id,

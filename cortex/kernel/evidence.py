@@ -159,8 +159,7 @@ def add_evidence(
         txn.append("evidence", record)
         txn.target = record.id
     stored_record = txn.written["evidence"][0]
-    committed = txn.committed
-    assert committed is not None  # noqa: S101 - set by every successful commit
+    committed = txn.outcome
     return Result(
         data={
             "taskId": task_id,

@@ -213,7 +213,7 @@ def release_for_close(txn: Transaction, now: str) -> None:
 
 
 def _lease_result(kernel: Kernel, txn: Transaction, verb: str) -> Result:
-    case = txn.committed or txn.case
+    case = txn.outcome
     return Result(
         data={
             "taskId": case.id,

@@ -229,8 +229,7 @@ def plan(
         elif case.status == lifecycle.PAUSED and case.paused_from == "investigating":
             case.paused_from = "planned"
         txn.target = evidence_id
-    committed = txn.committed
-    assert committed is not None  # noqa: S101 - set by every successful commit
+    committed = txn.outcome
     return Result(
         data={
             "taskId": task_id,

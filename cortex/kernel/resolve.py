@@ -70,6 +70,5 @@ def resolve(
         )
         txn.stage_snapshot("hypotheses.json", doc)
         txn.target = hypothesis_id
-    committed = txn.committed
-    assert committed is not None  # noqa: S101 - set by every successful commit
+    committed = txn.outcome
     return Result(data={"taskId": task_id, "revision": committed.revision, "hypothesis": target})

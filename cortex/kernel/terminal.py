@@ -27,8 +27,7 @@ def close(
         txn.case.status_reason = reason
         lifecycle.move(txn, to, actor=who, now=now, reason=reason)
         txn.target = withdrawn
-    committed = txn.committed
-    assert committed is not None  # noqa: S101 - set by every successful commit
+    committed = txn.outcome
     return Result(
         data={
             "taskId": task_id,
