@@ -47,14 +47,6 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def is_real_dir(path: str) -> bool:
-    """A directory that is not a symlink."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
-
-
 def make_private_dirs(path: str) -> None:
     """Create `path` and any missing parents with mode 0700; existing ones are left as they are."""
     missing: list[str] = []

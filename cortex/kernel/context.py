@@ -37,11 +37,6 @@ def parse_time(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
-def utc_now() -> str:
-    """The current time as RFC 3339 UTC with milliseconds."""
-    return format_time(time.time())
-
-
 def _require_utf8(label: str, path: str) -> None:
     """Case files record paths as JSON text, which must be valid UTF-8: refuse others upfront."""
     try:

@@ -89,7 +89,7 @@ def add_evidence(
     redactor = kernel.redactor
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
     validate.choice(kind, "--kind", EvidenceKind)
-    if kind in RESERVED_KINDS and operation == "case.evidence.add":
+    if kind in RESERVED_KINDS:
         msg = f"--kind {kind} records are written by `cortex case plan` only"
         raise InvalidInputError(msg)
     validate.choice(origin, "--origin", Origin)
