@@ -79,3 +79,26 @@ LIST_LIMIT_DEFAULT = 50
 LOCK_TIMEOUT_DEFAULT = 10.0
 """Seconds a writer waits for a case lock before failing with `busy`."""
 LOCK_TIMEOUT_MAX = 600.0
+
+# Verification.
+VERIFIER_TIMEOUT_DEFAULT = 120.0
+"""Seconds a command verifier may run before its process group is killed."""
+VERIFIER_TIMEOUT_MAX = 3600.0
+CONFIG_VERIFIERS_MAX = 64
+ARGV_MAX = 256
+ARGV_ITEM_MAX = 4 * KIB
+OUTPUT_HEAD = 8 * KIB
+"""Bytes kept from the start of a verifier's stdout (and, separately, its stderr)."""
+OUTPUT_TAIL = 24 * KIB
+"""Bytes kept from the end of each stream: the end of a run says what failed."""
+JUNIT_MAX = 16 * MIB
+FAILING_TESTS_MAX = 100
+CLAIMS_MAX = 64
+CLAIM_STATEMENT_MAX = 4 * KIB
+CLAIM_ID_MAX = 128
+CONTRACT_MAX = 1 * KIB
+BATCHES_KEPT = 64
+"""Batches verification.json keeps; older runs stay in the evidence ledger."""
+OUTCOME_MAX = 16 * KIB
+GRANTS_FILE_MAX = 1 * MIB
+GRANTS_MAX = 1024

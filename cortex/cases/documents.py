@@ -1,4 +1,4 @@
-"""The auxiliary snapshots of a case: plan.json, hypotheses.json, decisions.json.
+"""The auxiliary snapshots of a case: plan, hypotheses, decisions and verification.
 
 Kept apart from `records` so that the commands that never touch them (evidence add, note,
 status of a case without a plan) do not pay to define them: each msgspec Struct class costs
@@ -98,8 +98,69 @@ class Decisions(_Record, kw_only=True):
     decisions: list[Decision] = msgspec.field(default_factory=list)
 
 
-AUX_TYPES: dict[str, type[Plan | Hypotheses | Decisions]] = {
+ReceiptStatus = Literal["passed", "failed", "inconclusive", "blocked", "not_applicable", "not_run"]
+Purpose = Literal["verifier_run", "named_claim", "marker"]
+Binding = Literal["bound", "unbound"]
+
+
+class Receipt(_Record, kw_only=True):
+    """One verification result, bound (or not) to the code state it was produced on."""
+
+    id: str
+    batch_id: str
+    purpose: Purpose
+    requirement: str | None = None
+    """The plan's verifier requirement this run addresses (`command:unit`, `scope`)."""
+    claim: str
+    claim_id: str | None = None
+    contract: str | None = None
+    """For a named claim: the run it rests on, `REQUIREMENT` or `REQUIREMENT#SELECTOR`."""
+    actor: str
+    tool: str
+    verifier_version: str | None = None
+    status: ReceiptStatus
+    evidence: list[str] = msgspec.field(default_factory=list)
+    artifact: str | None = None
+    sensitive: bool = False
+    notes: list[str] = msgspec.field(default_factory=list)
+    revision: str | None = None
+    """The HEAD commit the batch was bound to."""
+    dirty_digest: str | None = None
+    binding: Binding
+    timestamp: str
+
+
+class Batch(_Record, kw_only=True):
+    """One `verify` call: what it captured and whether its receipts are bound."""
+
+    id: str
+    actor: str
+    started_at: str
+    finished_at: str
+    binding: Binding
+    reasons: list[str] = msgspec.field(default_factory=list)
+    """Why the batch is unbound (empty when bound)."""
+    revision: str | None = None
+    dirty_digest: str | None = None
+    branch: str | None = None
+    case_revision: int
+    lease_actor: str | None = None
+    acknowledged: list[str] = msgspec.field(default_factory=list)
+    """Gates the caller acknowledged (`no-op`, `drift`)."""
+
+
+class Verification(_Record, kw_only=True):
+    """`verification.json`: the newest batches and their receipts, oldest first."""
+
+    schema_version: int = SCHEMA_VERSION
+    revision: Revision = 0
+    batches: list[Batch] = msgspec.field(default_factory=list)
+    receipts: list[Receipt] = msgspec.field(default_factory=list)
+
+
+AUX_TYPES: dict[str, type[Plan | Hypotheses | Decisions | Verification]] = {
     "plan.json": Plan,
     "hypotheses.json": Hypotheses,
     "decisions.json": Decisions,
+    "verification.json": Verification,
 }

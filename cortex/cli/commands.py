@@ -6,7 +6,7 @@ Each handler imports its use case lazily, so a call loads only the modules it ne
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from cortex.cases.bounds import RAW_BLOB_MAX
@@ -214,6 +214,68 @@ def _audit(c: Call) -> Result:
     return Result(data=audit(c.kernel, c["task"]))
 
 
+def _verify(c: Call) -> Result:
+    from cortex.kernel.verify import verify
+
+    return verify(
+        c.kernel,
+        c["task"],
+        actor=c["actor"] or c.env.get("CORTEX_ACTOR") or None,
+        claims=c["claim"],
+        contracts=c["contract"],
+        ack_drift=c["ack_drift"],
+        no_op=c["no_op"],
+    )
+
+
+def _complete(c: Call) -> Result:
+    from cortex.kernel.complete import complete
+
+    return complete(
+        c.kernel,
+        c["task"],
+        outcome=c["outcome"],
+        accept_failed=c["accept_failed"],
+        verification_not_possible=c["verification_not_possible"],
+        actor=c["actor"],
+    )
+
+
+def _attest(c: Call) -> Result:
+    from cortex.kernel.attest import attest
+
+    return attest(c.kernel, c["task"])
+
+
+def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | None:
+    """Ask at the controlling terminal, never at stdin: piped input cannot approve a command."""
+
+    def confirm(workspace: str, argv: Sequence[str]) -> bool:
+        import shlex
+
+        try:
+            tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
+        except OSError:
+            return False
+        with tty:
+            prompt = (
+                f"Approve the verifier {name!r} for {workspace}?\n"
+                f"  it runs: {shlex.join(argv)}\n"
+                f"Type {name} to approve, anything else to cancel: "
+            )
+            tty.write(prompt.encode("utf-8", "backslashreplace"))
+            answer = tty.readline(4096).decode("utf-8", "replace").strip()
+        return answer == name
+
+    return confirm
+
+
+def _trust(c: Call) -> Result:
+    from cortex.kernel.trust import trust
+
+    return trust(c.kernel, c["name"], confirm=_confirm_at_terminal(c["name"]), revoke=c["revoke"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -232,4 +294,8 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.block": _block,
     "case.abort": _abort,
     "case.audit": _audit,
+    "case.verify": _verify,
+    "case.complete": _complete,
+    "case.attest": _attest,
+    "case.trust": _trust,
 }

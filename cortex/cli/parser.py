@@ -243,6 +243,49 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(_REASON, _ACTOR),
     ),
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
+    Cmd(
+        ("case", "verify"),
+        "run the plan's verifiers once; receipts are bound to the code they ran on",
+        positionals=(_TASK,),
+        options=(
+            Opt("--claim", "a named claim to prove", kind="repeat", metavar="ID=STATEMENT"),
+            Opt(
+                "--contract",
+                "the verifier run a claim rests on",
+                kind="repeat",
+                metavar="ID=REQUIREMENT[#SELECTOR]",
+            ),
+            Opt("--ack-drift", "accept changes outside the plan's boundary", kind="flag"),
+            Opt("--no-op", "the change task needed no change", kind="flag"),
+            Opt("--actor", "who verifies (default: the lease holder)", metavar="NAME"),
+        ),
+    ),
+    Cmd(
+        ("case", "complete"),
+        "finish a verified case (or acknowledge why it is not)",
+        positionals=(_TASK,),
+        options=(
+            Opt("--outcome", "what was done", metavar="TEXT", required=True),
+            Opt("--accept-failed", "complete although verification failed", metavar="REASON"),
+            Opt(
+                "--verification-not-possible",
+                "complete although nothing is (fully) proven",
+                metavar="REASON",
+            ),
+            _ACTOR,
+        ),
+    ),
+    Cmd(
+        ("case", "attest"),
+        "the latest bound batch as an in-toto Statement (read-only)",
+        positionals=(_TASK,),
+    ),
+    Cmd(
+        ("case", "trust"),
+        "approve a configured command verifier for this workspace (asks at the terminal)",
+        positionals=(("name", "the verifier name ([verifiers.NAME], or pytest)"),),
+        options=(Opt("--revoke", "withdraw the approval", kind="flag"),),
+    ),
 )
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}

@@ -15,12 +15,17 @@ from typing import Any, Literal
 import msgspec
 
 from cortex.cases.bounds import (
+    ARGV_ITEM_MAX,
+    ARGV_MAX,
     CONFIG_FILE_MAX,
+    CONFIG_VERIFIERS_MAX,
     LOCK_TIMEOUT_DEFAULT,
     LOCK_TIMEOUT_MAX,
     REDACT_LITERAL_MAX,
     REDACT_LITERAL_MIN,
     REDACT_LITERALS_MAX,
+    VERIFIER_TIMEOUT_DEFAULT,
+    VERIFIER_TIMEOUT_MAX,
 )
 from cortex.cases.errors import IntegrityError
 from cortex.cases.fsio import read_bounded
@@ -28,7 +33,7 @@ from cortex.kernel.errors import ConfigError
 
 SourceKind = Literal["global", "pyproject", "repo", "env"]
 
-FILE_KEYS = ("cases_dir", "redact_literals", "lock_timeout")
+FILE_KEYS = ("cases_dir", "redact_literals", "lock_timeout", "verifiers")
 """Keys accepted in configuration files (CONFIG.md documents each one)."""
 
 ENV_KEYS = {
@@ -39,6 +44,21 @@ ENV_KEYS = {
 """Environment variables that set a configuration key (they override files)."""
 
 
+VerifierKind = Literal["unit_test", "build", "lint", "terminal_run"]
+_VERIFIER_KINDS = ("unit_test", "build", "lint", "terminal_run")
+_VERIFIER_KEYS = ("argv", "timeout", "kind")
+
+
+class VerifierConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """One `[verifiers.NAME]` table: the command a `command:NAME` (or pytest) verifier runs."""
+
+    argv: tuple[str, ...]
+    timeout: float = VERIFIER_TIMEOUT_DEFAULT
+    kind: VerifierKind = "unit_test"
+    """The evidence kind its runs are recorded as."""
+    source: str = ""
+
+
 class Config(msgspec.Struct, kw_only=True):
     """The resolved configuration and where each value came from."""
 
@@ -46,6 +66,8 @@ class Config(msgspec.Struct, kw_only=True):
     """Absolute path of the cases root when configured; None means the central store."""
     redact_literals: tuple[str, ...] = ()
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT
+    verifiers: dict[str, VerifierConfig] = msgspec.field(default_factory=dict)
+    """Configured command verifiers by name; a later source replaces a whole entry."""
     sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For each key that is not at its default, the sources that set it."""
     files: list[str] = msgspec.field(default_factory=list)
@@ -157,6 +179,11 @@ def _apply(
             raise ConfigError(source, key, f"must be more than 0 and at most {LOCK_TIMEOUT_MAX:g}")
         config.lock_timeout = float(value)
         config.sources[key] = [source]
+    elif key == "verifiers":
+        config.verifiers.update(_verifiers(source, value))
+        if len(config.verifiers) > CONFIG_VERIFIERS_MAX:
+            raise ConfigError(source, key, f"more than {CONFIG_VERIFIERS_MAX} verifiers in total")
+        config.sources.setdefault(key, []).append(source)
     else:
         literals = _literals(source, key, value)
         # Literals accumulate across sources: a later source can add secrets, never unlist one.
@@ -165,6 +192,52 @@ def _apply(
             raise ConfigError(source, key, f"more than {REDACT_LITERALS_MAX} literals in total")
         config.redact_literals = merged
         config.sources.setdefault(key, []).append(source)
+
+
+def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:
+    import re
+
+    if not isinstance(value, dict):
+        raise ConfigError(source, "verifiers", "must be a table of [verifiers.NAME] tables")
+    found: dict[str, VerifierConfig] = {}
+    for name, table in value.items():
+        key = f"verifiers.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", name):
+            raise ConfigError(source, key, "a verifier name is letters, digits, . _ - (<=128)")
+        if not isinstance(table, dict):
+            raise ConfigError(source, key, "must be a table with argv (and timeout, kind)")
+        unknown = sorted(set(table) - set(_VERIFIER_KEYS))
+        if unknown:
+            known = ", ".join(_VERIFIER_KEYS)
+            raise ConfigError(source, f"{key}.{unknown[0]}", f"unknown key (known keys: {known})")
+        argv = table.get("argv")
+        if (
+            not isinstance(argv, list)
+            or not argv
+            or len(argv) > ARGV_MAX
+            or not all(isinstance(a, str) for a in argv)
+        ):
+            msg = f"must be a list of 1 to {ARGV_MAX} strings (no shell: one string per argument)"
+            raise ConfigError(source, f"{key}.argv", msg)
+        for item in argv:
+            if "\0" in item or len(item.encode("utf-8", "surrogatepass")) > ARGV_ITEM_MAX:
+                msg = f"arguments must be at most {ARGV_ITEM_MAX} bytes, without NUL"
+                raise ConfigError(source, f"{key}.argv", msg)
+        if not argv[0]:
+            raise ConfigError(source, f"{key}.argv", "the program (first item) cannot be empty")
+        timeout = table.get("timeout", VERIFIER_TIMEOUT_DEFAULT)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise ConfigError(source, f"{key}.timeout", "must be a number of seconds")
+        if not 0 < timeout <= VERIFIER_TIMEOUT_MAX:
+            limit = f"{VERIFIER_TIMEOUT_MAX:g}"
+            raise ConfigError(source, f"{key}.timeout", f"must be more than 0 and at most {limit}")
+        kind = table.get("kind", "unit_test")
+        if kind not in _VERIFIER_KINDS:
+            raise ConfigError(source, f"{key}.kind", f"must be one of {', '.join(_VERIFIER_KINDS)}")
+        found[name] = VerifierConfig(
+            argv=tuple(argv), timeout=float(timeout), kind=kind, source=source
+        )
+    return found
 
 
 def _literals(source: str, key: str, value: object) -> list[str]:

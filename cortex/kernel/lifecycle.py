@@ -213,6 +213,20 @@ def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Ac
                     reason="take the change lease before editing",
                 )
             )
+        elif phase == "verifying":
+            actions.append(
+                Action(
+                    command=f"cortex case verify {task}",
+                    reason="run the plan's verifiers; receipts bind to the code as it is",
+                )
+            )
+        elif phase == "persisting":
+            actions.append(
+                Action(
+                    command=f"cortex case complete {task} --outcome '<what was done>'",
+                    reason="finish the case on the strength of its current proof",
+                )
+            )
         elif phase == PAUSED:
             actions.append(
                 Action(

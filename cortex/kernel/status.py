@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
-from cortex.cases.documents import Hypotheses, Plan
+from cortex.cases.documents import Hypotheses, Plan, Verification
 from cortex.cases.errors import CortexError, InvalidInputError
 from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
@@ -14,6 +15,9 @@ from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Result
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions
+
+if TYPE_CHECKING:
+    from cortex.kernel.assessment import Assessment
 
 
 def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
@@ -65,6 +69,7 @@ def status(kernel: Kernel, task_id: str) -> Result:
             "lease": describe(case.change_lease, kernel.clock()),
             "pendingDecision": waiting,
             "plan": _plan_summary(plan),
+            "verification": _verification(kernel, case, documents.get("verification.json")),
             "unresolvedHypotheses": unresolved,
             "parentTaskId": case.parent_task_id,
             "children": _children(store, case),
@@ -72,6 +77,19 @@ def status(kernel: Kernel, task_id: str) -> Result:
         },
         actions=next_actions(case, decision=waiting),
     )
+
+
+def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> Assessment | None:
+    """The assessment of the latest batch against the workspace now (None: never verified).
+
+    Only a case with receipts pays for capturing the workspace.
+    """
+    if doc is None or not doc.batches:
+        return None
+    from cortex.kernel.assessment import assess
+    from cortex.kernel.verify import live_capture
+
+    return assess(case, doc, live_capture(kernel, case))
 
 
 def _plan_summary(plan: Plan | None) -> dict[str, object] | None:

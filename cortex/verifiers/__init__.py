@@ -1,5 +1,5 @@
-"""Verifiers: the protocol and the built-ins (command, pytest, scope).
+"""Verifiers: the protocol (`base`), the registry, and the built-ins (command, pytest, scope).
 
-Not built yet: verification arrives with the verification issue. Third-party verifiers will
-register through the `cortex.verifiers` entry-point group.
+Third-party verifiers register through the `cortex.verifiers` entry-point group
+(docs/design/verification.md §2).
 """

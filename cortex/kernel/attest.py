@@ -1,0 +1,82 @@
+"""`cortex case attest`: the latest bound batch as an in-toto v1 Statement (test-result).
+
+Unsigned: the statement says what was verified on which code; signing is the caller's
+(docs/design/verification.md §6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cortex.cases.documents import Verification
+from cortex.cases.errors import NotFoundError
+from cortex.kernel.assessment import assess
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Result
+from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.verify import live_capture
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+
+
+def attest(kernel: Kernel, task_id: str) -> Result:
+    """Build the statement for the latest batch; refused if that batch is not bound."""
+    store = kernel.locate(task_id)
+    case, documents = store.read_view(task_id)
+    doc: Verification | None = documents.get("verification.json")
+    if doc is None or not doc.batches:
+        raise NotFoundError(f"case {task_id} has no verification batch to attest")
+    batch = doc.batches[-1]
+    if batch.binding != "bound" or batch.revision is None or batch.dirty_digest is None:
+        msg = f"the latest batch {batch.id} is unbound ({'; '.join(batch.reasons)}); "
+        msg += "only a bound batch can be attested"
+        raise GateRefusedError(msg, [])
+    receipts = [r for r in doc.receipts if r.batch_id == batch.id]
+    passed = [_name(r.requirement, r.claim_id) for r in receipts if r.status == "passed"]
+    failed = [_name(r.requirement, r.claim_id) for r in receipts if r.status == "failed"]
+    warned = [
+        _name(r.requirement, r.claim_id) for r in receipts if r.status not in ("passed", "failed")
+    ]
+    result = "FAILED" if failed else ("WARNED" if warned or not passed else "PASSED")
+    configuration: list[dict[str, Any]] = []
+    plan = case.snapshots.get("plan")
+    if plan is not None:
+        configuration.append(
+            {"name": f"case://{task_id}/plan.json", "digest": {"sha256": plan.sha256}}
+        )
+    statement = {
+        "_type": STATEMENT_TYPE,
+        "subject": [
+            {"name": case.workspace.repository, "digest": {"gitCommit": batch.revision}},
+            {
+                "name": "worktree",
+                "digest": {"sha256": batch.dirty_digest.removeprefix("sha256:")},
+                "annotations": {"cortexDigest": "cortex-worktree-v1", "head": batch.revision},
+            },
+        ],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "result": result,
+            "configuration": configuration,
+            "url": f"case://{task_id}/verification.json#{batch.id}",
+            "passedTests": passed,
+            "warnedTests": warned,
+            "failedTests": failed,
+        },
+    }
+    live = live_capture(kernel, case)
+    current = live.bound and (live.head, live.digest) == (batch.revision, batch.dirty_digest)
+    return Result(
+        data={
+            "taskId": task_id,
+            "batchId": batch.id,
+            "current": current,
+            "assessment": assess(case, doc, live).status,
+            "statement": statement,
+        }
+    )
+
+
+def _name(requirement: str | None, claim_id: str | None) -> str:
+    return f"claim:{claim_id}" if claim_id else (requirement or "marker")

@@ -1,0 +1,89 @@
+"""The verifier protocol: what the kernel gives a verifier and what a verifier returns.
+
+A verifier never writes to the case. It returns an `Outcome`; the kernel redacts, bounds and
+stores it in the batch's one commit (docs/design/verification.md §2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
+
+if TYPE_CHECKING:
+    from cortex.cases.records import CaseFile
+    from cortex.kernel.config import VerifierConfig
+    from cortex.kernel.worktree import Capture
+
+Status = Literal["passed", "failed", "inconclusive", "blocked", "not_applicable", "not_run"]
+EvidenceKind = Literal["unit_test", "build", "lint", "terminal_run", "observation", "artifact"]
+
+
+class Finding(msgspec.Struct, kw_only=True):
+    """A claim a verifier wants recorded as evidence (failing tests, scope drift, ...)."""
+
+    kind: EvidenceKind = "observation"
+    claim: str
+    confidence: Literal["high", "medium", "low", "unknown"] = "high"
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """What one verifier run found."""
+
+    status: Status
+    summary: str
+    """One line for the receipt's claim: what ran and what it showed."""
+    notes: list[str] = msgspec.field(default_factory=list)
+    raw: bytes | None = None
+    """The run's output, kept as a raw blob (the store redacts it)."""
+    evidence_kind: EvidenceKind = "observation"
+    findings: list[Finding] = msgspec.field(default_factory=list)
+    contracts: dict[str, Status] = msgspec.field(default_factory=dict)
+    """Per-selector results a named claim can rest on (a test id for pytest)."""
+    details: dict[str, int] = msgspec.field(default_factory=dict)
+    """Counts worth showing (tests passed, failed, ...)."""
+
+
+class Context(msgspec.Struct, kw_only=True):
+    """What a verifier may look at. Read-only by convention; the kernel owns every write."""
+
+    root: str
+    """The workspace root (the verifier's working directory)."""
+    env: Mapping[str, str]
+    """The environment cortex was launched with (approval is decided by the kernel)."""
+    case: CaseFile
+    start: Capture
+    """The workspace capture taken before any verifier ran."""
+    verifiers: Mapping[str, VerifierConfig]
+    approve: Callable[[str, Sequence[str]], bool]
+    """Whether the command (name, argv) may run: CORTEX_APPROVE_COMMANDS or a grant."""
+    changed: list[str] | None = None
+    """Files the task changed since the case was opened (None: git cannot say)."""
+    ack_drift: bool = False
+    state_root: str = ""
+
+
+class Verifier(Protocol):
+    """A kind of verifier, registered under `kind` (built in, or the `cortex.verifiers` group)."""
+
+    kind: str
+    version: str
+
+    def check(self, requirement: str, context: Context) -> str | None:
+        """Why `requirement` cannot run at all (a configuration error), or None.
+
+        Called for every requirement before anything runs, so one bad name refuses the whole
+        call (exit 4) without a partial batch.
+        """
+        ...
+
+    def run(self, requirement: str, context: Context) -> Outcome:
+        """Run once and report; must not raise for an ordinary failure of the thing verified."""
+        ...
+
+
+def split(requirement: str) -> tuple[str, str | None]:
+    """`command:unit` -> ("command", "unit"); `scope` -> ("scope", None)."""
+    kind, sep, name = requirement.partition(":")
+    return kind, (name if sep else None)
