@@ -22,6 +22,11 @@ repo="$work/checkout-app"
 cp -R "$here/checkout-app" "$repo"
 cd "$repo"
 git -c init.defaultBranch=main init -q
+# The pytest verifier runs the command configured here, never one a caller passes. It runs only
+# when approved: a launcher sets CORTEX_APPROVE_COMMANDS=1 (as below), or a person runs
+# `cortex case trust pytest` once at a terminal.
+python=$(dirname "$cortex")/python
+printf '[verifiers.pytest]\nargv = ["%s", "-m", "pytest", "-q"]\n' "$python" > cortex.toml
 git add -A
 git -c user.name=Quickstart -c user.email=quickstart@example.invalid commit -q -m "checkout app"
 
@@ -51,7 +56,7 @@ first=$("$cortex" case read-evidence "$task" "$raw" --json |
   --hypothesis "resolve_return_url drops return_to :: a callback with return_to=/checkout still lands on /" \
   --support "1=$first" --uncertainty "the login link may already lose return_to" \
   --file src/auth/callback.py --symbol resolve_return_url \
-  --boundary-reason "the redirect target is decided here" --verify pytest
+  --boundary-reason "the redirect target is decided here" --verify pytest --verify scope
 "$cortex" case begin-change "$task" --ttl 15m
 
 echo "== show the case"
@@ -59,6 +64,50 @@ echo "== show the case"
 "$cortex" case read-evidence "$task" "$raw"
 echo "-- its raw output, as stored (the bearer token never reached the disk):"
 cat "$CORTEX_STATE_DIR"/sessions/*/"$task"/raw/*.txt
+
+export CORTEX_APPROVE_COMMANDS=1
+claim=(--claim "return=after login from checkout the user is back on /checkout"
+  --contract "return=pytest#tests/test_callback.py::test_login_from_checkout_returns_to_checkout")
+
+echo "== a first attempt that misses the point: verify fails, naming the failing test"
+sed -i.orig 's/"""Where to send the user after login."""/"""Where to send the user after login (return_to wins)."""/' \
+  src/auth/callback.py && rm -f src/auth/callback.py.orig
+"$cortex" case verify "$task" "${claim[@]}"
+
+echo "== fix the bug, verify again: receipts bound to this exact code"
+cat > src/auth/callback.py <<'PY'
+"""OAuth callback for a small shop: where the user lands after logging in."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+
+def resolve_return_url(params: dict[str, str]) -> str:
+    """Where to send the user after login: return_to, else the page kept in the OAuth state."""
+    return_to = params.get("return_to") or parse_qs(params.get("state", "")).get("return_to", [""])[0]
+    if not return_to.startswith("/") or return_to.startswith("//"):
+        return "/"
+    return return_to
+
+
+def handle_callback(params: dict[str, str]) -> tuple[int, str]:
+    """Finish the login and redirect."""
+    return 302, resolve_return_url(params)
+PY
+"$cortex" case verify "$task" "${claim[@]}"
+
+echo "== an edit after verifying makes that proof stale"
+cp src/auth/callback.py "$work/callback.py"
+echo "# an afterthought" >> src/auth/callback.py
+"$cortex" case status "$task"
+mv "$work/callback.py" src/auth/callback.py
+echo "-- reverted: the code is byte for byte what was verified, so the proof counts again"
+
+echo "== complete on the strength of current proof, and export it as an in-toto statement"
+"$cortex" case complete "$task" --outcome "return_to survives the OAuth state round trip"
+"$cortex" case attest "$task" --json |
+  python3 -c 'import json, sys; s = json.load(sys.stdin)["data"]["statement"]; print(json.dumps(s["predicate"], indent=2))'
 "$cortex" case audit "$task"
 echo "== the case directory"
 ls -la "$CORTEX_STATE_DIR"/sessions/*/"$task"

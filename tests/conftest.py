@@ -198,3 +198,48 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
 def state_root(env: dict[str, str]) -> Path:
     """The test's state root."""
     return Path(env["CORTEX_STATE_DIR"])
+
+
+def configure_verifiers(repo: Path, env: dict[str, str], verifiers: dict[str, list[str]]) -> None:
+    """Write `[verifiers.NAME] argv = [...]` tables to the repo's cortex.toml and commit it."""
+    lines = []
+    for name, argv in verifiers.items():
+        lines += [f"[verifiers.{name}]", f"argv = {json.dumps(argv)}", ""]
+    (repo / "cortex.toml").write_text("\n".join(lines))
+    git(repo, "add", "cortex.toml", env=env)
+    git(repo, "commit", "-q", "-m", "configure verifiers", env=env)
+
+
+def ready_to_verify(
+    cli: Cli,
+    *,
+    verify: tuple[str, ...] = ("command:unit",),
+    files: tuple[str, ...] = ("app.py",),
+    mode: str = "change",
+    risk: str = "medium",
+    criteria: tuple[str, ...] = (),
+    actor: str = "agent-1",
+) -> str:
+    """Open a case and take it to where `verify` may run (changing, or planned when not a change).
+
+    The plan requires `verify`, bounded by `files`; a change task holds the lease as `actor`.
+    """
+    extra = ["--mode", mode, "--risk", risk]
+    for criterion in criteria:
+        extra += ["--criterion", criterion]
+    task = cli.open("Fix the login redirect", *extra)
+    evidence = cli("case", "evidence", "add", task, "--claim", "the bug is in app.py").data
+    plan = ["case", "plan", task, "--hypothesis", "app.py is wrong :: a run shows it right"]
+    plan += ["--support", f"1={evidence['evidence']['id']}", "--uncertainty", "none"]
+    for name in verify:
+        plan += ["--verify", name]
+    if mode == "change":
+        for file in files:
+            plan += ["--file", file]
+        plan += ["--boundary-reason", "the bug lives here"]
+    out = cli(*plan)
+    assert out.code == 0, out.stdout
+    if mode == "change":
+        out = cli("case", "begin-change", task, "--actor", actor)
+        assert out.code == 0, out.stdout
+    return task

@@ -17,7 +17,7 @@ CREATING_PREFIX = ".creating-"
 BACKUP_PREFIX = ".bak-"
 
 AUX_SNAPSHOTS = frozenset({"plan.json", "hypotheses.json", "decisions.json", "verification.json"})
-"""Snapshots besides case.json that a multi-file commit may replace (later issues)."""
+"""Snapshots besides case.json that a multi-file commit may replace."""
 
 
 def ledger_file(name: str) -> str:

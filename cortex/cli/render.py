@@ -97,6 +97,8 @@ def _status(console: Console, data: Data) -> None:
         (f"open {h['id']}", f"[{h['status']}] {h['statement']}")
         for h in data.get("unresolvedHypotheses", [])
     )
+    if data.get("verification"):
+        rows.extend(_assessment_rows(data["verification"]))
     decision = data.get("pendingDecision")
     if decision:
         options = ", ".join(f"{o['id']}={o['label']}" for o in decision["options"])
@@ -265,6 +267,73 @@ def _audit(console: Console, data: Data) -> None:
         )
 
 
+_VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
+
+
+def _assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
+    verdict = assessment["status"]
+    rows: list[tuple[str, str | Text]] = [
+        ("assessment", Text(verdict, style=_VERDICT_STYLE.get(verdict, "dim")))
+    ]
+    for receipt in assessment["receipts"]:
+        label = f"claim {receipt['claimId']}" if receipt.get("claimId") else receipt["requirement"]
+        mark = (
+            "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
+        )
+        rows.append((f"  {label or receipt['id']}", f"{receipt['status']} ({mark})"))
+    rows.extend(("  why", reason) for reason in assessment["reasons"])
+    return rows
+
+
+def _verified(console: Console, data: Data) -> None:
+    batch = data["batch"]
+    style = "bold green" if batch["binding"] == "bound" else "yellow"
+    console.print(
+        Text(f"Batch {batch['id']} ", style="bold")
+        + Text(batch["binding"], style=style)
+        + Text(f" to {(batch.get('revision') or '-')[:12]} {batch.get('dirtyDigest') or ''}")
+    )
+    rows: list[tuple[str, str | Text]] = []
+    for receipt in data["receipts"]:
+        text = receipt["claim"]
+        if receipt.get("claimId"):
+            text = f"claim {receipt['claimId']}: {text}"
+        rows.append((receipt["status"], text))
+        rows.extend(("", f"  {note}") for note in receipt["notes"])
+    rows.extend(("unbound", reason) for reason in batch["reasons"])
+    console.print(_kv(rows))
+    console.print(_kv(_assessment_rows(data["assessment"])[:1]))
+    _warnings(console, data.get("warnings", []))
+
+
+def _completed(console: Console, data: Data) -> None:
+    verdict = data["assessment"]["status"]
+    console.print(
+        Text(f"{data['taskId']} is {data['status']}", style="bold green")
+        + Text(f" (verification: {verdict}); summary in {data['summary']}")
+    )
+    if data.get("acknowledged"):
+        console.print(Text(data["acknowledged"], style="yellow"))
+
+
+def _attested(console: Console, data: Data) -> None:
+    state = "current" if data["current"] else "stale (the code changed since)"
+    console.print(Text(f"Statement for batch {data['batchId']}, {state}:", style="bold"))
+    console.print(Text(msgspec.json.format(msgspec.json.encode(data["statement"])).decode()))
+
+
+def _trusted(console: Console, data: Data) -> None:
+    if "argv" not in data:
+        verb = "Revoked" if data["changed"] else "No grant to revoke for"
+        console.print(Text(f"{verb} {data['name']} in {data['workspace']}"))
+        return
+    verb = "Approved" if data["changed"] else "Already approved:"
+    console.print(
+        Text(f"{verb} {data['name']} ", style="bold green")
+        + Text(f"for {data['workspace']}: {' '.join(data['argv'])}")
+    )
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -283,6 +352,10 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.decision.list": _decisions,
     "case.block": _closed,
     "case.abort": _closed,
+    "case.verify": _verified,
+    "case.complete": _completed,
+    "case.attest": _attested,
+    "case.trust": _trusted,
 }
 
 
@@ -302,7 +375,7 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
         )
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
-    if envelope.ok and envelope.command not in {"case.status", "case.open"}:
+    if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify"}:
         return
     for action in msgspec.to_builtins(envelope.actions):
         out.print(
