@@ -165,7 +165,12 @@ COMMANDS: tuple[Cmd, ...] = (
                 metavar="TEXT",
             ),
             Opt("--support", "evidence behind hypothesis N", kind="repeat", metavar="N=EV,..."),
-            Opt("--file", "a file the change may touch", kind="repeat", metavar="PATH"),
+            Opt(
+                "--file",
+                "a file the change may touch (a trailing / covers a directory)",
+                kind="repeat",
+                metavar="PATH",
+            ),
             Opt("--symbol", "a symbol the change may touch", kind="repeat", metavar="NAME"),
             Opt("--boundary-reason", "why the change stays within that boundary", metavar="TEXT"),
             Opt(

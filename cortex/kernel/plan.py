@@ -87,7 +87,9 @@ def _boundary(
     if len(files) + len(symbols) > BOUNDARY_ENTRIES_MAX:
         raise InvalidInputError(f"at most {BOUNDARY_ENTRIES_MAX} boundary files and symbols")
     return ChangeBoundary(
-        files=list(dict.fromkeys(validate.location_path(f, kernel.redactor) for f in files)),
+        files=list(
+            dict.fromkeys(validate.location_path(f, kernel.redactor, directory=True) for f in files)
+        ),
         symbols=list(
             dict.fromkeys(validate.short_text(s, "--symbol", SYMBOL_MAX) for s in symbols)
         ),

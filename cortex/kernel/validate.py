@@ -89,8 +89,12 @@ def choice(value: str, field: str, allowed: object) -> str:
     return value
 
 
-def location_path(value: str, redactor: Redactor) -> str:
-    """A repository-relative file path: no absolute, empty, `.` or `..` parts, no backslash."""
+def location_path(value: str, redactor: Redactor, *, directory: bool = False) -> str:
+    """A repository-relative file path: no absolute, empty, `.` or `..` parts, no backslash.
+
+    With `directory`, one trailing `/` is allowed and kept: it names a directory (a change
+    boundary covering everything under it).
+    """
     field = "--file"
     size = _utf8_size(value, field)
     if not value or size > LOCATION_PATH_MAX:
@@ -100,7 +104,8 @@ def location_path(value: str, redactor: Redactor) -> str:
         raise InvalidInputError(f"{field} must be relative to the repository, not absolute")
     if "\\" in value:
         raise InvalidInputError(f"{field} must use / as separator (no backslash)")
-    if any(part in {"", ".", ".."} for part in value.split("/")):
+    parts = value.removesuffix("/").split("/") if directory else value.split("/")
+    if any(part in {"", ".", ".."} for part in parts):
         raise InvalidInputError(f"{field} must not have empty, '.' or '..' components")
     if redactor.looks_secret(value):
         raise InvalidInputError(f"{field} looks like a secret")

@@ -7,6 +7,7 @@ again and commit every output of the run together; the batch is bound only if no
 
 from __future__ import annotations
 
+import os
 import re
 
 import msgspec
@@ -62,7 +63,11 @@ def live_capture(kernel: Kernel, case: CaseFile) -> Capture:
     """The workspace as it is now, for the case's own workspace (or why it cannot be bound)."""
     if case.workspace.kind != "git":
         return Capture(reason="the workspace is not a git repository")
-    return capture(case.workspace.root, kernel.env, exclude=kernel.cases_root)
+    from cortex.cases.digest import sha256_hex
+
+    key = sha256_hex(os.fsencode(case.workspace.root))[:16]
+    mirror = os.path.join(kernel.state_root, "index-mirror", key)
+    return capture(case.workspace.root, kernel.env, exclude=kernel.cases_root, mirror_dir=mirror)
 
 
 def parse_claims(
@@ -337,8 +342,6 @@ def verify(
 
 def _only_renewals(store: CaseStore, before: CaseFile, now: CaseFile) -> bool:
     """Whether every commit between two revisions was a `lease renew` (read from the audit)."""
-    import os
-
     from cortex.cases.layout import ledger_file
     from cortex.cases.records import Command, decode
 

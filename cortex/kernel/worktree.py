@@ -64,16 +64,35 @@ class Capture(msgspec.Struct, kw_only=True):
         return self.bound and other.bound and (self.head, self.digest) == (other.head, other.digest)
 
 
-def capture(root: str, env: Mapping[str, str], *, exclude: str | None = None) -> Capture:
-    """Capture the workspace at `root`; `exclude` is a directory (the case store) to leave out."""
+def capture(
+    root: str,
+    env: Mapping[str, str],
+    *,
+    exclude: str | None = None,
+    mirror_dir: str | None = None,
+    depth: int = 0,
+) -> Capture:
+    """Capture the workspace at `root`; `exclude` is a directory (the case store) to leave out.
+
+    With `mirror_dir`, git works on a private copy of the index kept there (see `_mirror`),
+    which it may refresh; `.git` is still never written.
+    """
     import subprocess
 
     started = time.monotonic()
+    if not os.path.isdir(root):
+        return Capture(reason=f"the workspace directory {root} does not exist")
     git_env = dict(env)
-    git_env["GIT_OPTIONAL_LOCKS"] = "0"
+    argv = ["git", *_STATUS]
+    mirror = _mirror(root, env, mirror_dir) if mirror_dir is not None else None
+    if mirror is not None:
+        git_env["GIT_INDEX_FILE"] = mirror
+        argv.remove("--no-optional-locks")  # the refreshed copy is saved, in our directory
+    else:
+        git_env["GIT_OPTIONAL_LOCKS"] = "0"
     try:
         proc = subprocess.run(
-            ["git", *_STATUS],
+            argv,
             cwd=root,
             env=git_env,
             stdin=subprocess.DEVNULL,
@@ -81,6 +100,9 @@ def capture(root: str, env: Mapping[str, str], *, exclude: str | None = None) ->
             timeout=GIT_TIMEOUT,
             check=False,
         )
+        if proc.returncode != 0 and mirror is not None:
+            # Whatever the copy could not do (a split index, say), git on the real index can.
+            return capture(root, env, exclude=exclude)
     except FileNotFoundError:
         return Capture(reason="git is not installed, so the code state cannot be bound")
     except subprocess.TimeoutExpired:
@@ -93,7 +115,12 @@ def capture(root: str, env: Mapping[str, str], *, exclude: str | None = None) ->
         if "not a git repository" in detail:
             return Capture(reason="the workspace is not a git repository")
         return Capture(reason=f"git status failed: {detail[:300]}")
-    result = digest_status(proc.stdout, root, exclude=exclude)
+    try:
+        result = digest_status(proc.stdout, root, exclude=exclude, env=env, depth=depth)
+    except _NestedError as exc:
+        if depth:
+            raise
+        return Capture(reason=str(exc))
     result.seconds = round(time.monotonic() - started, 4)
     if result.seconds > SLOW_CAPTURE:
         result.warning = (
@@ -104,8 +131,97 @@ def capture(root: str, env: Mapping[str, str], *, exclude: str | None = None) ->
     return result
 
 
-def digest_status(output: bytes, root: str, *, exclude: str | None = None) -> Capture:
-    """The capture for one `git status --porcelain=v2 -z` output (see module docstring)."""
+def _index_path(root: str, env: Mapping[str, str]) -> str | None:
+    """The index git uses for the worktree at `root`, when we can tell without asking git."""
+    if any(env.get(name) for name in ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE")):
+        return None
+    dot_git = os.path.join(root, ".git")
+    try:
+        info = os.lstat(dot_git)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        return os.path.join(dot_git, "index")
+    if not stat.S_ISREG(info.st_mode) or info.st_size > 4096:
+        return None
+    with open(dot_git, "rb") as handle:
+        content = handle.read(4097)
+    if not content.startswith(b"gitdir: "):
+        return None
+    target = os.fsdecode(content[len(b"gitdir: ") :].rstrip(b"\r\n").split(b"\0", 1)[0])
+    return os.path.join(root, target, "index") if target else None
+
+
+def _mirror(root: str, env: Mapping[str, str], directory: str) -> str | None:
+    """A private copy of the repository's index that git may refresh, or None to use the real one.
+
+    With `--no-optional-locks` git may not save the stat data it refreshes, so once files were
+    touched (a formatter, a checkout of the same content) every capture re-reads every file.
+    A copy in our state directory can be refreshed and kept. It is named after the identity of
+    the index it copies (inode, size, mtime, ctime: git replaces its index by renaming a new
+    file, so a new index is a new identity), and the copy keeps the original's mtime, which git's
+    racy-entry check depends on. Any failure returns None: the real index then serves, unwritten.
+    """
+    import shutil
+
+    source = _index_path(root, env)
+    if source is None:
+        return None
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    temporary = None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        name = f"index-{info.st_ino}-{info.st_size}-{info.st_mtime_ns}-{info.st_ctime_ns}"
+        target = os.path.join(directory, name)
+        if os.path.isfile(target):
+            return target
+        from cortex.cases.fsio import make_private_dirs
+
+        make_private_dirs(directory)
+        temporary = os.path.join(directory, f".tmp-{os.getpid()}-{name}")
+        out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(os.dup(fd), "rb") as reader, os.fdopen(out, "wb") as writer:
+            shutil.copyfileobj(reader, writer, _CHUNK)
+        os.utime(temporary, ns=(info.st_atime_ns, info.st_mtime_ns))
+        os.replace(temporary, target)
+    except OSError:
+        if temporary is not None:
+            _unlink_quietly(temporary)
+        return None
+    finally:
+        os.close(fd)
+    for stale in os.listdir(directory):
+        if stale.startswith("index-") and stale != name and not stale.endswith(".lock"):
+            _unlink_quietly(os.path.join(directory, stale))
+    return target
+
+
+def _unlink_quietly(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib is an import on the per-call path
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def digest_status(
+    output: bytes,
+    root: str,
+    *,
+    exclude: str | None = None,
+    env: Mapping[str, str] | None = None,
+    depth: int = 0,
+) -> Capture:
+    """The capture for one `git status --porcelain=v2 -z` output (see module docstring).
+
+    A listed directory is a repository of its own (a dirty submodule, or an untracked nested
+    clone, which git lists as one `dir/` entry and does not look into): it is captured in turn,
+    so its commit and its files count too.
+    """
     head: str | None = None
     branch: str | None = None
     entries: list[tuple[bytes, bytes]] = []
@@ -124,18 +240,23 @@ def digest_status(output: bytes, root: str, *, exclude: str | None = None) -> Ca
         if prefix is not None and (path == prefix[:-1] or path.startswith(prefix)):
             continue
         entries.append((path, fields))
-    if head is None:
+    if head is None and depth == 0:
         return Capture(branch=branch, reason="the repository has no commit yet (HEAD is unborn)")
     entries.sort()
-    digest = _sha256(DIGEST_VERSION + b"\0" + head.encode() + b"\0")
+    digest = _sha256(DIGEST_VERSION + b"\0" + (head or "unborn").encode() + b"\0")
     root_bytes = os.fsencode(root)
     changed: list[str] = []
     for path, fields in entries:
-        state = _disk_state(os.path.join(root_bytes, path))
+        state = _disk_state(os.path.join(root_bytes, path), env, depth)
         for part in (path, fields, state):
             digest.update(len(part).to_bytes(8, "big") + part)
         changed.append(path.decode("utf-8", "backslashreplace"))
-    return Capture(head=head, branch=branch, digest="sha256:" + digest.hexdigest(), changed=changed)
+    return Capture(
+        head=head or "unborn",
+        branch=branch,
+        digest="sha256:" + digest.hexdigest(),
+        changed=changed,
+    )
 
 
 def _split(record: bytes) -> tuple[bytes, bytes]:
@@ -156,13 +277,18 @@ def _split(record: bytes) -> tuple[bytes, bytes]:
 def _exclusion(root: str, exclude: str | None) -> bytes | None:
     if exclude is None:
         return None
-    relative = os.path.relpath(exclude, root)
+    # Both resolved: the store may be configured through a symlinked path.
+    relative = os.path.relpath(os.path.realpath(exclude), os.path.realpath(root))
     if relative == os.curdir or relative.startswith(os.pardir):
         return None
     return os.fsencode(relative.replace(os.sep, "/")) + b"/"
 
 
-def _disk_state(path: bytes) -> bytes:
+_NESTED_MAX = 4
+"""Repositories inside repositories deeper than this make the capture unbindable."""
+
+
+def _disk_state(path: bytes, env: Mapping[str, str] | None = None, depth: int = 0) -> bytes:
     """What is at `path` now: its type, executable bit and content digest (no size cap)."""
     try:
         info = os.lstat(path)
@@ -174,7 +300,7 @@ def _disk_state(path: bytes) -> bytes:
     if stat.S_ISLNK(mode):
         return b"link:" + str(_sha256(os.readlink(path)).hexdigest()).encode()
     if stat.S_ISDIR(mode):
-        return b"dir"
+        return _nested_state(path, env, depth)
     if not stat.S_ISREG(mode):
         return b"special:" + oct(stat.S_IFMT(mode)).encode()
     executable = b"x" if mode & 0o111 else b"-"
@@ -193,12 +319,31 @@ def _disk_state(path: bytes) -> bytes:
     return b"file:" + executable + b":" + str(digest.hexdigest()).encode()
 
 
+class _NestedError(Exception):
+    """A nested repository could not be captured: the whole capture is unbindable."""
+
+
+def _nested_state(path: bytes, env: Mapping[str, str] | None, depth: int) -> bytes:
+    if env is None:
+        return b"dir"
+    if depth >= _NESTED_MAX:
+        msg = f"repositories are nested more than {_NESTED_MAX} deep at {os.fsdecode(path)}"
+        raise _NestedError(msg)
+    inner = capture(os.fsdecode(path), env, depth=depth + 1)
+    if inner.digest is None:
+        msg = f"the nested repository {os.fsdecode(path)} cannot be captured: {inner.reason}"
+        raise _NestedError(msg)
+    return f"repo:{inner.head}:{inner.digest}".encode()
+
+
 def committed_changes(root: str, env: Mapping[str, str], base: str, head: str) -> list[str] | None:
     """Paths changed between two commits (for scope), or None when git cannot say."""
     import subprocess
 
     if base == head:
         return []
+    if base.startswith("-") or head.startswith("-"):
+        return None
     try:
         proc = subprocess.run(
             [
@@ -210,6 +355,7 @@ def committed_changes(root: str, env: Mapping[str, str], base: str, head: str) -
                 "--no-renames",
                 "--name-only",
                 "-z",
+                "--end-of-options",
                 base,
                 head,
                 "--",
