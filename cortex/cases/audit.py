@@ -18,7 +18,7 @@ import msgspec
 from cortex.cases import ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
-from cortex.cases.documents import AUX_TYPES, Decisions, Hypotheses
+from cortex.cases.documents import AUX_TYPES, Decisions, Hypotheses, Verification
 from cortex.cases.errors import CortexError, IntegrityError
 from cortex.cases.fsio import TEMP_PREFIX, read_bounded
 from cortex.cases.ids import is_id
@@ -416,6 +416,8 @@ def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _
                     f"pending decisions {waiting} do not match the case being {case.status}",
                     file=name,
                 )
+        if isinstance(document, Verification):
+            _audit_receipts(document, evidence_ids, found)
         if isinstance(document, Hypotheses):
             for hypothesis in document.hypotheses:
                 for support in hypothesis.supports:
@@ -425,6 +427,35 @@ def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _
                             f"{hypothesis.id} cites {support}, which is not evidence of this case",
                             file=name,
                         )
+
+
+def _audit_receipts(document: Verification, evidence_ids: set[str], found: _Collector) -> None:
+    """Every receipt belongs to a kept batch, cites evidence of this case, and agrees with it."""
+    batches = {batch.id: batch for batch in document.batches}
+    name = "verification.json"
+    for receipt in document.receipts:
+        batch = batches.get(receipt.batch_id)
+        if batch is None:
+            found.error("reference", f"{receipt.id} names an unknown batch", file=name)
+            continue
+        if receipt.binding != batch.binding or (
+            receipt.binding == "bound"
+            and (receipt.revision, receipt.dirty_digest) != (batch.revision, batch.dirty_digest)
+        ):
+            found.error("receipt_binding", f"{receipt.id} disagrees with {batch.id}", file=name)
+        if receipt.binding == "unbound" and receipt.status in ("passed", "failed"):
+            found.error(
+                "receipt_binding",
+                f"{receipt.id} is unbound but says {receipt.status}",
+                file=name,
+            )
+        for cited in receipt.evidence:
+            if cited not in evidence_ids:
+                found.error(
+                    "reference",
+                    f"{receipt.id} cites {cited}, which is not evidence of this case",
+                    file=name,
+                )
 
 
 def _audit_entries(path: str, found: _Collector) -> None:
