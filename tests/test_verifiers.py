@@ -7,10 +7,12 @@ a real pseudo-terminal.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -84,8 +86,9 @@ def suite(repo: Path, env: dict[str, str]) -> Path:
 
 
 class TestPytest:
+    @pytest.mark.usefixtures("suite")
     def test_failing_tests_are_named_and_claims_select_one_test(
-        self, cli: Cli, repo: Path, env: dict[str, str], suite: Path
+        self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
         task = ready_to_verify(cli, verify=("pytest",))
         edit(repo)
@@ -156,8 +159,9 @@ class TestPytest:
         assert out.data["assessment"]["status"] == "verified"
         assert "1 passed, 0 failed" in receipts_by(out.data)["pytest"]["claim"]
 
+    @pytest.mark.usefixtures("suite")
     def test_nothing_collected_is_inconclusive(
-        self, cli: Cli, repo: Path, env: dict[str, str], suite: Path
+        self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
         configure_verifiers(
             repo, env, {"pytest": [sys.executable, "-m", "pytest", "-q", "-k", "no_such_test"]}
@@ -232,9 +236,7 @@ class TestScope:
         assert receipt["status"] == "failed"
         assert drift_finding(cli, task, receipt).endswith(": other.py")
 
-    def test_a_boundary_directory_covers_what_lies_under_it(
-        self, cli: Cli, repo: Path
-    ) -> None:
+    def test_a_boundary_directory_covers_what_lies_under_it(self, cli: Cli, repo: Path) -> None:
         task = ready_to_verify(cli, verify=("command:unit", "scope"), files=("src/",))
         (repo / "src" / "deep").mkdir(parents=True)
         (repo / "src" / "deep" / "a.py").write_text("a = 1\n")
@@ -263,9 +265,7 @@ class TestScope:
         assert acknowledged.data["assessment"]["status"] == "verified"
         assert log.exists()
 
-    def test_a_clean_tree_in_a_change_task_needs_no_op(
-        self, cli: Cli, repo: Path, env: dict[str, str]
-    ) -> None:
+    def test_a_clean_tree_in_a_change_task_needs_no_op(self, cli: Cli, env: dict[str, str]) -> None:
         task = ready_to_verify(cli, verify=("command:unit", "scope"))
         before = durable_state(env)
         out = cli("case", "verify", task)
@@ -297,12 +297,12 @@ class TestOutputBounds:
     def test_five_megabytes_of_output_are_stored_bounded(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
-        task, blob = verify_output(cli, repo, env, "print", "FIRST", "::", "flood", str(5 << 20))
+        _, blob = verify_output(cli, repo, env, "print", "FIRST", "::", "flood", str(5 << 20))
         assert len(blob) < 100_000
         assert b"bytes omitted ..." in blob
         assert b"FIRST" in blob
         # The end of the output (where a test run says what failed) is kept.
-        assert blob.split(b"\n--- stderr ---\n")[0].endswith(b"0123456789abcdef")
+        assert blob.split(b"\n--- stderr ---\n")[0].endswith(b"0123456789abcde\n")
 
     def test_secrets_printed_by_a_verifier_are_not_stored(
         self, cli: Cli, repo: Path, env: dict[str, str]
@@ -343,15 +343,6 @@ class TestOutputBounds:
         for path in files:
             assert GITHUB_TOKEN[4:].encode() not in path.read_bytes(), path
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "BUG: runner.py keeps the first 8 KiB and last 24 KiB of a stream before the store "
-            "redacts the blob; a token straddling the 8 KiB head cut is stored in part, in clear "
-            "(the prefix and the first characters of the secret end the head, before the "
-            "'[... N bytes omitted ...]' marker), so no token pattern matches it"
-        ),
-    )
     def test_a_secret_cut_by_the_head_bound_is_not_stored_in_part(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -363,14 +354,6 @@ class TestOutputBounds:
         assert b"bytes omitted" in blob
         assert GITHUB_TOKEN[4:16].encode() not in blob
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "BUG: runner.py keeps the last 24 KiB of a stream before the store redacts the blob; "
-            "a token straddling the start of that tail is stored in part, in clear (its last "
-            "characters open the tail after the '[... N bytes omitted ...]' marker)"
-        ),
-    )
     def test_a_secret_cut_by_the_tail_bound_is_not_stored_in_part(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -415,10 +398,8 @@ def test_a_grandchild_that_escapes_the_group_cannot_hang_verify(
     finally:
         if pidfile.exists():
             # Our own test started it (through the verifier) in a session of its own.
-            try:
-                os.kill(int(pidfile.read_text()), 9)
-            except ProcessLookupError:
-                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
     assert elapsed < 8, f"verify took {elapsed:.1f} s"
     assert receipts_by(out.data)["command:slow"]["status"] == "blocked"
 
@@ -493,6 +474,9 @@ class CheckRaisesVerifier(_Base):
 
     def check(self, requirement, context):
         raise RuntimeError("check broke")
+
+    def run(self, requirement, context):
+        return Outcome(status="passed", summary="ran after a broken check")
 '''
 
 ENTRY_POINTS = """\
@@ -569,7 +553,7 @@ class TestPlugins:
         assert "Traceback" not in out.stderr
         receipt = receipts_by(out.data)["boom"]
         assert receipt["status"] == "blocked"
-        assert "raised RuntimeError" in receipt["claim"]
+        assert "failed (RuntimeError)" in receipt["claim"]
         assert "the plugin broke" in receipt["notes"]
         assert out.data["assessment"]["status"] != "verified"
         assert_not_verified(cli, task)
@@ -585,6 +569,7 @@ class TestPlugins:
     def test_a_plugin_that_cannot_run_refuses_the_batch(
         self,
         cli: Cli,
+        *,
         repo: Path,
         env: dict[str, str],
         plugin_env: dict[str, str],
@@ -610,15 +595,6 @@ class TestPlugins:
         assert receipt["status"] == "failed"
         assert receipt["claim"].startswith("unit: `false` exited 1")
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "BUG: verify.py _run_all turns an exception from a plugin's run() into a blocked "
-            "receipt, but a run() that returns something other than an Outcome (None) crashes "
-            "the verify with internal_error (exit 1: AttributeError: 'NoneType' object has no "
-            "attribute 'raw') instead of a blocked receipt"
-        ),
-    )
     def test_a_plugin_that_returns_no_outcome_is_blocked(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -628,14 +604,6 @@ class TestPlugins:
         assert out.code == 0, out.stdout
         assert receipts_by(out.data)["none"]["status"] == "blocked"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "BUG: verify.py _run_all turns an exception from a plugin's run() into a blocked "
-            "receipt, but an exception from its check() escapes: internal_error (exit 1) "
-            "instead of a refusal naming the plugin (exit 4) or a blocked receipt"
-        ),
-    )
     def test_a_plugin_whose_check_raises_is_not_an_internal_error(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -645,15 +613,6 @@ class TestPlugins:
         assert out.code in {0, 4}, out.stdout
         assert out.envelope["error"] is None or out.envelope["error"]["code"] != "internal_error"
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason=(
-            "BUG: verify.py stores a plugin Outcome's status without validating it: "
-            "Outcome(status='great') is written to verification.json, after which the case "
-            "cannot be read (`case status` exits 4 integrity_error, `case audit` reports "
-            "\"Invalid enum value 'great'\")"
-        ),
-    )
     def test_a_plugin_status_outside_the_protocol_does_not_corrupt_the_case(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -691,8 +650,10 @@ def trust_at_terminal(
     master, slave = os.openpty()
     try:
         proc = subprocess.Popen(
-            [sys.executable, WITH_TTY, os.ttyname(slave), sys.executable, "-m", "cortex"]
-            + ["case", "trust", name, *extra, "--json"],
+            [
+                *(sys.executable, WITH_TTY, os.ttyname(slave)),
+                *(sys.executable, "-m", "cortex", "case", "trust", name, *extra, "--json"),
+            ],
             cwd=repo,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -735,9 +696,8 @@ class TestTrust:
         assert "CORTEX_APPROVE_COMMANDS" not in env
         return marker
 
-    def test_without_a_terminal_nothing_is_granted(
-        self, repo: Path, env: dict[str, str], marked: Path
-    ) -> None:
+    @pytest.mark.usefixtures("marked")
+    def test_without_a_terminal_nothing_is_granted(self, repo: Path, env: dict[str, str]) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "cortex", "case", "trust", "unit", "--json"],
             cwd=repo,
@@ -791,9 +751,8 @@ class TestTrust:
         assert verify_unit(cli, repo, task, "print('four')\n")["status"] == "blocked"
         assert marked.read_text() == "ran\nran\n"
 
-    def test_another_answer_grants_nothing(
-        self, repo: Path, env: dict[str, str], marked: Path
-    ) -> None:
+    @pytest.mark.usefixtures("marked")
+    def test_another_answer_grants_nothing(self, repo: Path, env: dict[str, str]) -> None:
         out, shown = trust_at_terminal(env, repo, "unit", "yes")
         assert b"Type unit to approve" in shown
         assert_refused(out, 5)
@@ -812,15 +771,19 @@ class TestTrust:
         assert verify_unit(cli, other, task, "print('x')\n")["status"] == "blocked"
         assert not marked.exists()
 
-    def test_trust_names_a_configured_verifier(
-        self, cli: Cli, env: dict[str, str], marked: Path
-    ) -> None:
+    @pytest.mark.usefixtures("marked")
+    def test_trust_names_a_configured_verifier(self, cli: Cli, env: dict[str, str]) -> None:
         out = cli("case", "trust", "nosuch")
         assert_refused(out, 4)
         assert not grants_file(env).exists()
 
     @pytest.mark.parametrize(
-        "where", ["command-grants.json", ".cortex/command-grants.json", ".config/cortex/command-grants.json"]
+        "where",
+        [
+            "command-grants.json",
+            ".cortex/command-grants.json",
+            ".config/cortex/command-grants.json",
+        ],
     )
     def test_a_grants_file_inside_the_repository_approves_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str], marked: Path, where: str
@@ -861,6 +824,7 @@ class TestTrust:
     def test_repository_configuration_cannot_approve(
         self,
         cli: Cli,
+        *,
         repo: Path,
         env: dict[str, str],
         marked: Path,

@@ -16,8 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHILDREN, Cli, Outcome, case_path, configure_verifiers, git, ready_to_verify
-from conftest import tree_state
+from conftest import (
+    CHILDREN,
+    Cli,
+    Outcome,
+    case_path,
+    configure_verifiers,
+    git,
+    ready_to_verify,
+    tree_state,
+)
 
 from cortex.cases.layout import parse_raw_ref
 from cortex.kernel.worktree import capture
@@ -169,7 +177,9 @@ class TestHappyPath:
     def verified(self, cli: Cli, repo: Path) -> tuple[str, dict[str, Any]]:
         task = ready_to_verify(cli, verify=("command:unit", "scope"), criteria=("c1=statement",))
         edit(repo)
-        out = cli("case", "verify", task, "--claim", "c1=statement", "--contract", "c1=command:unit")
+        out = cli(
+            "case", "verify", task, "--claim", "c1=statement", "--contract", "c1=command:unit"
+        )
         data: dict[str, Any] = out.data
         return task, data
 
@@ -373,7 +383,12 @@ class TestNothingComesOutVerified:
         write_config(
             repo,
             env,
-            {"slow": {"argv": steps("grandchild", str(pidfile), "::", "sleep", "30"), "timeout": 1}},
+            {
+                "slow": {
+                    "argv": steps("grandchild", str(pidfile), "::", "sleep", "30"),
+                    "timeout": 1,
+                }
+            },
         )
         approve(env)
         task = ready_to_verify(cli, verify=("command:slow",))
@@ -430,7 +445,10 @@ class TestNothingComesOutVerified:
         renewed = cli("case", "lease", "renew", task, "--actor", "agent-1", "--ttl", "1s")
         assert renewed.code == 0, renewed.stdout
         before = durable_state(env)
+        started = time.monotonic()
         out = cli("case", "verify", task)
+        # The refusal came at the commit, after the verifier ran (not at the start).
+        assert time.monotonic() - started >= 2.5
         assert_refused(out, 6)
         assert out.error_code == "lease_conflict"
         assert durable_state(env) == before
@@ -507,7 +525,9 @@ class TestNothingComesOutVerified:
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
         flag = repo.parent / "flag"
-        configure_verifiers(repo, env, {"unit": steps("if-exists", str(flag), "::", "append", "app.py", "#x")})
+        configure_verifiers(
+            repo, env, {"unit": steps("if-exists", str(flag), "::", "append", "app.py", "#x")}
+        )
         approve(env)
         task = ready_to_verify(cli)
         edit(repo)
@@ -642,25 +662,40 @@ BAD_CLAIMS: list[tuple[str, tuple[str, ...]]] = [
     ("contract for an unknown claim", ("--claim", "k1=x", "--contract", "k2=command:unit")),
     ("contract not in the plan", ("--claim", "k1=x", "--contract", "k1=command:other")),
     ("contract on scope not in the plan", ("--claim", "k1=x", "--contract", "k1=scope")),
-    ("contract with a shell tail", ("--claim", "k1=x", "--contract", "k1=command:unit; touch pwned")),
+    (
+        "contract with a shell tail",
+        ("--claim", "k1=x", "--contract", "k1=command:unit; touch pwned"),
+    ),
     ("empty contract", ("--claim", "k1=x", "--contract", "k1=")),
     ("empty selector", ("--claim", "k1=x", "--contract", "k1=command:unit#")),
     ("control character in selector", ("--claim", "k1=x", "--contract", "k1=command:unit#a\x01b")),
     ("contract over 1 KiB", ("--claim", "k1=x", "--contract", "k1=command:unit#" + "t" * 1024)),
     ("AWS key in contract", ("--claim", "k1=x", "--contract", f"k1=command:unit#{AWS_KEY}")),
-    ("GitHub token in contract", ("--claim", "k1=x", "--contract", f"k1=command:unit#{GITHUB_TOKEN}")),
+    (
+        "GitHub token in contract",
+        ("--claim", "k1=x", "--contract", f"k1=command:unit#{GITHUB_TOKEN}"),
+    ),
     ("claim id with a space", ("--claim", "k 1=x", "--contract", "k 1=command:unit")),
     ("claim id ../x", ("--claim", "../x=x", "--contract", "../x=command:unit")),
     ("claim id with a slash", ("--claim", "a/b=x", "--contract", "a/b=command:unit")),
     ("claim id non-ASCII", ("--claim", "ké=x", "--contract", "ké=command:unit")),
     ("empty claim id", ("--claim", "=x", "--contract", "=command:unit")),
-    ("claim id of 129 bytes", ("--claim", "a" * 129 + "=x", "--contract", "a" * 129 + "=command:unit")),
+    (
+        "claim id of 129 bytes",
+        ("--claim", "a" * 129 + "=x", "--contract", "a" * 129 + "=command:unit"),
+    ),
     ("claim without =", ("--claim", "k1", "--contract", "k1=command:unit")),
     ("empty statement", ("--claim", "k1=", "--contract", "k1=command:unit")),
     ("blank statement", ("--claim", "k1=   ", "--contract", "k1=command:unit")),
     ("statement over 4 KiB", ("--claim", "k1=" + "s" * 4097, "--contract", "k1=command:unit")),
-    ("statement over 4 KiB in bytes", ("--claim", "k1=" + "é" * 2049, "--contract", "k1=command:unit")),
-    ("statement with a terminal escape", ("--claim", "k1=ok\x1b[2J", "--contract", "k1=command:unit")),
+    (
+        "statement over 4 KiB in bytes",
+        ("--claim", "k1=" + "é" * 2049, "--contract", "k1=command:unit"),
+    ),
+    (
+        "statement with a terminal escape",
+        ("--claim", "k1=ok\x1b[2J", "--contract", "k1=command:unit"),
+    ),
     ("claim given twice", ("--claim", "k1=x", "--claim", "k1=y", "--contract", "k1=command:unit")),
     (
         "contract given twice",
@@ -683,6 +718,7 @@ class TestBadInput:
     def test_bad_claims_are_refused_before_anything_runs(
         self,
         cli: Cli,
+        *,
         repo: Path,
         env: dict[str, str],
         logged: Path,
@@ -702,13 +738,13 @@ class TestBadInput:
             assert secret not in out.stdout + out.stderr
         assert not list(tmp_path.rglob("pwned"))
 
-    def test_a_claim_id_of_128_bytes_is_accepted(
-        self, cli: Cli, repo: Path, logged: Path
-    ) -> None:
+    def test_a_claim_id_of_128_bytes_is_accepted(self, cli: Cli, repo: Path, logged: Path) -> None:
         task = ready_to_verify(cli)
         edit(repo)
         claim = "a" * 128
-        out = cli("case", "verify", task, "--claim", f"{claim}=x", "--contract", f"{claim}=command:unit")
+        out = cli(
+            "case", "verify", task, "--claim", f"{claim}=x", "--contract", f"{claim}=command:unit"
+        )
         assert receipts_by(out.data)[f"claim:{claim}"]["status"] == "passed"
         assert logged.exists()
 
@@ -833,3 +869,52 @@ class TestBadInput:
             "case", "verify", task, "--claim", "k1=first statement", "--contract", "k1=command:unit"
         )
         assert again.data["assessment"]["status"] == "verified"
+
+
+class TestBatchesOverTime:
+    @pytest.mark.usefixtures("unit")
+    def test_renewing_the_lease_during_the_run_keeps_the_batch_bound(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
+        taskfile = repo.parent / "task.id"
+        renew = ["case", "lease", "renew", "{task}", "--actor", "agent-1", "--ttl", "10m"]
+        configure_verifiers(repo, env, {"unit": steps("cortex", str(taskfile), *renew)})
+        task = ready_to_verify(cli)
+        taskfile.write_text(task)
+        edit(repo)
+        out = cli("case", "verify", task)
+        assert out.data["batch"]["binding"] == "bound", out.data["batch"]["reasons"]
+        assert out.data["assessment"]["status"] == "verified"
+
+    @pytest.mark.usefixtures("unit")
+    def test_only_the_newest_64_batches_are_kept(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
+        task = ready_to_verify(cli)
+        edit(repo)
+        first = cli("case", "verify", task).data["batch"]["id"]
+        for _ in range(64):
+            assert cli("case", "verify", task).code == 0
+        stored = verification_doc(env, task)
+        assert stored is not None
+        assert len(stored["batches"]) == 64
+        assert first not in {b["id"] for b in stored["batches"]}
+        assert {r["batchId"] for r in stored["receipts"]} == {b["id"] for b in stored["batches"]}
+        assert verdict_of_status(cli, task) == "verified"
+
+    @pytest.mark.usefixtures("unit")
+    def test_a_claim_id_keeps_its_meaning_after_64_batches(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
+        task = ready_to_verify(cli)
+        edit(repo)
+        claim = ("--claim", "k1=the first meaning", "--contract", "k1=command:unit")
+        assert cli("case", "verify", task, *claim).code == 0
+        for _ in range(64):
+            assert cli("case", "verify", task).code == 0
+        before = durable_state(env)
+        out = cli(
+            "case", "verify", task, "--claim", "k1=another meaning", "--contract", "k1=command:unit"
+        )
+        assert_refused(out, 5)
+        assert durable_state(env) == before

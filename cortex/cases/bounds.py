@@ -102,3 +102,11 @@ BATCHES_KEPT = 64
 OUTCOME_MAX = 16 * KIB
 GRANTS_FILE_MAX = 1 * MIB
 GRANTS_MAX = 1024
+SUMMARY_MAX = 1 * KIB
+"""A verifier's one-line summary, and each of its notes (longer ones are cut)."""
+NOTES_MAX = 20
+"""Notes, findings and detail counts kept from one verifier run."""
+CONTRACTS_MAX = 10_000
+"""Per-selector results kept from one verifier run (test ids, for pytest)."""
+CLAIM_REGISTRY_MAX = 1024
+"""Distinct named-claim ids one case may use over its life."""

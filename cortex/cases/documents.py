@@ -149,6 +149,13 @@ class Batch(_Record, kw_only=True):
     """Gates the caller acknowledged (`no-op`, `drift`)."""
 
 
+class ClaimTerms(_Record, kw_only=True):
+    """What a named-claim id means, fixed by its first use."""
+
+    statement: str
+    contract: str
+
+
 class Verification(_Record, kw_only=True):
     """`verification.json`: the newest batches and their receipts, oldest first."""
 
@@ -156,6 +163,8 @@ class Verification(_Record, kw_only=True):
     revision: Revision = 0
     batches: list[Batch] = msgspec.field(default_factory=list)
     receipts: list[Receipt] = msgspec.field(default_factory=list)
+    claims: dict[str, ClaimTerms] = msgspec.field(default_factory=dict)
+    """Every claim id the case has used, so that trimming old batches cannot free an id."""
 
 
 AUX_TYPES: dict[str, type[Plan | Hypotheses | Decisions | Verification]] = {

@@ -15,13 +15,18 @@ import msgspec
 from cortex.cases.bounds import (
     BATCHES_KEPT,
     CLAIM_ID_MAX,
+    CLAIM_REGISTRY_MAX,
     CLAIM_STATEMENT_MAX,
     CLAIMS_MAX,
     CONTRACT_MAX,
+    CONTRACTS_MAX,
     LEDGER_RECORD_MAX,
+    NOTES_MAX,
+    RAW_BLOB_MAX,
+    SUMMARY_MAX,
 )
 from cortex.cases.digest import sha256_hex
-from cortex.cases.documents import Batch, Receipt, ReceiptStatus, Verification
+from cortex.cases.documents import Batch, ClaimTerms, Receipt, ReceiptStatus, Verification
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref
@@ -122,9 +127,11 @@ def parse_claims(
 def _check_claims(kernel: Kernel, case: CaseFile, claims: list[Claim], old: Verification) -> None:
     """Criteria need their exact statement; a claim id keeps its meaning for the whole case."""
     criteria = {c.id: c.statement for c in case.acceptance_criteria}
-    earlier = {
-        r.claim_id: (r.claim, r.contract) for r in old.receipts if r.purpose == "named_claim"
-    }
+    earlier = {key: (terms.statement, terms.contract) for key, terms in old.claims.items()}
+    new = {claim.id for claim in claims} - set(earlier)
+    if len(earlier) + len(new) > CLAIM_REGISTRY_MAX:
+        msg = f"a case may use at most {CLAIM_REGISTRY_MAX} distinct claim ids"
+        raise InvalidInputError(msg)
     for claim in claims:
         stored = kernel.redactor(claim.statement)
         if claim.id in criteria and criteria[claim.id] != stored:
@@ -227,19 +234,49 @@ def _approver(kernel: Kernel, root: str):  # type: ignore[no-untyped-def]  # noq
     return approve
 
 
+def _check(requirement: str, verifier: Verifier, context: Context) -> str | None:
+    """A verifier's configuration check; a plugin that raises is a configuration problem."""
+    try:
+        problem = verifier.check(requirement, context)
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is bad input, not a crash
+        return f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})"[:500]
+    return None if problem is None else str(problem)[:SUMMARY_MAX]
+
+
 def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[_Run]:
     runs: list[_Run] = []
     for requirement, verifier in verifiers:
         try:
-            outcome = verifier.run(requirement, context)
+            outcome = _checked(verifier.run(requirement, context))
         except Exception as exc:  # noqa: BLE001 - a broken verifier blocks, it does not crash us
             outcome = Outcome(
                 status="blocked",
-                summary=f"{requirement}: the verifier raised {type(exc).__name__}",
+                summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
                 notes=[str(exc)[:500]],
             )
         runs.append(_Run(requirement=requirement, verifier=verifier, outcome=outcome))
     return runs
+
+
+def _checked(outcome: object) -> Outcome:
+    """A plugin's outcome, validated and bounded like input (a bad one raises)."""
+    if not isinstance(outcome, Outcome):
+        msg = f"run() returned {type(outcome).__name__}, not an Outcome"
+        raise TypeError(msg)
+    valid = msgspec.convert(msgspec.to_builtins(outcome, builtin_types=(bytes,)), Outcome)
+    valid.summary = valid.summary[:SUMMARY_MAX]
+    valid.notes = [note[:SUMMARY_MAX] for note in valid.notes[:NOTES_MAX]]
+    valid.findings = valid.findings[:NOTES_MAX]
+    for finding in valid.findings:
+        finding.claim = finding.claim[:CLAIM_STATEMENT_MAX]
+    if len(valid.contracts) > CONTRACTS_MAX:
+        valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
+        valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
+    valid.details = dict(list(valid.details.items())[:NOTES_MAX])
+    if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
+        valid.raw = valid.raw[:RAW_BLOB_MAX]
+        valid.notes.append(f"the raw output was cut at {RAW_BLOB_MAX} bytes")
+    return valid
 
 
 def verify(
@@ -282,7 +319,7 @@ def verify(
         ack_drift=ack_drift,
         state_root=kernel.state_root,
     )
-    problems = [p for r, v in verifiers if (p := v.check(r, context)) is not None]
+    problems = [p for r, v in verifiers if (p := _check(r, v, context)) is not None]
     if problems:
         raise InvalidInputError("; ".join(problems))
     lease_before = _lease_identity(kernel, case)
@@ -314,8 +351,14 @@ def verify(
         )
         receipts = _stage_runs(txn, batch, runs, wanted)
         doc = txn.snapshot("verification.json", Verification) or Verification()
+        _check_claims(kernel, txn.case, wanted, doc)  # a concurrent batch may have used an id
         doc.batches.append(batch)
         doc.receipts.extend(receipts)
+        for claim in wanted:
+            doc.claims.setdefault(
+                claim.id,
+                ClaimTerms(statement=kernel.redactor(claim.statement), contract=claim.contract),
+            )
         _trim(doc)
         txn.stage_snapshot("verification.json", doc)
         if txn.case.status != "verifying":

@@ -97,6 +97,9 @@ def _apply_report(outcome: Outcome, report: str) -> None:
     if failing and outcome.status == "passed":
         outcome.status = "failed"
         outcome.notes.append("pytest exited 0 but its report lists failures")
+    if outcome.status == "passed" and counts["passed"] == 0:
+        outcome.status = "inconclusive"
+        outcome.notes.append("no test passed (every test was skipped)")
     if failing:
         shown = failing[:FAILING_TESTS_MAX]
         more = len(failing) - len(shown)

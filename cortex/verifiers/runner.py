@@ -18,6 +18,7 @@ import msgspec
 
 from cortex.cases.bounds import OUTPUT_HEAD, OUTPUT_TAIL
 
+_SPACES = (b"\n", b" ", b"\t", b"\r")
 _GRACE = 2.0
 """Seconds to wait for the pipes to close after the group was killed (escaped grandchildren)."""
 
@@ -46,8 +47,15 @@ class _Stream:
     def text(self) -> bytes:
         if not self.dropped:
             return bytes(self.head + self.tail)
-        marker = f"\n[... {self.dropped} bytes omitted ...]\n".encode()
-        return bytes(self.head) + marker + bytes(self.tail)
+        # Cut only at whitespace: a secret split by a cut would be stored in part, and the
+        # redactor can only recognise it whole. The partial words at both cuts are dropped too.
+        cut = max(self.head.rfind(space) for space in _SPACES) + 1
+        head = bytes(self.head[:cut])
+        found = [i for i in (self.tail.find(space) for space in _SPACES) if i >= 0]
+        tail = bytes(self.tail[min(found) + 1 :]) if found else b""
+        omitted = self.dropped + (len(self.head) - cut) + (len(self.tail) - len(tail))
+        marker = f"[... {omitted} bytes omitted ...]\n".encode()
+        return head + marker + tail
 
 
 class Run(msgspec.Struct, kw_only=True):

@@ -13,7 +13,7 @@ Steps (paths are relative to the working directory, which cortex sets to the wor
 - `escape PIDFILE`       start `sleep 30` in a new session holding our stdout, write its pid
 - `cortex TASKFILE ARG...` run `python -m cortex ARG... --json`, `{task}` replaced by the id
                            read from TASKFILE; a failure exits 3
-- `flood BYTES`          write BYTES bytes of filler to stdout
+- `flood BYTES`          write BYTES bytes of filler lines to stdout
 - `print TEXT`           write TEXT and a newline to stdout
 - `if-exists PATH`       skip the remaining steps unless PATH exists
 - `exit CODE`            exit with CODE
@@ -71,7 +71,7 @@ def _run(step: list[str]) -> bool:
             sys.exit(3)
     elif name == "flood":
         total = int(args[0])
-        chunk = b"0123456789abcdef" * 4096
+        chunk = b"0123456789abcde\n" * 4096
         while total > 0:
             piece = chunk[:total]
             sys.stdout.buffer.write(piece)

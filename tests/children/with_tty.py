@@ -21,7 +21,7 @@ def main() -> None:
         sys.stderr.write("with_tty.py must be started in a new session\n")
         sys.exit(2)
     os.close(fd)  # the terminal stays the session's controlling terminal
-    os.execv(program, [program, *args])
+    os.execv(program, [program, *args])  # noqa: S606 - exec the given program, no shell
 
 
 if __name__ == "__main__":
