@@ -194,3 +194,39 @@ def test_arbitrary_bytes_give_typed_findings_never_a_crash(
     for finding in report.errors + report.warnings:
         assert finding.code
         assert finding.message
+
+
+@pytest.mark.parametrize(
+    ("final", "backup", "trusted"),
+    [
+        ("summary.md", None, True),
+        ("verification.json", ".bak-verification.json", True),
+        ("../outside.txt", None, False),
+        ("case.json", None, False),
+        ("summary.md", ".bak-summary.md", False),
+    ],
+)
+def test_a_pending_journal_is_judged_like_recovery_judges_it(
+    cli: Cli, task: str, final: str, backup: str | None, *, trusted: bool
+) -> None:
+    """audit reports a journal recovery would refuse, instead of saying the next write fixes it."""
+    path = case_path(cli.env, task)
+    revision = json.loads((path / "case.json").read_bytes())["revision"]
+    ledgers = {name: (path / f"{name}.jsonl").stat().st_size for name in LEDGER_NAMES}
+    journal = {
+        "schemaVersion": 1,
+        "taskId": task,
+        "fromRevision": revision,
+        "toRevision": revision + 1,
+        "ledgers": ledgers,
+        "files": [{"staged": ".tmp-x", "final": final, "backup": backup}],
+    }
+    (path / ".journal.json").write_text(json.dumps(journal))
+    report = cli("case", "audit", task).envelope["data"]
+    codes = {finding["code"] for finding in report["errors"]}
+    assert ("journal" not in codes) is trusted
+    written = cli("case", "note", task, "after")
+    assert (written.code == 0) is trusted
+
+
+LEDGER_NAMES = ("evidence", "commands", "phases")

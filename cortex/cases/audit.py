@@ -45,7 +45,7 @@ from cortex.cases.records import (
     decode,
 )
 from cortex.cases.redact import Redactor
-from cortex.cases.store import decode_case, decode_journal
+from cortex.cases.store import decode_case, decode_journal, journal_entry_ok
 
 MAX_FINDINGS_PER_LEDGER = 20
 _KNOWN_ENTRIES = frozenset(
@@ -473,11 +473,16 @@ def _audit_entries(path: str, found: _Collector) -> None:
         elif name == JOURNAL_FILE:
             journal_path = os.path.join(path, name)
             try:
-                decode_journal(read_bounded(journal_path, JOURNAL_MAX), journal_path)
+                journal = decode_journal(read_bounded(journal_path, JOURNAL_MAX), journal_path)
             except FileNotFoundError:
                 continue  # the writer finished its commit while we looked
             except CortexError as exc:
                 found.error("journal", exc.message, file=name)
+                continue
+            strange = [e.final for e in journal.files if not journal_entry_ok(e)]
+            if strange:
+                msg = f"the pending journal names files recovery will not touch: {strange[:5]}"
+                found.error("journal", msg, file=name)
             else:
                 found.warn(
                     "pending_journal",

@@ -18,6 +18,8 @@ BACKUP_PREFIX = ".bak-"
 
 AUX_SNAPSHOTS = frozenset({"plan.json", "hypotheses.json", "decisions.json", "verification.json"})
 """Snapshots besides case.json that a multi-file commit may replace."""
+WRITE_ONCE_FILES = frozenset({"summary.md"})
+"""Files at the case root a multi-file commit may create, once, like a raw blob."""
 
 
 def ledger_file(name: str) -> str:

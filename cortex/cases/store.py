@@ -37,6 +37,7 @@ from cortex.cases.fsio import (
 )
 from cortex.cases.ids import check_id, is_id, new_id
 from cortex.cases.layout import (
+    AUX_SNAPSHOTS,
     BACKUP_PREFIX,
     CASE_FILE,
     CREATING_PREFIX,
@@ -46,6 +47,7 @@ from cortex.cases.layout import (
     RAW_DIR,
     REFS_DIR,
     STORE_LOCK_FILE,
+    WRITE_ONCE_FILES,
     case_dir,
     ledger_file,
 )
@@ -64,6 +66,7 @@ from cortex.cases.records import (
     LockInfo,
     PhaseChange,
     SchemaProbe,
+    StagedFile,
     case_digest,
     decode,
     encode,
@@ -109,6 +112,23 @@ def decode_journal(data: bytes, path: str) -> Journal:
         return decode(data, Journal)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise IntegrityError(f"{path}: not a commit journal ({exc})", path=path) from None
+
+
+def journal_entry_ok(entry: StagedFile) -> bool:
+    """A journal names only blobs, write-once files and auxiliary snapshots, under temp names.
+
+    Recovery deletes and renames what a journal names, so a forged one must not reach outside
+    these (used by the writer's recovery and by `audit`).
+    """
+    stage_ok = entry.staged.startswith(TEMP_PREFIX) and "/" not in entry.staged
+    stage_ok = stage_ok and "\0" not in entry.staged and entry.staged not in {".", ".."}
+    if entry.final in AUX_SNAPSHOTS:
+        return stage_ok and entry.backup in {None, BACKUP_PREFIX + entry.final}
+    if entry.final in WRITE_ONCE_FILES:
+        return stage_ok and entry.backup is None
+    directory, _, name = entry.final.partition("/")
+    blob_ok = directory == RAW_DIR and name.endswith(".txt") and is_id(name[:-4], "raw")
+    return stage_ok and blob_ok and entry.backup is None
 
 
 def empty_ledgers(task_id: str) -> dict[str, LedgerState]:

@@ -29,7 +29,7 @@ from cortex.cases.fsio import (
     write_atomic,
     write_new_file,
 )
-from cortex.cases.ids import is_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.layout import (
     AUX_SNAPSHOTS,
     BACKUP_PREFIX,
@@ -59,6 +59,7 @@ from cortex.cases.store import (
     SnapshotMovedError,
     chain,
     decode_journal,
+    journal_entry_ok,
     monotonic_ms,
 )
 
@@ -174,6 +175,10 @@ class Transaction:
         if len(data) > RAW_BLOB_MAX:
             msg = f"blob is {len(data)} bytes, over the {RAW_BLOB_MAX}-byte limit"
             raise InvalidInputError(msg)
+        probe = StagedFile(staged=TEMP_PREFIX + "probe", final=relative)
+        if not journal_entry_ok(probe):
+            msg = f"{relative!r} is not a blob or write-once file of the case format"
+            raise ValueError(msg)
         clean = self.store.redactor.redact_bytes(data)
         self._blobs.append((relative, clean))
         return clean, clean != data
@@ -452,23 +457,12 @@ def _check_journal(journal: Journal, task_id: str, case: CaseFile, *, committed:
         problem = "its ledger lengths are not the committed ones"
     else:
         for entry in journal.files:
-            if not _journal_entry_ok(entry):
+            if not journal_entry_ok(entry):
                 problem = f"it names an unexpected file {entry.final!r}"
                 break
     if problem is not None:
         msg = f"the commit journal of {task_id} cannot be trusted ({problem}); left untouched"
         raise IntegrityError(msg)
-
-
-def _journal_entry_ok(entry: StagedFile) -> bool:
-    """Only blobs and auxiliary snapshots, staged under temp names, with the matching backup."""
-    stage_ok = entry.staged.startswith(TEMP_PREFIX) and "/" not in entry.staged
-    stage_ok = stage_ok and "\0" not in entry.staged and entry.staged not in {".", ".."}
-    if entry.final in AUX_SNAPSHOTS:
-        return stage_ok and entry.backup in {None, BACKUP_PREFIX + entry.final}
-    directory, _, name = entry.final.partition("/")
-    blob_ok = directory == RAW_DIR and name.endswith(".txt") and is_id(name[:-4], "raw")
-    return stage_ok and blob_ok and entry.backup is None
 
 
 def _shorter(path: str, committed: int) -> bool:
