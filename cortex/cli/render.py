@@ -99,6 +99,9 @@ def _status(console: Console, data: Data) -> None:
     )
     if data.get("verification"):
         rows.extend(_assessment_rows(data["verification"]))
+    binding = data.get("binding") or {}
+    if binding.get("possible") is False:
+        rows.append(("binding", Text(binding.get("reason") or "not possible", style="yellow")))
     decision = data.get("pendingDecision")
     if decision:
         options = ", ".join(f"{o['id']}={o['label']}" for o in decision["options"])

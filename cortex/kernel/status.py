@@ -69,7 +69,7 @@ def status(kernel: Kernel, task_id: str) -> Result:
             "lease": describe(case.change_lease, kernel.clock()),
             "pendingDecision": waiting,
             "plan": _plan_summary(plan),
-            "verification": _verification(kernel, case, documents.get("verification.json")),
+            **_verification(kernel, case, documents.get("verification.json")),
             "unresolvedHypotheses": unresolved,
             "parentTaskId": case.parent_task_id,
             "children": _children(store, case),
@@ -79,17 +79,30 @@ def status(kernel: Kernel, task_id: str) -> Result:
     )
 
 
-def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> Assessment | None:
-    """The assessment of the latest batch against the workspace now (None: never verified).
+def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> dict[str, object]:
+    """`verification` and `binding`: the latest batch judged now, and whether binding works here.
 
-    Only a case with receipts pays for capturing the workspace.
+    `verification` is None for a case never verified; `binding` says whether receipts can be
+    bound to code in this workspace at all, and if not, why.
+
+    Only a case with receipts, or one opened before its repository had a commit, pays for
+    capturing the workspace; a plain directory is known unbindable without asking git.
     """
-    if doc is None or not doc.batches:
-        return None
+    verified = doc is not None and bool(doc.batches)
+    if case.workspace.kind != "git" and not verified:
+        reason = "the workspace is not a git repository, so no receipt can be bound to code"
+        return {"verification": None, "binding": {"possible": False, "reason": reason}}
+    if not verified and case.workspace.commit_before is not None:
+        return {"verification": None, "binding": {"possible": True, "reason": None}}
     from cortex.kernel.assessment import assess
     from cortex.kernel.verify import live_capture
 
-    return assess(case, doc, live_capture(kernel, case))
+    live = live_capture(kernel, case)
+    binding = {"possible": live.bound, "reason": live.reason}
+    if doc is None or not verified:
+        return {"verification": None, "binding": binding}
+    assessment: Assessment = assess(case, doc, live)
+    return {"verification": assessment, "binding": binding}
 
 
 def _plan_summary(plan: Plan | None) -> dict[str, object] | None:

@@ -1,0 +1,52 @@
+"""`status` says whether receipts can be bound in the case's workspace, and why not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Cli, configure_verifiers, git, ready_to_verify
+
+
+def test_a_plain_directory_cannot_bind(env: dict[str, str], tmp_path: Path) -> None:
+    """Outside git, status says so before anything is verified."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cli = Cli(env, plain)
+    task = cli.open("look around", "--mode", "investigate")
+    data = cli("case", "status", task).data
+    assert data["binding"]["possible"] is False
+    assert "not a git repository" in data["binding"]["reason"]
+    assert data["verification"] is None
+    assert "not a git repository" in cli("case", "status", task, human=True).stdout
+
+
+def test_a_repository_without_a_commit_cannot_bind(env: dict[str, str], tmp_path: Path) -> None:
+    """An unborn HEAD has nothing to bind to; once there is a commit, it can."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q", env=env)
+    cli = Cli(env, fresh)
+    task = cli.open("first commit")
+    data = cli("case", "status", task).data
+    assert data["binding"]["possible"] is False
+    assert "no commit" in data["binding"]["reason"]
+    (fresh / "a.txt").write_text("a\n")
+    git(fresh, "add", "a.txt", env=env)
+    git(fresh, "commit", "-q", "-m", "a", env=env)
+    assert cli("case", "status", task).data["binding"]["possible"] is True
+
+
+def test_a_verified_case_shows_its_assessment(cli: Cli, repo: Path, env: dict[str, str]) -> None:
+    """After a verify, status judges the latest batch against the code now."""
+    configure_verifiers(repo, env, {"unit": ["true"]})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    assert cli("case", "verify", task).data["assessment"]["status"] == "verified"
+    data = cli("case", "status", task).data
+    assert data["binding"] == {"possible": True, "reason": None}
+    assert data["verification"]["status"] == "verified"
+    (repo / "app.py").write_text("print('changed again')\n")
+    stale = cli("case", "status", task).data["verification"]
+    assert stale["status"] == "unverified"
+    assert stale["stale"]
