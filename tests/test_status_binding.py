@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Cli, configure_verifiers, git, ready_to_verify
+from conftest import Cli, configure_verifiers, git, ready_to_verify, tree_state
 
 
 def test_a_plain_directory_cannot_bind(env: dict[str, str], tmp_path: Path) -> None:
@@ -50,3 +50,25 @@ def test_a_verified_case_shows_its_assessment(cli: Cli, repo: Path, env: dict[st
     stale = cli("case", "status", task).data["verification"]
     assert stale["status"] == "unverified"
     assert stale["stale"]
+
+
+def test_status_and_attest_write_nothing(
+    cli: Cli, repo: Path, env: dict[str, str], state_root: Path
+) -> None:
+    """Readers judge the code without writing, not even the index mirror verify keeps."""
+    configure_verifiers(repo, env, {"unit": ["true"]})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    assert cli("case", "verify", task).data["batch"]["binding"] == "bound"
+    fitting = tree_state(state_root)  # the mirror fits the real index: readers use it as it is
+    assert cli("case", "status", task).data["verification"]["status"] == "verified"
+    assert cli("case", "attest", task).data["current"] is True
+    assert tree_state(state_root) == fitting
+    git(repo, "add", "app.py", env=env)  # a new real index: the existing mirror no longer fits
+    before = tree_state(state_root)
+    git_before = tree_state(repo / ".git")
+    assert cli("case", "status", task).data["verification"]["status"] == "unverified"
+    assert cli("case", "attest", task).data["current"] is False
+    assert tree_state(state_root) == before
+    assert tree_state(repo / ".git") == git_before

@@ -65,7 +65,7 @@ def attest(kernel: Kernel, task_id: str) -> Result:
             "failedTests": failed,
         },
     }
-    live = live_capture(kernel, case)
+    live = live_capture(kernel, case, writer=False)
     current = live.bound and (live.head, live.digest) == (batch.revision, batch.dirty_digest)
     return Result(
         data={

@@ -97,7 +97,7 @@ def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> d
     from cortex.kernel.assessment import assess
     from cortex.kernel.verify import live_capture
 
-    live = live_capture(kernel, case)
+    live = live_capture(kernel, case, writer=False)
     binding = {"possible": live.bound, "reason": live.reason}
     if doc is None or not verified:
         return {"verification": None, "binding": binding}

@@ -64,15 +64,25 @@ class _Run(msgspec.Struct, kw_only=True):
     outcome: Outcome
 
 
-def live_capture(kernel: Kernel, case: CaseFile) -> Capture:
-    """The workspace as it is now, for the case's own workspace (or why it cannot be bound)."""
+def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capture:
+    """The workspace as it is now, for the case's own workspace (or why it cannot be bound).
+
+    Writers keep the index mirror fresh; readers (`writer=False`) use it only if it is already
+    there, and write nothing.
+    """
     if case.workspace.kind != "git":
         return Capture(reason="the workspace is not a git repository")
     from cortex.cases.digest import sha256_hex
 
     key = sha256_hex(os.fsencode(case.workspace.root))[:16]
     mirror = os.path.join(kernel.state_root, "index-mirror", key)
-    return capture(case.workspace.root, kernel.env, exclude=kernel.cases_root, mirror_dir=mirror)
+    return capture(
+        case.workspace.root,
+        kernel.env,
+        exclude=kernel.cases_root,
+        mirror_dir=mirror,
+        refresh=writer,
+    )
 
 
 def parse_claims(

@@ -70,12 +70,14 @@ def capture(
     *,
     exclude: str | None = None,
     mirror_dir: str | None = None,
+    refresh: bool = True,
     depth: int = 0,
 ) -> Capture:
     """Capture the workspace at `root`; `exclude` is a directory (the case store) to leave out.
 
     With `mirror_dir`, git works on a private copy of the index kept there (see `_mirror`),
-    which it may refresh; `.git` is still never written.
+    which it may refresh; `.git` is still never written. Without `refresh` (readers), an
+    existing copy is used as it is and nothing at all is written.
     """
     import subprocess
 
@@ -84,9 +86,10 @@ def capture(
         return Capture(reason=f"the workspace directory {root} does not exist")
     git_env = dict(env)
     argv = ["git", *_STATUS]
-    mirror = _mirror(root, env, mirror_dir) if mirror_dir is not None else None
+    mirror = _mirror(root, env, mirror_dir, create=refresh) if mirror_dir is not None else None
     if mirror is not None:
         git_env["GIT_INDEX_FILE"] = mirror
+    if mirror is not None and refresh:
         argv.remove("--no-optional-locks")  # the refreshed copy is saved, in our directory
     else:
         git_env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -152,7 +155,9 @@ def _index_path(root: str, env: Mapping[str, str]) -> str | None:
     return os.path.join(root, target, "index") if target else None
 
 
-def _mirror(root: str, env: Mapping[str, str], directory: str) -> str | None:
+def _mirror(
+    root: str, env: Mapping[str, str], directory: str, *, create: bool = True
+) -> str | None:
     """A private copy of the repository's index that git may refresh, or None to use the real one.
 
     With `--no-optional-locks` git may not save the stat data it refreshes, so once files were
@@ -180,6 +185,8 @@ def _mirror(root: str, env: Mapping[str, str], directory: str) -> str | None:
         target = os.path.join(directory, name)
         if os.path.isfile(target):
             return target
+        if not create:
+            return None
         from cortex.cases.fsio import make_private_dirs
 
         make_private_dirs(directory)
