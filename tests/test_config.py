@@ -192,6 +192,30 @@ class TestRepoLocalStore:
         assert out.code == 4
         assert list(outside.iterdir()) == []
 
+    @pytest.mark.parametrize("where", [".git/cases", "sub/.git/refs"])
+    def test_a_store_inside_a_git_directory_is_refused(
+        self, env: dict[str, str], repo: Path, where: str
+    ) -> None:
+        """Case files must never land in .git (they would corrupt it, and show in its fsck)."""
+        write(repo / "cortex.toml", f"cases_dir = '{where}'\n")
+        before = sorted(p.name for p in (repo / ".git").iterdir())
+        out = Cli(env, repo)("case", "open", "goal")
+        assert out.error_code == "config_error"
+        assert sorted(p.name for p in (repo / ".git").iterdir()) == before
+
+    def test_an_absolute_store_inside_git_is_refused(self, env: dict[str, str], repo: Path) -> None:
+        """The environment cannot aim the store into .git either."""
+        env["CORTEX_CASES_DIR"] = str(repo / ".git" / "cases")
+        assert Cli(env, repo)("case", "open", "goal").error_code == "config_error"
+
+    def test_a_source_directory_is_not_a_store(self, env: dict[str, str], repo: Path) -> None:
+        """A store's `.gitignore` of `*` would hide new source files: foreign dirs are refused."""
+        write(repo / "src" / "module.py", "print('code')\n")
+        write(repo / "cortex.toml", "cases_dir = 'src'\n")
+        out = Cli(env, repo)("case", "open", "goal")
+        assert out.error_code == "invalid_input"
+        assert sorted(p.name for p in (repo / "src").iterdir()) == ["module.py"]
+
     def test_global_cases_dir_may_be_absolute(
         self, env: dict[str, str], repo: Path, tmp_path: Path
     ) -> None:

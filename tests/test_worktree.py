@@ -237,20 +237,26 @@ class TestSameDigest:
         assert take(work, env).digest == before.digest
 
     def test_excluded_store_does_not_count(self, work: Path, env: dict[str, str]) -> None:
-        """Files under `exclude` (not git-ignored) are left out; without `exclude` they count."""
+        """The store's own files under `exclude` (not git-ignored) are left out; others count."""
         store = work / ".cortex" / "sessions"
         before = take(work, env, exclude=store)
-        (store / "task-1").mkdir(parents=True)
-        (store / "task-1" / "case.json").write_text('{"revision": 1}\n')
-        (store / "lock").write_bytes(b"")
+        case = store / "task_01M8QJ6ZGK2P9Y1N9GCHEKDY5A"
+        case.mkdir(parents=True)
+        (case / "case.json").write_text('{"revision": 1}\n')
+        (store / ".store.lock").write_bytes(b"")
         excluded = take(work, env, exclude=store)
         assert excluded.digest == before.digest
         assert excluded.changed == ["notes.txt"]
         counted = take(work, env)
         assert counted.digest != before.digest
-        assert ".cortex/sessions/task-1/case.json" in counted.changed
-        (store / "task-1" / "case.json").write_text('{"revision": 2}\n')
+        assert f".cortex/sessions/{case.name}/case.json" in counted.changed
+        (case / "case.json").write_text('{"revision": 2}\n')
         assert take(work, env, exclude=store).digest == before.digest
+        # Anything else under the store's directory is not the store's, and counts.
+        (store / "module.py").write_text("print('not a case')\n")
+        foreign = take(work, env, exclude=store)
+        assert foreign.digest != before.digest
+        assert ".cortex/sessions/module.py" in foreign.changed
 
     def test_exclusion_is_a_directory_not_a_name_prefix(
         self, work: Path, env: dict[str, str]
@@ -283,7 +289,8 @@ class TestSameDigest:
         store = work / ".cortex" / "sessions"
         store.mkdir(parents=True)
         before = take(work, env, exclude=store)
-        (store / "case.json").write_text("{}\n")
+        (store / "task_01M8QJ6ZGK2P9Y1N9GCHEKDY5A").mkdir()
+        (store / "task_01M8QJ6ZGK2P9Y1N9GCHEKDY5A" / "case.json").write_text("{}\n")
         alias = tmp_path / "alias"
         alias.symlink_to(work)
         after = take(work, env, exclude=alias / ".cortex" / "sessions")

@@ -171,6 +171,8 @@ def _apply(
 ) -> None:
     if key == "cases_dir":
         config.cases_dir = _cases_dir(kind, source, value, repo_root, env)
+        if ".git" in config.cases_dir.split(os.sep):
+            raise ConfigError(source, "cases_dir", "must not be inside a .git directory")
         config.sources[key] = [source]
     elif key == "lock_timeout":
         if isinstance(value, bool) or not isinstance(value, int | float):

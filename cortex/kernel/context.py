@@ -153,6 +153,7 @@ class Kernel:
         inside = root.startswith(self.workspace.root.rstrip(os.sep) + os.sep)
         if inside:
             self._refuse_symlinked_components(root)
+            self._refuse_foreign_directory(root)
         make_private_dirs(root)
         if inside:
             relative = os.path.relpath(root, self.workspace.root).split(os.sep)
@@ -167,6 +168,27 @@ class Kernel:
                     return
                 os.chmod(ignore_file, 0o644)
                 fsync_dir(ignore_dir)
+
+    def _refuse_foreign_directory(self, root: str) -> None:
+        """An in-repository store must be a directory of its own (new, empty or a store).
+
+        Cortex writes a `.gitignore` of `*` into it: in a source directory that would hide new
+        files from git, and so from the digest verification binds receipts to.
+        """
+        import re
+
+        try:
+            names = os.listdir(root)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        own = re.compile(r"task_[0-9A-Z]{26}|\.store\.lock|\.keys|\.creating-.*|\.gitignore")
+        foreign = sorted(name for name in names if not own.fullmatch(name))
+        if foreign:
+            msg = (
+                f"cases_dir {root} already holds files that are not cases ({foreign[0]}, ...); "
+                "point it at a new or empty directory such as .cortex/cases"
+            )
+            raise InvalidInputError(msg)
 
     def _refuse_symlinked_components(self, root: str) -> None:
         current = self.workspace.root

@@ -8,6 +8,7 @@ listed path as it is on disk. Nothing is written to `.git`, nothing is redacted 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from collections.abc import Mapping
@@ -23,12 +24,22 @@ SLOW_CAPTURE = 1.0
 """Seconds after which a capture adds the stale-index warning."""
 _CHUNK = 1 << 20
 
-_STATUS = (
-    "--no-optional-locks",
+_PINNED = (
+    # A repository's configuration must not decide what counts as a change: no fsmonitor (it
+    # runs a command and lets git trust another process's list of changes), ctime and full stat
+    # data always compared, names compared exactly.
     "-c",
     "core.fsmonitor=false",
     "-c",
     "core.quotePath=false",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.ignorecase=false",
+)
+_STATUS = (
     "status",
     "--porcelain=v2",
     "-z",
@@ -38,6 +49,9 @@ _STATUS = (
     "--no-ahead-behind",
     "--ignore-submodules=none",
 )
+_FLAGGED = re.compile(rb"(?:^|\0)([a-zS]) ([^\0]+)")
+"""`git ls-files -v` entries git status does not look at: assume-unchanged (lower case) and
+skip-worktree (`S`, `s`)."""
 
 
 class Capture(msgspec.Struct, kw_only=True):
@@ -84,42 +98,69 @@ def capture(
     started = time.monotonic()
     if not os.path.isdir(root):
         return Capture(reason=f"the workspace directory {root} does not exist")
+    if not os.path.lexists(os.path.join(root, ".git")) and not env.get("GIT_DIR"):
+        bare = all(os.path.exists(os.path.join(root, n)) for n in ("HEAD", "objects", "refs"))
+        if bare:
+            return Capture(reason="the workspace is a bare repository: there is no work tree")
+        return Capture(reason="the workspace is not a git repository")
     git_env = dict(env)
-    argv = ["git", *_STATUS]
-    mirror = _mirror(root, env, mirror_dir, create=refresh) if mirror_dir is not None else None
+    # The work tree is the case's, whatever core.worktree or GIT_WORK_TREE say.
+    base = ["git", f"--work-tree={root}", *_PINNED]
+    mirror = None
+    if mirror_dir is not None and not os.path.lexists(os.path.join(root, ".gitmodules")):
+        # With optional locks on, git would also refresh (write) each dirty submodule's own
+        # index under .git/modules: repositories with submodules never use the mirror.
+        mirror = _mirror(root, env, mirror_dir, create=refresh)
     if mirror is not None:
         git_env["GIT_INDEX_FILE"] = mirror
-    if mirror is not None and refresh:
-        argv.remove("--no-optional-locks")  # the refreshed copy is saved, in our directory
-    else:
+    writes_mirror = mirror is not None and refresh
+    if not writes_mirror:
         git_env["GIT_OPTIONAL_LOCKS"] = "0"
+        base.insert(1, "--no-optional-locks")
     try:
-        proc = subprocess.run(
-            argv,
+        listing = subprocess.Popen(
+            [*base, "ls-files", "-v", "-z"],
             cwd=root,
-            env=git_env,
+            env={**git_env, "GIT_OPTIONAL_LOCKS": "0"},
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
-        if proc.returncode != 0 and mirror is not None:
+        try:
+            proc = subprocess.run(
+                [*base, *_STATUS],
+                cwd=root,
+                env=git_env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
+            flags, _ = listing.communicate(timeout=GIT_TIMEOUT)
+        finally:
+            if listing.poll() is None:
+                listing.kill()
+                listing.wait()
+        if (proc.returncode != 0 or listing.returncode != 0) and mirror is not None:
             # Whatever the copy could not do (a split index, say), git on the real index can.
-            return capture(root, env, exclude=exclude)
+            return capture(root, env, exclude=exclude, depth=depth)
     except FileNotFoundError:
         return Capture(reason="git is not installed, so the code state cannot be bound")
     except subprocess.TimeoutExpired:
         return Capture(reason=f"git status did not finish within {GIT_TIMEOUT:.0f} s")
     except OSError as exc:
         return Capture(reason=f"git could not run ({exc.strerror})")
-    if proc.returncode != 0:
+    if proc.returncode != 0 or listing.returncode != 0:
         first = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        detail = first[0] if first else f"exit {proc.returncode}"
+        detail = first[0] if first else f"exit {proc.returncode or listing.returncode}"
         if "not a git repository" in detail:
             return Capture(reason="the workspace is not a git repository")
         return Capture(reason=f"git status failed: {detail[:300]}")
+    hidden = [(m.group(2), m.group(1)) for m in _FLAGGED.finditer(flags)]
     try:
-        result = digest_status(proc.stdout, root, exclude=exclude, env=env, depth=depth)
+        result = digest_status(
+            proc.stdout, root, exclude=exclude, env=env, depth=depth, hidden=hidden
+        )
     except _NestedError as exc:
         if depth:
             raise
@@ -222,8 +263,12 @@ def digest_status(
     exclude: str | None = None,
     env: Mapping[str, str] | None = None,
     depth: int = 0,
+    hidden: list[tuple[bytes, bytes]] | None = None,
 ) -> Capture:
     """The capture for one `git status --porcelain=v2 -z` output (see module docstring).
+
+    `hidden` lists index entries git status does not look at (assume-unchanged, skip-worktree)
+    with their `ls-files -v` tag: their state on disk is digested too, so an edit to one counts.
 
     A listed directory is a repository of its own (a dirty submodule, or an untracked nested
     clone, which git lists as one `dir/` entry and does not look into): it is captured in turn,
@@ -244,9 +289,12 @@ def digest_status(
                 branch = value.decode("utf-8", "surrogateescape")
             continue
         fields, path = _split(record)
-        if prefix is not None and (path == prefix[:-1] or path.startswith(prefix)):
+        # Only the store's own untracked files are left out: a tracked file, or anything else
+        # that happens to sit under the store's directory, always counts.
+        if prefix is not None and fields == b"?" and _in_store(path, prefix):
             continue
         entries.append((path, fields))
+    entries.extend((path, b"hidden:" + tag) for path, tag in hidden or [])
     if head is None and depth == 0:
         return Capture(branch=branch, reason="the repository has no commit yet (HEAD is unborn)")
     entries.sort()
@@ -257,7 +305,8 @@ def digest_status(
         state = _disk_state(os.path.join(root_bytes, path), env, depth)
         for part in (path, fields, state):
             digest.update(len(part).to_bytes(8, "big") + part)
-        changed.append(path.decode("utf-8", "backslashreplace"))
+        if not fields.startswith(b"hidden:"):
+            changed.append(path.decode("utf-8", "backslashreplace"))
     return Capture(
         head=head or "unborn",
         branch=branch,
@@ -279,6 +328,16 @@ def _split(record: bytes) -> tuple[bytes, bytes]:
         msg = f"unexpected git status record {record[:80]!r}"
         raise ValueError(msg)
     return b" ".join(parts[:count]), parts[count]
+
+
+_STORE_ENTRY = re.compile(
+    rb"(task_[0-9A-Z]{26}(/.*)?|\.store\.lock|\.keys/.*|\.creating-.*|\.gitignore)"
+)
+
+
+def _in_store(path: bytes, prefix: bytes) -> bool:
+    """Whether an untracked path is one of the case store's own files."""
+    return path.startswith(prefix) and _STORE_ENTRY.fullmatch(path[len(prefix) :]) is not None
 
 
 def _exclusion(root: str, exclude: str | None) -> bytes | None:
@@ -331,8 +390,8 @@ class _NestedError(Exception):
 
 
 def _nested_state(path: bytes, env: Mapping[str, str] | None, depth: int) -> bytes:
-    if env is None:
-        return b"dir"
+    if env is None or not os.path.lexists(os.path.join(path, b".git")):
+        return b"dir"  # a plain directory where git lists a path: git lists its files too
     if depth >= _NESTED_MAX:
         msg = f"repositories are nested more than {_NESTED_MAX} deep at {os.fsdecode(path)}"
         raise _NestedError(msg)
