@@ -251,7 +251,7 @@ class TestHappyPath:
         assert done.data["acknowledged"] is None
         assert done.data["assessment"]["status"] == "verified"
         summary = (case_path(env, task) / "summary.md").read_text()
-        assert "Outcome: fixed it" in summary
+        assert "## Outcome\n\n> fixed it\n" in summary
         assert "## Verification: verified" in summary
         assert data["batch"]["id"] in summary
         assert "Acknowledged" not in summary
@@ -609,7 +609,7 @@ class TestNothingComesOutVerified:
         assert "the flaky suite is tracked in #12" in done.data["acknowledged"]
         summary = (case_path(env, task) / "summary.md").read_text()
         assert "## Verification: failed" in summary
-        assert "Acknowledged: accepted failed verification: the flaky suite is tracked" in summary
+        assert "Acknowledged:\n\n> accepted failed verification: the flaky suite is tracked" in summary
 
     def test_10_a_workspace_that_is_not_a_git_repository_proves_nothing(
         self, env: dict[str, str], tmp_path: Path

@@ -477,7 +477,7 @@ def test_kill_complete(vcli: Cli, point: str, index: int) -> None:
         assert steps == [("verifying", "persisting"), ("persisting", "complete")]
         assert after.phases[: len(before.phases)] == before.phases
         text = summary.read_text()
-        assert "Outcome: done" in text
+        assert "## Outcome\n\n> done\n" in text
         assert before.batches[-1]["id"] in text
     else:
         assert after == before
@@ -497,7 +497,7 @@ def test_kill_complete(vcli: Cli, point: str, index: int) -> None:
         assert retry.code == 0, retry.stdout
     final = committed(vcli.env, task)
     assert final.status == "complete"
-    assert "Outcome: done" in summary.read_text()
+    assert "## Outcome\n\n> done\n" in summary.read_text()
     steps = [(p["from"], p["to"]) for p in final.phases[len(before.phases) :]]
     assert steps == [("verifying", "persisting"), ("persisting", "complete")]
     check_batches_whole(vcli.env, task, final)

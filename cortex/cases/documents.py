@@ -145,6 +145,8 @@ class Batch(_Record, kw_only=True):
     branch: str | None = None
     case_revision: int
     lease_actor: str | None = None
+    plan_sha256: str | None = None
+    """The plan the batch ran under (its snapshot digest): a new plan makes the batch stale."""
     acknowledged: list[str] = msgspec.field(default_factory=list)
     """Gates the caller acknowledged (`no-op`, `drift`)."""
 

@@ -258,7 +258,9 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
         except OSError:
             return False
         with tty:
-            prompt = (
+            from cortex.cli.render import safe
+
+            prompt = safe(
                 f"Approve the verifier {name!r} for {workspace}?\n"
                 f"  it runs: {shlex.join(argv)}\n"
                 f"Type {name} to approve, anything else to cancel: "

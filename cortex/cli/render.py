@@ -6,6 +6,7 @@ claim like "[red]x[/red]" prints as written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
@@ -17,6 +18,27 @@ from rich.text import Text
 from cortex.kernel.envelope import Envelope
 
 Data = dict[str, Any]
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe(text: str) -> str:
+    r"""Text with terminal control characters shown as escapes (ESC as `\x1b`), never obeyed.
+
+    Case text comes from agents, tools and repositories: an escape sequence in it must not
+    move the cursor, rewrite what was printed, or retitle the terminal.
+    """
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return safe(value)
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _clean(item) for key, item in value.items()}
+    return value
 
 
 def _kv(rows: list[tuple[str, str | Text]]) -> Table:
@@ -365,7 +387,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
 def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
     """Print an envelope for a person: the result on stdout, an error on stderr."""
     del env  # rich reads NO_COLOR, TERM and COLUMNS itself
-    data = msgspec.to_builtins(envelope.data) if envelope.data is not None else None
+    data = _clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
     out = Console(file=stdout, highlight=False, soft_wrap=True)
     renderer = _RENDERERS.get(envelope.command)
     if data is not None and renderer is not None:
@@ -374,13 +396,13 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
         err = Console(file=stderr, highlight=False)
         err.print(
             Text(f"error [{envelope.error.code}]: ", style="bold red")
-            + Text(envelope.error.message)
+            + Text(safe(envelope.error.message))
         )
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
     if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify"}:
         return
-    for action in msgspec.to_builtins(envelope.actions):
+    for action in _clean(msgspec.to_builtins(envelope.actions)):
         out.print(
             Text("next: ", style="dim")
             + Text(action["command"])

@@ -70,11 +70,16 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
         binding=batch.binding,
         live=None if live.bound else (live.reason or "the workspace could not be captured"),
     )
+    plan = case.snapshots.get("plan")
+    replanned = batch.plan_sha256 != (plan.sha256 if plan else None)
     passing = False
     for receipt in current:
         bound = receipt.binding == "bound"
-        stale = bound and not (
-            live.bound and (receipt.revision, receipt.dirty_digest) == (live.head, live.digest)
+        stale = bound and (
+            replanned
+            or not (
+                live.bound and (receipt.revision, receipt.dirty_digest) == (live.head, live.digest)
+            )
         )
         proof = bound and not stale
         result.receipts.append(
@@ -116,6 +121,8 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
             result.missing_criteria.append(criterion.id)
     result.status = _verdict(result, passing=passing)
     result.reasons = _reasons(result, batch.reasons)
+    if replanned:
+        result.reasons.insert(0, "the plan changed after the latest batch: verify again")
     return result
 
 

@@ -81,6 +81,14 @@ def _no_other_holder(kernel: Kernel, case: CaseFile, who: str) -> None:
         raise LeaseConflictError(msg)
 
 
+def _quoted(text: str) -> list[str]:
+    return [f"> {line}" for line in text.splitlines() or [""]]
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _gate(
     case: CaseFile,
     assessment: Assessment,
@@ -144,14 +152,15 @@ def _summary(  # noqa: PLR0917
     who: str,
     now: str,
 ) -> str:
+    """summary.md: the kernel's facts first; what people wrote follows, quoted line by line.
+
+    Quoting keeps text from the caller (a goal, an outcome) from posing as a heading of its own,
+    such as a forged "Verification: verified".
+    """
     lines = [
         f"# {case.id}",
         "",
-        f"Goal: {case.goal}",
-        "",
-        f"Outcome: {outcome}",
-        "",
-        f"Completed by {who} at {now}. Mode {case.mode}, risk {case.risk}.",
+        f"Completed by {_line(who)} at {now}. Mode {case.mode}, risk {case.risk}.",
         "",
         f"## Verification: {assessment.status}",
         "",
@@ -164,7 +173,8 @@ def _summary(  # noqa: PLR0917
         + ("" if r.proof else (" (stale)" if r.stale else " (not proof)"))
         for r in assessment.receipts
     )
-    lines.extend(f"- {reason}" for reason in assessment.reasons)
+    lines.extend(f"- {_line(reason)}" for reason in assessment.reasons)
     if acknowledgement:
-        lines += ["", f"Acknowledged: {acknowledgement}"]
+        lines += ["", "Acknowledged:", "", *_quoted(acknowledgement)]
+    lines += ["", "## Goal", "", *_quoted(case.goal), "", "## Outcome", "", *_quoted(outcome)]
     return "\n".join(lines) + "\n"

@@ -101,6 +101,8 @@ def parse_claims(
             raise InvalidInputError(msg[:400])
         if claim_id in statements:
             raise InvalidInputError(f"--claim {claim_id} is given twice")
+        if kernel.redactor.looks_secret(claim_id):
+            raise InvalidInputError("a claim id looks like a secret; name the claim instead")
         statements[claim_id] = validate.text(statement, f"claim {claim_id}", CLAIM_STATEMENT_MAX)
     mapped: dict[str, tuple[str, str | None]] = {}
     for spec in contracts:
@@ -110,7 +112,11 @@ def parse_claims(
             raise InvalidInputError(msg[:400])
         if claim_id in mapped:
             raise InvalidInputError(f"--contract {claim_id} is given twice")
-        if not contract or len(contract.encode("utf-8", "surrogatepass")) > CONTRACT_MAX:
+        try:
+            size = len(contract.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidInputError(f"the contract of {claim_id} is not valid UTF-8") from None
+        if not contract or size > CONTRACT_MAX:
             raise InvalidInputError(f"contract of {claim_id} must be 1 to {CONTRACT_MAX} bytes")
         if kernel.redactor.looks_secret(contract):
             msg = f"the contract of {claim_id} looks like it contains a secret; name a verifier"
@@ -283,6 +289,7 @@ def _checked(outcome: object) -> Outcome:
         valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
         valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
     valid.details = dict(list(valid.details.items())[:NOTES_MAX])
+    msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
     if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
         valid.raw = valid.raw[:RAW_BLOB_MAX]
         valid.notes.append(f"the raw output was cut at {RAW_BLOB_MAX} bytes")
@@ -340,6 +347,8 @@ def verify(
         require_lease_holder(txn, who, kernel, doing="verify", required=case.mode == "change")
         end = live_capture(kernel, txn.case)
         reasons = _binding_reasons(start, end, case.revision, txn.case.revision)
+        if _plan_digest(txn.case) != _plan_digest(case):
+            reasons.append("the plan changed during the run")
         if txn.case.revision != case.revision and _only_renewals(store, case, txn.case):
             # The holder renewing its lease during a long run changes nothing the run depends on.
             reasons = [r for r in reasons if not r.startswith("the case changed")]
@@ -357,6 +366,7 @@ def verify(
             branch=end.branch or start.branch,
             case_revision=case.revision,
             lease_actor=lease_before[0] if lease_before else None,
+            plan_sha256=_plan_digest(txn.case),
             acknowledged=[name for name, on in (("no-op", no_op), ("drift", ack_drift)) if on],
         )
         receipts = _stage_runs(txn, batch, runs, wanted)
@@ -391,6 +401,11 @@ def verify(
         },
         actions=_actions(committed, assessment.status),
     )
+
+
+def _plan_digest(case: CaseFile) -> str | None:
+    ref = case.snapshots.get("plan")
+    return None if ref is None else ref.sha256
 
 
 def _only_renewals(store: CaseStore, before: CaseFile, now: CaseFile) -> bool:

@@ -84,7 +84,14 @@ class Run(msgspec.Struct, kw_only=True):
 
 
 def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float) -> Run:
-    """Run `argv` in `cwd` and wait at most `timeout` seconds."""
+    """Run `argv` in `cwd` and wait at most `timeout` seconds.
+
+    The process group never outlives the call: it is killed when the command exits (so a
+    background child cannot touch the tree after its verifier passed), at the deadline, and
+    when cortex itself is interrupted (SIGINT, SIGTERM). If cortex is killed outright, the
+    kernel kills the command (PR_SET_PDEATHSIG where available); its own children may then
+    survive, which docs/design/verification.md lists as a limit.
+    """
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -96,12 +103,38 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - cortex runs no threads here
         )
     except OSError as exc:
         return Run(exit_code=None, spawn_error=f"{exc.strerror or exc} ({argv[0]})")
+    previous = _on_terminate()
+    try:
+        timed_out, streams = _collect(proc, started + timeout)
+    except _Terminated:
+        _kill_group(proc)
+        proc.wait()
+        raise SystemExit(128 + signal.SIGTERM) from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        _restore(previous)
+    out, err = (s.text() for s in streams)
+    return Run(
+        exit_code=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        seconds=round(time.monotonic() - started, 3),
+        stdout=out,
+        stderr=err,
+    )
+
+
+def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bool, list[_Stream]]:
+    """Read both pipes until the command and its group are done, or the deadline passes."""
     streams = {proc.stdout: _Stream(), proc.stderr: _Stream()}
-    deadline = started + timeout
     timed_out = False
+    ended = False
     with selectors.DefaultSelector() as selector:
         for pipe in streams:
             assert pipe is not None  # noqa: S101 - PIPE was requested
@@ -110,13 +143,18 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
         while selector.get_map():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if not timed_out:
+                if not timed_out and not ended:
                     timed_out = True
                     _kill_group(proc)
                     deadline = time.monotonic() + _GRACE
                     continue
                 break  # a grandchild escaped the group and keeps a pipe open: stop reading
-            for key, _ in selector.select(min(remaining, 0.5)):
+            if not ended and _exited(proc):
+                # The command is done: whatever it left running in its group goes with it.
+                ended = True
+                _kill_group(proc)
+                deadline = min(deadline, time.monotonic() + _GRACE)
+            for key, _ in selector.select(min(remaining, 0.1)):
                 try:
                     data = os.read(key.fd, 65536)
                 except BlockingIOError:
@@ -129,21 +167,57 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
         if pipe is not None:
             pipe.close()
     if not timed_out:
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-    if timed_out:
-        proc.wait()
-    out, err = (s.text() for s in streams.values())
-    return Run(
-        exit_code=None if timed_out else proc.returncode,
-        timed_out=timed_out,
-        seconds=round(time.monotonic() - started, 3),
-        stdout=out,
-        stderr=err,
-    )
+        if not _exited(proc):
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        _kill_group(proc)  # before reaping: the group id cannot have been reused yet
+    proc.wait()
+    return timed_out, list(streams.values())
+
+
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the command exited, without reaping it (so its group id stays reserved)."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:  # pragma: no cover - not Linux
+        return proc.poll() is not None
+    try:
+        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: be killed if cortex dies (Linux; elsewhere a no-op)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class _Terminated(Exception):  # noqa: N818 - a signal, not an error
+    """SIGTERM arrived while a command ran."""
+
+
+def _on_terminate() -> object:
+    """Turn SIGTERM into an exception for the duration of a run, so the group gets killed."""
+
+    def handler(signum: int, frame: object) -> None:  # noqa: ARG001
+        raise _Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        return None
+
+
+def _restore(previous: object) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
