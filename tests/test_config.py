@@ -159,7 +159,7 @@ class TestStateRoot:
 
 class TestRepoLocalStore:
     def test_repo_local_store_is_git_ignored(self, env: dict[str, str], repo: Path) -> None:
-        """cases_dir under .cortex writes .cortex/.gitignore with *, so git sees no change."""
+        """A repo-local store ignores its own files (and only those), so git sees no change."""
         write(repo / "cortex.toml", "cases_dir = '.cortex/cases'\n")
         git(repo, "add", "cortex.toml", env=env)
         git(repo, "commit", "-q", "-m", "config", env=env)
@@ -167,18 +167,22 @@ class TestRepoLocalStore:
         task = cli.open()
         cli("case", "note", task, "something")
         assert (repo / ".cortex" / "cases" / task / "case.json").is_file()
-        assert (repo / ".cortex" / ".gitignore").read_text() == "*\n"
+        assert "/task_*/" in (repo / ".cortex" / "cases" / ".gitignore").read_text()
+        assert not (repo / ".cortex" / ".gitignore").exists()
         assert git(repo, "status", "--porcelain", "--untracked-files=all", env=env) == ""
         assert cli("case", "status", task).data["store"]["root"] == str(repo / ".cortex" / "cases")
 
     def test_other_repo_local_dirs_ignore_themselves(self, env: dict[str, str], repo: Path) -> None:
-        """Any other in-repo cases_dir gets its own .gitignore."""
+        """Any other in-repo cases_dir gets the same .gitignore; other files there still count."""
         write(repo / "cortex.toml", "cases_dir = 'var/cases'\n")
         git(repo, "add", "cortex.toml", env=env)
         git(repo, "commit", "-q", "-m", "config", env=env)
         Cli(env, repo).open()
-        assert (repo / "var" / "cases" / ".gitignore").read_text() == "*\n"
+        assert "/.store.lock" in (repo / "var" / "cases" / ".gitignore").read_text()
         assert git(repo, "status", "--porcelain", "--untracked-files=all", env=env) == ""
+        (repo / "var" / "cases" / "plugin.py").write_text("print('code')\n")
+        status = git(repo, "status", "--porcelain", "--untracked-files=all", env=env)
+        assert status == "?? var/cases/plugin.py"
 
     def test_a_symlinked_component_is_refused(
         self, env: dict[str, str], repo: Path, tmp_path: Path
@@ -209,7 +213,7 @@ class TestRepoLocalStore:
         assert Cli(env, repo)("case", "open", "goal").error_code == "config_error"
 
     def test_a_source_directory_is_not_a_store(self, env: dict[str, str], repo: Path) -> None:
-        """A store's `.gitignore` of `*` would hide new source files: foreign dirs are refused."""
+        """A store is a directory of its own: an existing source directory is refused."""
         write(repo / "src" / "module.py", "print('code')\n")
         write(repo / "cortex.toml", "cases_dir = 'src'\n")
         out = Cli(env, repo)("case", "open", "goal")

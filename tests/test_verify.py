@@ -609,7 +609,8 @@ class TestNothingComesOutVerified:
         assert "the flaky suite is tracked in #12" in done.data["acknowledged"]
         summary = (case_path(env, task) / "summary.md").read_text()
         assert "## Verification: failed" in summary
-        assert "Acknowledged:\n\n> accepted failed verification: the flaky suite is tracked" in summary
+        acknowledged = "Acknowledged:\n\n> accepted failed verification: the flaky suite is tracked"
+        assert acknowledged in summary
 
     def test_10_a_workspace_that_is_not_a_git_repository_proves_nothing(
         self, env: dict[str, str], tmp_path: Path

@@ -22,6 +22,16 @@ from cortex.kernel import validate
 from cortex.kernel.config import Config, load_config, state_root
 from cortex.kernel.workspace import WorkspaceIdentity, discover
 
+STORE_GITIGNORE = b"""# A Cortex case store. Only the store's own files are ignored: anything
+# else put here stays visible to git, and so to the code state that
+# verification binds receipts to.
+/.gitignore
+/.store.lock
+/.keys/
+/.creating-*
+/task_*/
+"""
+
 
 def format_time(moment: float) -> str:
     """Seconds since the epoch as RFC 3339 UTC with milliseconds."""
@@ -156,18 +166,14 @@ class Kernel:
             self._refuse_foreign_directory(root)
         make_private_dirs(root)
         if inside:
-            relative = os.path.relpath(root, self.workspace.root).split(os.sep)
-            ignore_dir = (
-                os.path.join(self.workspace.root, ".cortex") if relative[0] == ".cortex" else root
-            )
-            ignore_file = os.path.join(ignore_dir, ".gitignore")
+            ignore_file = os.path.join(root, ".gitignore")
             if not os.path.lexists(ignore_file):
                 try:
-                    write_new_file(ignore_file, b"*\n")
+                    write_new_file(ignore_file, STORE_GITIGNORE)
                 except FileExistsError:
                     return
                 os.chmod(ignore_file, 0o644)
-                fsync_dir(ignore_dir)
+                fsync_dir(root)
 
     def _refuse_foreign_directory(self, root: str) -> None:
         """An in-repository store must be a directory of its own (new, empty or a store).

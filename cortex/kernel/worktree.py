@@ -157,6 +157,11 @@ def capture(
             return Capture(reason="the workspace is not a git repository")
         return Capture(reason=f"git status failed: {detail[:300]}")
     hidden = [(m.group(2), m.group(1)) for m in _FLAGGED.finditer(flags)]
+    if hidden:
+        staged = _staged_entries(base, root, git_env)
+        if staged is None:
+            return Capture(reason="git ls-files failed on entries git status does not look at")
+        hidden = [(path, tag + b" " + staged.get(path, b"? ?")) for path, tag in hidden]
     try:
         result = digest_status(
             proc.stdout, root, exclude=exclude, env=env, depth=depth, hidden=hidden
@@ -173,6 +178,64 @@ def capture(
             "`git update-index --refresh` (or any plain `git status`) once to make it fast again"
         )
     return result
+
+
+def _staged_entries(
+    base: list[str], root: str, env: Mapping[str, str]
+) -> dict[bytes, bytes] | None:
+    """Path -> `mode object` for every index entry (only needed when some are hidden: rare)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            [*base, "ls-files", "-s", "-z"],
+            cwd=root,
+            env={**env, "GIT_OPTIONAL_LOCKS": "0"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    entries: dict[bytes, bytes] = {}
+    for record in proc.stdout.split(b"\0"):
+        info, tab, path = record.partition(b"\t")
+        if tab:
+            mode, blob, _stage = info.split(b" ")
+            entries[path] = mode + b" " + blob
+    return entries
+
+
+def _differs_from_index(path: bytes, fields: bytes) -> bool:
+    """Whether a hidden entry's file differs from its index entry (for scope's changed files).
+
+    Hashes the file as a git blob; a file that a filter or line-ending conversion would store
+    differently counts as changed, which errs towards reporting drift, never towards hiding it.
+    """
+    import hashlib
+
+    parts = fields.split(b" ")
+    tag, mode, blob = parts[0], parts[1], parts[2]
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return tag not in (b"S", b"s")  # absent is what skip-worktree means
+    except OSError:
+        return True
+    if stat.S_ISLNK(info.st_mode):
+        data, actual = os.fsencode(os.readlink(path)), b"120000"
+    elif stat.S_ISREG(info.st_mode):
+        with open(path, "rb") as handle:
+            data = handle.read()
+        actual = b"100755" if info.st_mode & 0o111 else b"100644"
+    else:
+        return True
+    algorithm = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
+    header = b"blob " + str(len(data)).encode() + b"\0"
+    return actual != mode or algorithm(header + data).hexdigest().encode() != blob
 
 
 def _index_path(root: str, env: Mapping[str, str]) -> str | None:
@@ -305,7 +368,10 @@ def digest_status(
         state = _disk_state(os.path.join(root_bytes, path), env, depth)
         for part in (path, fields, state):
             digest.update(len(part).to_bytes(8, "big") + part)
-        if not fields.startswith(b"hidden:"):
+        hidden_entry = fields.startswith(b"hidden:")
+        if not hidden_entry or _differs_from_index(
+            os.path.join(root_bytes, path), fields[len(b"hidden:") :]
+        ):
             changed.append(path.decode("utf-8", "backslashreplace"))
     return Capture(
         head=head or "unborn",
