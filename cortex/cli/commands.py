@@ -251,7 +251,7 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
     """Ask at the controlling terminal, never at stdin: piped input cannot approve a command."""
 
     def confirm(workspace: str, argv: Sequence[str]) -> bool:
-        import shlex
+        import json
 
         try:
             tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
@@ -260,9 +260,12 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
         with tty:
             from cortex.cli.render import safe
 
+            # The argv as a JSON list of ASCII strings: one line, every argument visible, no
+            # newline, escape or bidi override in a repository's config can redraw the prompt.
+            shown = json.dumps(list(argv), ensure_ascii=True)
             prompt = safe(
                 f"Approve the verifier {name!r} for {workspace}?\n"
-                f"  it runs: {shlex.join(argv)}\n"
+                f"  it runs: {shown}\n"
                 f"Type {name} to approve, anything else to cancel: "
             )
             tty.write(prompt.encode("utf-8", "backslashreplace"))

@@ -19,7 +19,8 @@ from cortex.kernel.envelope import Envelope
 
 Data = dict[str, Any]
 
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Terminal controls, and the bidirectional overrides that reorder how text reads."""
 
 
 def safe(text: str) -> str:
@@ -28,7 +29,12 @@ def safe(text: str) -> str:
     Case text comes from agents, tools and repositories: an escape sequence in it must not
     move the cursor, rewrite what was printed, or retitle the terminal.
     """
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROLS.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _clean(value: Any) -> Any:
