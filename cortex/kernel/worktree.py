@@ -23,6 +23,8 @@ GIT_TIMEOUT = 120.0
 SLOW_CAPTURE = 1.0
 """Seconds after which a capture adds the stale-index warning."""
 _CHUNK = 1 << 20
+_LOCK_ABANDONED = 600.0
+"""Seconds after which a mirror's `.lock` is taken for a dead git's and removed."""
 
 _PINNED = (
     # A repository's configuration must not decide what counts as a change: no fsmonitor (it
@@ -225,17 +227,30 @@ def _differs_from_index(path: bytes, fields: bytes) -> bool:
         return tag not in (b"S", b"s")  # absent is what skip-worktree means
     except OSError:
         return True
-    if stat.S_ISLNK(info.st_mode):
-        data, actual = os.fsencode(os.readlink(path)), b"120000"
-    elif stat.S_ISREG(info.st_mode):
-        with open(path, "rb") as handle:
-            data = handle.read()
-        actual = b"100755" if info.st_mode & 0o111 else b"100644"
-    else:
-        return True
     algorithm = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
-    header = b"blob " + str(len(data)).encode() + b"\0"
-    return actual != mode or algorithm(header + data).hexdigest().encode() != blob
+    if stat.S_ISLNK(info.st_mode):
+        target = os.fsencode(os.readlink(path))
+        digest = algorithm(b"blob " + str(len(target)).encode() + b"\0" + target)
+        return mode != b"120000" or digest.hexdigest().encode() != blob
+    if not stat.S_ISREG(info.st_mode):
+        return True
+    actual = b"100755" if info.st_mode & 0o111 else b"100644"
+    digest = algorithm(b"blob " + str(info.st_size).encode() + b"\0")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return True
+    size = 0
+    try:
+        while chunk := os.read(fd, _CHUNK):  # streamed: a hidden file may be huge
+            digest.update(chunk)
+            size += len(chunk)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    # A file that changed size while being read is a change (and its header was wrong).
+    return size != info.st_size or actual != mode or digest.hexdigest().encode() != blob
 
 
 def _index_path(root: str, env: Mapping[str, str]) -> str | None:
@@ -309,6 +324,13 @@ def _mirror(
     for stale in os.listdir(directory):
         if stale.startswith("index-") and stale != name and not stale.endswith(".lock"):
             _unlink_quietly(os.path.join(directory, stale))
+    lock = target + ".lock"
+    try:
+        # A git killed while saving the mirror leaves its lock; git then never saves it again.
+        if time.time() - os.lstat(lock).st_mtime > _LOCK_ABANDONED:
+            _unlink_quietly(lock)
+    except OSError:
+        pass
     return target
 
 

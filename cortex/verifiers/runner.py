@@ -12,7 +12,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
@@ -103,7 +103,7 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - cortex runs no threads here
+            preexec_fn=_death_signal(),  # noqa: PLW1509 - cortex runs no threads here
         )
     except OSError as exc:
         return Run(exit_code=None, spawn_error=f"{exc.strerror or exc} ({argv[0]})")
@@ -188,15 +188,24 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
         return True
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: be killed if cortex dies (Linux; elsewhere a no-op)."""
+def _death_signal() -> Callable[[], None] | None:
+    """A preexec hook that makes the kernel kill the command if cortex dies (Linux only).
+
+    `prctl` is looked up here, in the parent: the hook that runs in the forked child only calls
+    it, so nothing is imported or allocated between fork and exec.
+    """
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    kill = int(signal.SIGKILL)
+
+    def hook() -> None:
+        prctl(1, kill)  # PR_SET_PDEATHSIG
+
+    return hook
 
 
 class _Terminated(Exception):  # noqa: N818 - a signal, not an error
