@@ -24,12 +24,13 @@ import argparse
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from run import table  # bench/ is the script's directory, so on sys.path
 
 PY = sys.executable
 CORTEX = str(Path(PY).parent / "cortex")
@@ -130,21 +131,6 @@ def measure(
                 touch_all(before)
             samples[name].append(timed(argv, env, repo))
     return samples
-
-
-def table(samples: dict[str, list[float]], floor: str, title: str) -> list[str]:
-    base = statistics.median(samples[floor])
-    lines = [
-        f"### {title}",
-        "",
-        "| command | median ms | p90 ms | ratio to floor |",
-        "|---|---:|---:|---:|",
-    ]
-    for name, values in samples.items():
-        median = statistics.median(values)
-        p90 = statistics.quantiles(values, n=10)[-1] if len(values) > 1 else median
-        lines.append(f"| {name} | {median:.1f} | {p90:.1f} | {median / base:.2f} |")
-    return [*lines, ""]
 
 
 def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[str]:

@@ -199,24 +199,11 @@ def _staged_entries(
     base: list[str], root: str, env: Mapping[str, str]
 ) -> dict[bytes, bytes] | None:
     """Path -> `mode object` for every index entry (only needed when some are hidden: rare)."""
-    import subprocess
-
-    try:
-        proc = subprocess.run(
-            [*base, "ls-files", "-s", "-z"],
-            cwd=root,
-            env={**env, "GIT_OPTIONAL_LOCKS": "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
+    output = _git_output([*base, "ls-files", "-s", "-z"], root, env)
+    if output is None:
         return None
     entries: dict[bytes, bytes] = {}
-    for record in proc.stdout.split(b"\0"):
+    for record in output.split(b"\0"):
         info, tab, path = record.partition(b"\t")
         if tab:
             mode, blob, _stage = info.split(b" ")
@@ -505,28 +492,40 @@ def _nested_state(path: bytes, env: Mapping[str, str] | None, depth: int) -> byt
 
 def committed_changes(root: str, env: Mapping[str, str], base: str, head: str) -> list[str] | None:
     """Paths changed between two commits (for scope), or None when git cannot say."""
-    import subprocess
-
     if base == head:
         return []
     if base.startswith("-") or head.startswith("-"):
         return None
+    output = _git_output(
+        [
+            "git",
+            "-c",
+            "core.quotePath=false",
+            "diff",
+            "--no-ext-diff",
+            "--no-renames",
+            "--name-only",
+            "-z",
+            "--end-of-options",
+            base,
+            head,
+            "--",
+        ],
+        root,
+        env,
+    )
+    if output is None:
+        return None
+    return [p.decode("utf-8", "backslashreplace") for p in output.split(b"\0") if p]
+
+
+def _git_output(argv: list[str], root: str, env: Mapping[str, str]) -> bytes | None:
+    """The output of a read-only git command, or None when it cannot run or fails."""
+    import subprocess
+
     try:
         proc = subprocess.run(
-            [
-                "git",
-                "-c",
-                "core.quotePath=false",
-                "diff",
-                "--no-ext-diff",
-                "--no-renames",
-                "--name-only",
-                "-z",
-                "--end-of-options",
-                base,
-                head,
-                "--",
-            ],
+            argv,
             cwd=root,
             env={**env, "GIT_OPTIONAL_LOCKS": "0"},
             stdin=subprocess.DEVNULL,
@@ -536,6 +535,4 @@ def committed_changes(root: str, env: Mapping[str, str], base: str, head: str) -
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if proc.returncode != 0:
-        return None
-    return [p.decode("utf-8", "backslashreplace") for p in proc.stdout.split(b"\0") if p]
+    return proc.stdout if proc.returncode == 0 else None
