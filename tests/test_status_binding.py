@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Cli, configure_verifiers, git, ready_to_verify, tree_state
+from conftest import Cli, case_path, configure_verifiers, git, ready_to_verify, tree_state
 
 
 def test_a_plain_directory_cannot_bind(env: dict[str, str], tmp_path: Path) -> None:
@@ -72,3 +72,18 @@ def test_status_and_attest_write_nothing(
     assert cli("case", "attest", task).data["current"] is False
     assert tree_state(state_root) == before
     assert tree_state(repo / ".git") == git_before
+
+
+def test_complete_defaults_to_the_lease_holder(cli: Cli, repo: Path, env: dict[str, str]) -> None:
+    """Without --actor, complete acts as the holder of the active lease; others are refused."""
+    configure_verifiers(repo, env, {"unit": ["true"]})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    task = ready_to_verify(cli, actor="agent-7")
+    (repo / "app.py").write_text("print('fixed')\n")
+    assert cli("case", "verify", task).data["batch"]["actor"] == "agent-7"
+    other = cli("case", "complete", task, "--outcome", "done", "--actor", "someone-else")
+    assert other.error_code == "lease_conflict"
+    done = cli("case", "complete", task, "--outcome", "done").data
+    assert done["status"] == "complete"
+    summary = (case_path(env, task) / "summary.md").read_text()
+    assert "Completed by agent-7" in summary

@@ -237,7 +237,7 @@ def _complete(c: Call) -> Result:
         outcome=c["outcome"],
         accept_failed=c["accept_failed"],
         verification_not_possible=c["verification_not_possible"],
-        actor=c["actor"],
+        actor=c["actor"] or c.env.get("CORTEX_ACTOR") or None,
     )
 
 

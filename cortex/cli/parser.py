@@ -277,7 +277,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "complete although nothing is (fully) proven",
                 metavar="REASON",
             ),
-            _ACTOR,
+            Opt("--actor", "who completes (default: the lease holder)", metavar="NAME"),
         ),
     ),
     Cmd(
