@@ -334,7 +334,6 @@ def verify(
         approve=_approver(kernel, case.workspace.root),
         changed=changed,
         ack_drift=ack_drift,
-        state_root=kernel.state_root,
     )
     problems = [p for r, v in verifiers if (p := _check(r, v, context)) is not None]
     if problems:

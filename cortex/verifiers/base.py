@@ -61,7 +61,6 @@ class Context(msgspec.Struct, kw_only=True):
     changed: list[str] | None = None
     """Files the task changed since the case was opened (None: git cannot say)."""
     ack_drift: bool = False
-    state_root: str = ""
 
 
 class Verifier(Protocol):
