@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from conftest import Cli, configure_verifiers, ready_to_verify
 
 from cortex.verifiers import runner
 
@@ -90,7 +93,7 @@ def test_sigterm_to_cortex_kills_the_command_group(tmp_path: Path) -> None:
     """Interrupting cortex (SIGTERM) takes the command and its children down with it."""
     proc, (command, child) = start_driver(tmp_path)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+    proc.wait(timeout=10)  # the bare driver dies of the raised `Terminated`
     assert wait_dead(command)
     assert wait_dead(child)
 
@@ -104,3 +107,34 @@ def test_sigkill_to_cortex_kills_the_command(tmp_path: Path) -> None:
     # The command's own child is orphaned, not killed (the documented limit): clean it up.
     if alive(child):
         os.kill(child, signal.SIGKILL)
+
+
+def test_sigterm_during_verify_is_an_interrupted_envelope(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """cortex stopped by SIGTERM while a verifier runs: one envelope, exit 143, nothing bound."""
+    pid_file = tmp_path / "verifier.pid"
+    configure_verifiers(repo, env, {"unit": ["sh", "-c", f"echo $$ > {pid_file}; sleep 30"]})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    cli = Cli(env, repo)
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cortex", "case", "verify", task, "--json"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 20
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the verifier did not start"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 128 + signal.SIGTERM
+    envelope = json.loads(out)
+    assert envelope["ok"] is False
+    assert envelope["error"]["message"] == "interrupted"
+    assert wait_dead(int(pid_file.read_text()))
+    assert cli("case", "status", task).data["verification"] is None

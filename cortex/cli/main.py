@@ -81,9 +81,10 @@ def main(
             actions=_redacted(getattr(exc, "actions", None), seen),
         )
         exit_status = exc.exit_status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM during a verifier run (which carries its own status, 143).
         envelope = failure(name, _InternalError("interrupted"))
-        exit_status = EXIT_INTERRUPTED
+        exit_status = int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
     except Exception as exc:  # noqa: BLE001 - the contract is an envelope, never a traceback
         if env.get("CORTEX_DEBUG"):
             import traceback

@@ -113,7 +113,7 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
     except _Terminated:
         _kill_group(proc)
         proc.wait()
-        raise SystemExit(128 + signal.SIGTERM) from None
+        raise Terminated from None
     except BaseException:
         _kill_group(proc)
         proc.wait()
@@ -209,7 +209,13 @@ def _death_signal() -> Callable[[], None] | None:
 
 
 class _Terminated(Exception):  # noqa: N818 - a signal, not an error
-    """SIGTERM arrived while a command ran."""
+    """SIGTERM arrived while a command ran (internal: turned into `Terminated` once cleaned up)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """cortex was asked to stop (SIGTERM) during a run: reported like Ctrl-C, exit 143."""
+
+    exit_status = 128 + signal.SIGTERM
 
 
 def _on_terminate() -> object:
