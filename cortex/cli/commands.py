@@ -281,6 +281,12 @@ def _trust(c: Call) -> Result:
     return trust(c.kernel, c["name"], confirm=_confirm_at_terminal(c["name"]), revoke=c["revoke"])
 
 
+def _config(c: Call) -> Result:
+    from cortex.kernel.show_config import show_config
+
+    return show_config(c.kernel)
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -303,4 +309,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.complete": _complete,
     "case.attest": _attest,
     "case.trust": _trust,
+    "config": _config,
 }

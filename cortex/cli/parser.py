@@ -248,6 +248,7 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(_REASON, _ACTOR),
     ),
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
+    Cmd(("config",), "the configuration in force here, and where each value came from"),
     Cmd(
         ("case", "verify"),
         "run the plan's verifiers once; receipts are bound to the code they ran on",

@@ -365,6 +365,23 @@ def _trusted(console: Console, data: Data) -> None:
     )
 
 
+def _config(console: Console, data: Data) -> None:
+    rows: list[tuple[str, str | Text]] = [
+        ("workspace", f"{data['workspace']['root']} ({data['workspace']['kind']})"),
+        ("store", data["store"]["root"]),
+        ("files read", ", ".join(data["files"]) or "none"),
+    ]
+    for key, value in data["values"].items():
+        where = "default" if value["default"] else ", ".join(value["sources"])
+        shown = "the central store" if value["value"] is None else value["value"]
+        rows.append((key, f"{shown}  [{where}]"))
+    for name, verifier in data["verifiers"].items():
+        argv = " ".join(verifier["argv"])
+        rows.append((f"verifier {name}", f"{argv}  [{verifier['source']}]"))
+        rows.append(("", verifier["approval"]))
+    console.print(_kv(rows))
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -387,6 +404,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.complete": _completed,
     "case.attest": _attested,
     "case.trust": _trusted,
+    "config": _config,
 }
 
 
