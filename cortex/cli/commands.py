@@ -287,6 +287,12 @@ def _config(c: Call) -> Result:
     return show_config(c.kernel)
 
 
+def _init(c: Call) -> Result:
+    from cortex.kernel.init import init
+
+    return init(c.kernel, force=c["force"], pyproject=c["pyproject"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -310,4 +316,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.attest": _attest,
     "case.trust": _trust,
     "config": _config,
+    "init": _init,
 }

@@ -250,6 +250,16 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
     Cmd(("config",), "the configuration in force here, and where each value came from"),
     Cmd(
+        ("init",),
+        "detect the test runner and write a starter verifier to cortex.toml",
+        options=(
+            Opt(
+                "--force", "replace verifiers of the same name (rewrites cortex.toml)", kind="flag"
+            ),
+            Opt("--pyproject", "write [tool.cortex.verifiers.*] to pyproject.toml", kind="flag"),
+        ),
+    ),
+    Cmd(
         ("case", "verify"),
         "run the plan's verifiers once; receipts are bound to the code they ran on",
         positionals=(_TASK,),

@@ -382,6 +382,16 @@ def _config(console: Console, data: Data) -> None:
     console.print(_kv(rows))
 
 
+def _initialized(console: Console, data: Data) -> None:
+    console.print(
+        Text(f"Wrote {', '.join(data['written'])} ", style="bold green")
+        + Text(f"to {data['file']}")
+    )
+    for name, argv in data["argv"].items():
+        console.print(Text(f"  {name}: {' '.join(argv)}"))
+    console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -405,6 +415,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.attest": _attested,
     "case.trust": _trusted,
     "config": _config,
+    "init": _initialized,
 }
 
 
@@ -424,7 +435,7 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
         )
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
-    if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify"}:
+    if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify", "init"}:
         return
     for action in _clean(msgspec.to_builtins(envelope.actions)):
         out.print(

@@ -1,0 +1,158 @@
+"""`cortex init`: find the repository's test runner and write a starter verifier for it.
+
+It writes `[verifiers.NAME]` tables to cortex.toml (or `[tool.cortex.verifiers.NAME]` to
+pyproject.toml with `--pyproject`), never replaces a verifier that exists unless `--force`, and
+checks that the file it writes still parses before replacing it atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from cortex.cases.bounds import CONFIG_FILE_MAX
+from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.fsio import read_bounded, write_atomic
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Action, Result
+from cortex.kernel.errors import ConfigError, GateRefusedError
+
+
+def detect(root: str) -> dict[str, list[str]]:
+    """Verifier name -> argv for each test runner the repository shows signs of."""
+    found: dict[str, list[str]] = {}
+
+    def has(*names: str) -> bool:
+        return any(os.path.isfile(os.path.join(root, name)) for name in names)
+
+    def mentions(name: str, text: str) -> bool:
+        try:
+            return text in read_bounded(os.path.join(root, name), CONFIG_FILE_MAX).decode(
+                "utf-8", "replace"
+            )
+        except (OSError, InvalidInputError):
+            return False
+
+    if (
+        has("pytest.ini", "conftest.py")
+        or mentions("pyproject.toml", "[tool.pytest")
+        or mentions("setup.cfg", "[tool:pytest]")
+        or mentions("tox.ini", "[pytest]")
+        or _has_python_tests(os.path.join(root, "tests"))
+    ):
+        found["pytest"] = ["python", "-m", "pytest", "-q"]
+    script = _package_test_script(root)
+    if script:
+        if has("bun.lockb", "bun.lock"):
+            found["js"] = ["bun", "run", "test"]
+        elif has("pnpm-lock.yaml"):
+            found["js"] = ["pnpm", "test"]
+        elif has("yarn.lock"):
+            found["js"] = ["yarn", "test"]
+        else:
+            found["js"] = ["npm", "test"]
+    if has("go.mod"):
+        found["go"] = ["go", "test", "./..."]
+    if has("Cargo.toml"):
+        found["cargo"] = ["cargo", "test"]
+    return found
+
+
+def _has_python_tests(directory: str) -> bool:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return False
+    return any(
+        name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+        for name in names
+    )
+
+
+def _package_test_script(root: str) -> bool:
+    try:
+        package = json.loads(read_bounded(os.path.join(root, "package.json"), CONFIG_FILE_MAX))
+    except (OSError, InvalidInputError, ValueError):
+        return False
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    return isinstance(scripts, dict) and isinstance(scripts.get("test"), str)
+
+
+def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Result:
+    """Detect test runners and write their verifiers (see the module docstring)."""
+    import tomllib
+
+    root = kernel.workspace.root
+    found = detect(root)
+    if not found:
+        msg = (
+            "no test runner found (pytest, npm/pnpm/yarn/bun, go test, cargo test); "
+            "add a [verifiers.NAME] table with its argv to cortex.toml by hand"
+        )
+        raise NotFoundError(msg)
+    path = os.path.join(root, "pyproject.toml" if pyproject else "cortex.toml")
+    try:
+        original = read_bounded(path, CONFIG_FILE_MAX).decode("utf-8")
+    except FileNotFoundError:
+        original = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"cannot be read ({exc})") from None
+    document = tomllib.loads(original)
+    table = document.get("tool", {}).get("cortex", {}) if pyproject else document
+    existing = set(table.get("verifiers", {}))
+    clashes = sorted(existing & set(found))
+    if clashes and (not force or pyproject):
+        how = "edit pyproject.toml by hand" if pyproject else "pass --force to replace them"
+        msg = f"{path} already configures {', '.join(clashes)}; {how}"
+        raise GateRefusedError(msg, [Action(command="cortex config", reason="see what is set")])
+    if clashes:
+        # Replacing a table means rewriting cortex.toml from its parsed form (comments go).
+        for name in clashes:
+            del table["verifiers"][name]
+        original = _dump(table)
+    prefix = "tool.cortex.verifiers" if pyproject else "verifiers"
+    blocks = [
+        f"[{prefix}.{name}]\nargv = {json.dumps(argv)}\n" for name, argv in sorted(found.items())
+    ]
+    text = original + ("\n" if original and not original.endswith("\n") else "")
+    text += ("\n" if text else "") + "\n".join(blocks)
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"adding the verifiers would make {path} invalid TOML ({exc}); nothing was written"
+        raise GateRefusedError(msg, []) from None
+    mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
+    write_atomic(path, text.encode("utf-8"))
+    os.chmod(path, mode)
+    return Result(
+        data={
+            "file": path,
+            "written": sorted(found),
+            "replaced": clashes,
+            "argv": found,
+            "verify": [name if name == "pytest" else f"command:{name}" for name in sorted(found)],
+        },
+        actions=[
+            Action(command=f"cortex case trust {name}", reason="approve it, at a terminal")
+            for name in sorted(found)
+        ],
+    )
+
+
+def _dump(table: dict[str, Any]) -> str:
+    """cortex.toml from its parsed keys (the format's few value types only)."""
+    lines = [f"{key} = {_value(value)}" for key, value in table.items() if key != "verifiers"]
+    for name, verifier in table.get("verifiers", {}).items():
+        lines += ["", f"[verifiers.{name}]"]
+        lines += [f"{key} = {_value(value)}" for key, value in verifier.items()]
+    return "\n".join(lines).lstrip("\n") + "\n" if lines else ""
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str | list):
+        return json.dumps(value)
+    msg = f"cannot rewrite a value of type {type(value).__name__} in cortex.toml"
+    raise InvalidInputError(msg)
