@@ -32,6 +32,11 @@ def _dispatch(
     from cortex.cli.commands import HANDLERS, Call
     from cortex.kernel.context import Kernel
 
+    if parsed.command.name == "doctor":
+        # Doctor builds its own kernel: a broken configuration is one of the things it reports.
+        from cortex.kernel.doctor import doctor
+
+        return doctor(cwd, env)
     kernel = Kernel(cwd, env, default_actor=env.get("CORTEX_ACTOR") or "cli")
     seen["redactor"] = kernel.redactor
     handler = HANDLERS[parsed.command.name]

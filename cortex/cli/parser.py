@@ -249,6 +249,7 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
     Cmd(("config",), "the configuration in force here, and where each value came from"),
+    Cmd(("doctor",), "read-only checks of git, configuration, store and locks; exit 1 on failure"),
     Cmd(
         ("init",),
         "detect the test runner and write a starter verifier to cortex.toml",

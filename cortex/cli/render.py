@@ -392,6 +392,18 @@ def _initialized(console: Console, data: Data) -> None:
     console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
 
 
+_CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
+
+
+def _doctor(console: Console, data: Data) -> None:
+    for check in data["checks"]:
+        line = Text(f"{check['status']:>7}  ", style=_CHECK_STYLE.get(check["status"], ""))
+        line += Text(f"{check['name']}: ", style="bold") + Text(check["detail"])
+        console.print(line)
+        if check.get("fix") and check["status"] != "ok":
+            console.print(Text(f"         fix: {check['fix']}", style="dim"))
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -416,6 +428,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.trust": _trusted,
     "config": _config,
     "init": _initialized,
+    "doctor": _doctor,
 }
 
 

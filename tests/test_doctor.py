@@ -1,0 +1,93 @@
+"""`cortex doctor`: read-only checks, each failure with its fix, exit 1 when one fails."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT, Cli, case_path, run_cortex, tree_state
+
+
+def checks(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {check["name"]: check for check in data["checks"]}
+
+
+def test_a_healthy_workspace_passes(cli: Cli, repo: Path, state_root: Path) -> None:
+    """Every check runs and passes (or warns); nothing is written anywhere."""
+    task = cli.open()
+    before_state, before_repo = tree_state(state_root), tree_state(repo)
+    out = cli("doctor")
+    assert out.code == 0, out.stdout
+    found = checks(out.data)
+    for name in ("git", "configuration", "store identity", "state directory", "locks"):
+        assert found[name]["status"] == "ok", found[name]
+    assert found["store health"]["status"] == "ok"
+    assert out.data["ok"] is True
+    assert tree_state(state_root) == before_state
+    assert tree_state(repo) == before_repo
+    assert case_path(cli.env, task).is_dir()
+    assert "store identity" in cli("doctor", human=True).stdout
+
+
+def test_a_broken_configuration_fails_with_its_file_and_key(cli: Cli, repo: Path) -> None:
+    """A bad key does not stop the doctor: it is the failing check, with the file and key."""
+    (repo / "cortex.toml").write_text("lock_timeout = 'soon'\n")
+    out = cli("doctor")
+    assert out.code == 1
+    envelope = out.envelope
+    assert envelope["error"]["code"] == "doctor_failed"
+    config = checks(envelope["data"])["configuration"]
+    assert config["status"] == "fail"
+    assert "cortex.toml" in config["detail"]
+    assert "lock_timeout" in config["detail"]
+    assert config["fix"]
+
+
+def test_missing_git_fails_with_a_fix(cli: Cli, env: dict[str, str], tmp_path: Path) -> None:
+    """Without git on PATH the git check fails and says what to install."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env["PATH"] = str(empty)
+    out = cli("doctor")
+    assert out.code == 1
+    git = checks(out.envelope["data"])["git"]
+    assert git["status"] == "fail"
+    assert "install git" in git["fix"]
+
+
+def test_an_interrupted_write_is_a_warning(cli: Cli) -> None:
+    """A pending journal is reported with its case, and does not fail the doctor."""
+    task = cli.open()
+    (case_path(cli.env, task) / ".journal.json").write_text("{}")
+    out = cli("doctor")
+    assert out.code == 0
+    health = checks(out.data)["store health"]
+    assert health["status"] == "warn"
+    assert task in health["detail"]
+
+
+def test_unapproved_verifiers_are_a_warning_naming_the_fix(cli: Cli, repo: Path) -> None:
+    """A configured command nobody approved: a warning with the trust command to run."""
+    (repo / "cortex.toml").write_text('[verifiers.unit]\nargv = ["true"]\n')
+    approval = checks(cli("doctor").data)["verifier approval"]
+    assert approval["status"] == "warn"
+    assert approval["fix"] == "cortex case trust unit"
+
+
+def test_a_plugin_that_cannot_load_fails(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """A registered verifier plugin whose module is missing fails the check (real process)."""
+    site = tmp_path / "site"
+    info = site / "broken_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[cortex.verifiers]\nbroken = no_such_module:Thing\n")
+    plugin_env = {**env, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
+    done = run_cortex(["doctor", "--json"], plugin_env, repo)
+    assert done.returncode == 1
+    envelope = json.loads(done.stdout)
+    plugins = checks(envelope["data"])["verifier plugins"]
+    assert plugins["status"] == "fail"
+    assert "broken" in plugins["detail"]
+    assert done.stderr == b""
