@@ -110,3 +110,6 @@ CONTRACTS_MAX = 10_000
 """Per-selector results kept from one verifier run (test ids, for pytest)."""
 CLAIM_REGISTRY_MAX = 1024
 """Distinct named-claim ids one case may use over its life."""
+PREVIEW_DEFAULT = 32 * KIB
+"""Bytes of an artifact `read-artifact` returns unless asked for fewer or more."""
+PREVIEW_MAX = 128 * KIB

@@ -139,6 +139,32 @@ def read_records(path: str, length: int, type_: type[_R], *, revision: int) -> I
         yield record
 
 
+def line_containing(path: str, length: int, needle: bytes) -> bytes | None:
+    """The first committed line holding `needle` (a JSON `"field":"value"` pattern), or None.
+
+    JSON escapes every quote inside string values, so an unescaped `"field":"value"` can only be
+    that field itself. Searched at memchr speed, without decoding anything else.
+    """
+    if length == 0:
+        return None
+    fd = open_for_read(path)
+    try:
+        if os.fstat(fd).st_size < length:
+            msg = f"{path} is shorter than its committed length: acknowledged data is gone"
+            raise IntegrityError(msg, path=path)
+        import mmap
+
+        with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as view:
+            at = view.find(needle, 0, length)
+            if at < 0:
+                return None
+            start = view.rfind(b"\n", 0, at) + 1
+            end = view.find(b"\n", at, length)
+            return view[start : end if end >= 0 else length]
+    finally:
+        os.close(fd)
+
+
 def find_lines(path: str, length: int, record_ids: list[str]) -> dict[str, bytes]:
     """The committed line (newline stripped) of each record id found, without decoding the rest.
 

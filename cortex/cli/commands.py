@@ -124,6 +124,18 @@ def _read_evidence(c: Call) -> Result:
     return read_evidence(c.kernel, c["task"], c["evidence"])
 
 
+def _read_artifact(c: Call) -> Result:
+    from cortex.kernel.artifact import read_artifact
+
+    return read_artifact(
+        c.kernel,
+        c["task"],
+        c["ref"],
+        max_bytes=c["max_bytes"],
+        allow_binary=c["allow_binary"],
+    )
+
+
 def _plan(c: Call) -> Result:
     from cortex.kernel.plan import plan
 
@@ -300,6 +312,7 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.evidence.add": _evidence_add,
     "case.note": _note,
     "case.read-evidence": _read_evidence,
+    "case.read-artifact": _read_artifact,
     "case.plan": _plan,
     "case.resolve": _resolve,
     "case.begin-change": _begin_change,

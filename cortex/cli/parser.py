@@ -154,6 +154,20 @@ COMMANDS: tuple[Cmd, ...] = (
         positionals=(_TASK, ("evidence", "evidence id (ev_...)")),
     ),
     Cmd(
+        ("case", "read-artifact"),
+        "a bounded, redacted preview of raw output the case cites",
+        positionals=(_TASK, ("ref", "case://<task>/raw/<raw id>")),
+        options=(
+            Opt(
+                "--max-bytes",
+                "at most N bytes (default 32768, at most 131072)",
+                metavar="N",
+                integer=True,
+            ),
+            Opt("--allow-binary", "return binary output as base64 (marked sensitive)", kind="flag"),
+        ),
+    ),
+    Cmd(
         ("case", "plan"),
         "commit a plan: hypotheses, boundary, verifiers, uncertainty",
         positionals=(_TASK,),

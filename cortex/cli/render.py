@@ -404,6 +404,16 @@ def _doctor(console: Console, data: Data) -> None:
             console.print(Text(f"         fix: {check['fix']}", style="dim"))
 
 
+def _artifact(console: Console, data: Data) -> None:
+    facts = f"{data['bytesReturned']} of {data['size']} bytes, {data['encoding']}"
+    if data["truncated"]:
+        facts += ", truncated"
+    if data["sensitive"]:
+        facts += ", sensitive"
+    console.print(Text(f"{data['ref']} ({facts})", style="bold"))
+    console.print(Text(data["content"]))
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -427,6 +437,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.attest": _attested,
     "case.trust": _trusted,
     "config": _config,
+    "case.read-artifact": _artifact,
     "init": _initialized,
     "doctor": _doctor,
 }
