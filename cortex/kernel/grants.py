@@ -59,7 +59,11 @@ def grants_path(env: Mapping[str, str]) -> str | None:
 
 
 def load(env: Mapping[str, str]) -> Grants:
-    """The grants file, or no grants; a corrupt file fails closed (exit 4), never as approval."""
+    """The grants file, or no grants; a corrupt file fails closed, never as approval.
+
+    It raises ConfigError: `config` answers exit 4 and `doctor` reports a failed check; during
+    verify the error blocks the command verifier that asked (its receipt says why).
+    """
     path = grants_path(env)
     if path is None:
         return Grants()
