@@ -243,3 +243,19 @@ def ready_to_verify(
         out = cli("case", "begin-change", task, "--actor", actor)
         assert out.code == 0, out.stdout
     return task
+
+
+def add_submodule(repo: Path, upstream: Path, where: str, env: dict[str, str]) -> None:
+    """Add `upstream` (a local repository) as a committed submodule of `repo` at `where`."""
+    git(
+        repo,
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        str(upstream),
+        where,
+        env=env,
+    )
+    git(repo, "commit", "-q", "-m", "add submodule", env=env)

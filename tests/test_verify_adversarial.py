@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cli, case_path, configure_verifiers, git, make_repo, ready_to_verify
+from conftest import (
+    Cli,
+    add_submodule,
+    case_path,
+    configure_verifiers,
+    git,
+    make_repo,
+    ready_to_verify,
+)
 from test_verifiers import trust_at_terminal
 from test_verify import (
     GITHUB_TOKEN,
@@ -1093,18 +1101,7 @@ def test_verify_never_writes_a_submodules_index(
         (upstream / f"f{index}.py").write_text(f"{index}\n")
     git(upstream, "add", "-A", env=env)
     git(upstream, "commit", "-q", "-m", "files", env=env)
-    git(
-        repo,
-        "-c",
-        "protocol.file.allow=always",
-        "submodule",
-        "add",
-        "-q",
-        str(upstream),
-        "sub",
-        env=env,
-    )
-    git(repo, "commit", "-q", "-m", "add submodule", env=env)
+    add_submodule(repo, upstream, "sub", env)
     task = ready_to_verify(cli, files=("app.py", "sub"))
     edit(repo)
     sub = repo / "sub"

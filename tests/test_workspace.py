@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import Cli, make_repo
+from conftest import Cli, add_submodule, make_repo
 from conftest import git as run_git
 
 from cortex.cases.errors import InvalidInputError
@@ -238,18 +238,7 @@ class TestSubmodule:
         """A superproject with one committed submodule at `libs/sub`."""
         library = make_repo(tmp_path / "library", env)
         top = make_repo(tmp_path / "super", env)
-        run_git(
-            top,
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            str(library),
-            "libs/sub",
-            env=env,
-        )
-        run_git(top, "commit", "-q", "-m", "add submodule", env=env)
+        add_submodule(top, library, "libs/sub", env)
         return top
 
     def test_submodule_has_its_own_common_dir(

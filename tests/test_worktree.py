@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo
+from conftest import add_submodule, git, make_repo
 
 from cortex.kernel.worktree import DIGEST_VERSION, Capture, capture, committed_changes
 
@@ -925,18 +925,7 @@ class TestNeverWritesGit:
 def with_submodule(tmp_path: Path, env: dict[str, str], repo: Path) -> Path:
     """`repo` with a committed submodule at `sub` (cloned from a local repository)."""
     upstream = make_repo(tmp_path / "upstream", env)
-    git(
-        repo,
-        "-c",
-        "protocol.file.allow=always",
-        "submodule",
-        "add",
-        "-q",
-        str(upstream),
-        "sub",
-        env=env,
-    )
-    git(repo, "commit", "-q", "-m", "add submodule", env=env)
+    add_submodule(repo, upstream, "sub", env)
     return repo
 
 
