@@ -113,3 +113,12 @@ CLAIM_REGISTRY_MAX = 1024
 PREVIEW_DEFAULT = 32 * KIB
 """Bytes of an artifact `read-artifact` returns unless asked for fewer or more."""
 PREVIEW_MAX = 128 * KIB
+# The timeline (`cortex case timeline`).
+TIMELINE_LIMIT_DEFAULT = 50
+"""Entries one timeline page returns unless asked for fewer or more."""
+TIMELINE_LIMIT_MAX = 500
+TIMELINE_AROUND_DEFAULT = 10
+TIMELINE_AROUND_MAX = 250
+TIMELINE_TITLE_MAX = 240
+TIMELINE_CURSOR_MAX = 1024
+TIMELINE_DATE_MAX = 64

@@ -305,6 +305,26 @@ def _init(c: Call) -> Result:
     return init(c.kernel, force=c["force"], pyproject=c["pyproject"])
 
 
+def _timeline(c: Call) -> Result:
+    from cortex.cases.bounds import TIMELINE_LIMIT_DEFAULT
+    from cortex.kernel.timeline import timeline
+
+    return timeline(
+        c.kernel,
+        c["task"],
+        kinds=c["kind"],
+        actor=c["actor"],
+        since=c["since"],
+        until=c["until"],
+        anchor=c["anchor"],
+        before=c["before"],
+        after=c["after"],
+        # The default lives in bounds.py with the limit, not in the grammar.
+        limit=TIMELINE_LIMIT_DEFAULT if c["limit"] is None else c["limit"],
+        cursor=c["cursor"],
+    )
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -330,4 +350,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.trust": _trust,
     "config": _config,
     "init": _init,
+    "case.timeline": _timeline,
 }

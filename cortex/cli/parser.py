@@ -317,6 +317,35 @@ COMMANDS: tuple[Cmd, ...] = (
         positionals=(("name", "the verifier name ([verifiers.NAME], or pytest)"),),
         options=(Opt("--revoke", "withdraw the approval", kind="flag"),),
     ),
+    Cmd(
+        ("case", "timeline"),
+        "a case's history, one entry per event, oldest first (read-only)",
+        positionals=(_TASK,),
+        options=(
+            Opt(
+                "--kind",
+                "only entries of this kind: phase|evidence|command|decision|receipt|batch",
+                kind="repeat",
+                metavar="KIND",
+            ),
+            Opt("--actor", "only entries by this actor", metavar="NAME"),
+            Opt("--since", "only entries at or after this ISO date or time (UTC)", metavar="WHEN"),
+            Opt(
+                "--until",
+                "only entries at or before this ISO date or time (a date covers its whole day)",
+                metavar="WHEN",
+            ),
+            Opt("--limit", "entries per page (default 50, at most 500)", metavar="N", integer=True),
+            Opt("--cursor", "the next page: the token the previous page printed", metavar="TOKEN"),
+            Opt(
+                "--anchor",
+                "center on an entry id, or on the first entry at or after a date",
+                metavar="ID|DATE",
+            ),
+            Opt("--before", "entries before the anchor (default 10)", metavar="N", integer=True),
+            Opt("--after", "entries after the anchor (default 10)", metavar="N", integer=True),
+        ),
+    ),
 )
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}

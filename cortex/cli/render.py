@@ -414,6 +414,12 @@ def _artifact(console: Console, data: Data) -> None:
     console.print(Text(data["content"]))
 
 
+def _timeline(console: Console, data: Data) -> None:
+    from cortex.cli.render_timeline import timeline
+
+    timeline(console, data)
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -440,6 +446,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.read-artifact": _artifact,
     "init": _initialized,
     "doctor": _doctor,
+    "case.timeline": _timeline,
 }
 
 
