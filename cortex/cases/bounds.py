@@ -122,3 +122,22 @@ TIMELINE_AROUND_MAX = 250
 TIMELINE_TITLE_MAX = 240
 TIMELINE_CURSOR_MAX = 1024
 TIMELINE_DATE_MAX = 64
+# The handoff packet (`cortex case handoff`, docs/design/handoff.md).
+HANDOFF_BUDGET = 128 * KIB
+"""The most the Markdown of one handoff may take, and, separately, its JSON packet."""
+HANDOFF_EVIDENCE_MAX = 50
+"""Newest shareable evidence records a full handoff shows (and the only ones read into memory)."""
+HANDOFF_EVIDENCE_CUT = 20
+HANDOFF_CLAIM_CUT = 1 * KIB
+"""An evidence claim or URI in a cut handoff (tier 1)."""
+HANDOFF_TITLE_MAX = 120
+HANDOFF_TEXT_CUT = 512
+"""Any text in a tier 4 handoff."""
+HANDOFF_LIST_CUT = 32
+"""Items of any list in a tier 4 handoff."""
+HANDOFF_TEXT_MIN = 64
+"""Any text in a tier 5 handoff, the last resort."""
+HANDOFF_LIST_MIN = 4
+"""Items of any list in a tier 5 handoff."""
+HANDOFF_CHILDREN_MAX = 32
+"""Child cases whose phase a handoff reads; further children are counted."""

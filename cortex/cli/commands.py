@@ -325,6 +325,19 @@ def _timeline(c: Call) -> Result:
     )
 
 
+def _handoff(c: Call) -> Result:
+    from cortex.kernel.handoff import handoff
+    from cortex.kernel.handoff_file import save
+
+    if c["format"] is not None and c["output"] is None:
+        raise UsageError("cortex case handoff: --format says what -o writes; give -o FILE too")
+    result = handoff(c.kernel, c["task"], compact=c["compact"])
+    if c["output"] is not None:
+        path = os.path.join(c.cwd, c["output"])
+        result.data["written"] = save(c.kernel, result, path, fmt=c["format"] or "markdown")
+    return result
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -351,4 +364,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "config": _config,
     "init": _init,
     "case.timeline": _timeline,
+    "case.handoff": _handoff,
 }

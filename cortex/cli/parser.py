@@ -346,6 +346,21 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--after", "entries after the anchor (default 10)", metavar="N", integer=True),
         ),
     ),
+    Cmd(
+        ("case", "handoff"),
+        "a bounded transfer packet for the next agent or a reviewer (read-only)",
+        positionals=(_TASK,),
+        options=(
+            Opt("--compact", "start at a smaller tier: evidence as titles only", kind="flag"),
+            Opt(
+                "--output",
+                "also write the packet to FILE, atomically (not inside the case store)",
+                metavar="FILE",
+                short="-o",
+            ),
+            Opt("--format", "what -o writes: markdown (default) or json", metavar="markdown|json"),
+        ),
+    ),
 )
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}

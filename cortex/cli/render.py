@@ -420,6 +420,12 @@ def _timeline(console: Console, data: Data) -> None:
     timeline(console, data)
 
 
+def _handoff(console: Console, data: Data) -> None:
+    from cortex.cli.render_handoff import handoff
+
+    handoff(console, data)
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -447,6 +453,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "init": _initialized,
     "doctor": _doctor,
     "case.timeline": _timeline,
+    "case.handoff": _handoff,
 }
 
 
