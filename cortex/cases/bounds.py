@@ -113,24 +113,32 @@ CLAIM_REGISTRY_MAX = 1024
 PREVIEW_DEFAULT = 32 * KIB
 """Bytes of an artifact `read-artifact` returns unless asked for fewer or more."""
 PREVIEW_MAX = 128 * KIB
+
 # The timeline (`cortex case timeline`).
 TIMELINE_LIMIT_DEFAULT = 50
 """Entries one timeline page returns unless asked for fewer or more."""
 TIMELINE_LIMIT_MAX = 500
 TIMELINE_AROUND_DEFAULT = 10
+"""Entries shown on each side of an `--anchor` unless `--before`/`--after` say otherwise."""
 TIMELINE_AROUND_MAX = 250
 TIMELINE_TITLE_MAX = 240
+"""Characters of an entry's one-line title (longer text is cut at a word, with an ellipsis)."""
 TIMELINE_CURSOR_MAX = 1024
+"""Characters of a `--cursor` token (the ones Cortex issues are far shorter)."""
 TIMELINE_DATE_MAX = 64
+"""Characters of a `--since`, `--until` or `--anchor` date."""
+
 # The handoff packet (`cortex case handoff`, docs/design/handoff.md).
 HANDOFF_BUDGET = 128 * KIB
 """The most the Markdown of one handoff may take, and, separately, its JSON packet."""
 HANDOFF_EVIDENCE_MAX = 50
 """Newest shareable evidence records a full handoff shows (and the only ones read into memory)."""
 HANDOFF_EVIDENCE_CUT = 20
+"""Newest shareable evidence records once the full packet is over the budget."""
 HANDOFF_CLAIM_CUT = 1 * KIB
 """An evidence claim or URI in a cut handoff (tier 1)."""
 HANDOFF_TITLE_MAX = 120
+"""An evidence record's one-line title when only titles are shown (tier 2)."""
 HANDOFF_TEXT_CUT = 512
 """Any text in a tier 4 handoff."""
 HANDOFF_LIST_CUT = 32
@@ -141,3 +149,22 @@ HANDOFF_LIST_MIN = 4
 """Items of any list in a tier 5 handoff."""
 HANDOFF_CHILDREN_MAX = 32
 """Child cases whose phase a handoff reads; further children are counted."""
+
+# Reports across cases (`cortex case sessions`, `overview`, `metrics`).
+SESSIONS_LIMIT_DEFAULT = 50
+"""Cases one `sessions` listing returns unless asked for fewer or more (the total stays exact)."""
+SESSIONS_LIMIT_MAX = 500
+SESSIONS_GOAL_MAX = 200
+"""Characters of a goal in a `sessions` item (longer goals are cut, with an ellipsis)."""
+SESSIONS_QUERY_MAX = 256
+"""A `sessions --query` text."""
+SESSIONS_CAPTURES_MAX = 16
+"""Distinct workspaces one `sessions` listing captures to judge live verdicts; others show none."""
+STALE_AFTER_DEFAULT = 24 * 3600
+"""Seconds without an update after which an active case is flagged stale (unless told)."""
+STALE_AFTER_MAX = 365 * 24 * 3600
+"""The longest `--stale-after` (a year)."""
+SUMMARY_HEAD_MAX = 4 * KIB
+"""Bytes of a completed case's summary.md read to find its verdict at completion."""
+DAMAGED_SHOWN_MAX = 50
+"""Unreadable cases an overview or a store's metrics names one by one (the count stays exact)."""

@@ -338,6 +338,33 @@ def _handoff(c: Call) -> Result:
     return result
 
 
+def _metrics(c: Call) -> Result:
+    from cortex.kernel.metrics import metrics
+
+    return metrics(c.kernel, c["task"])
+
+
+def _sessions(c: Call) -> Result:
+    from cortex.cases.bounds import SESSIONS_LIMIT_DEFAULT
+    from cortex.kernel.sessions import sessions
+
+    return sessions(
+        c.kernel,
+        repo=c["repo"],
+        active=c["active"],
+        stale_after=c["stale_after"],
+        query=c["query"],
+        # The default lives in bounds.py with the limit, not in the grammar.
+        limit=SESSIONS_LIMIT_DEFAULT if c["limit"] is None else c["limit"],
+    )
+
+
+def _overview(c: Call) -> Result:
+    from cortex.kernel.sessions import overview
+
+    return overview(c.kernel)
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -365,4 +392,7 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "init": _init,
     "case.timeline": _timeline,
     "case.handoff": _handoff,
+    "case.metrics": _metrics,
+    "case.sessions": _sessions,
+    "case.overview": _overview,
 }

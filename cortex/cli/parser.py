@@ -50,6 +50,7 @@ class Cmd(msgspec.Struct, frozen=True):
     help: str
     positionals: tuple[tuple[str, str], ...] = ()
     options: tuple[Opt, ...] = ()
+    optional: int = 0
 
     @property
     def name(self) -> str:
@@ -361,6 +362,31 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--format", "what -o writes: markdown (default) or json", metavar="markdown|json"),
         ),
     ),
+    Cmd(
+        ("case", "metrics"),
+        "a case in numbers: time per phase, commands, evidence, coverage (read-only)",
+        positionals=(("task", "task id (task_...); without it, this workspace's store summed"),),
+        optional=1,
+    ),
+    Cmd(
+        ("case", "sessions"),
+        "every case under the state root, newest update first (read-only)",
+        options=(
+            Opt("--repo", "only cases of this repository or store", metavar="NAME"),
+            Opt("--active", "only cases that are not closed", kind="flag"),
+            Opt(
+                "--stale-after",
+                "only active cases not updated for this long: 90s, 15m, 24h, 7d",
+                metavar="DURATION",
+            ),
+            Opt("--query", "only cases whose goal or id contains TEXT (any case)", metavar="TEXT"),
+            Opt("--limit", "at most N cases (default 50, at most 500)", metavar="N", integer=True),
+        ),
+    ),
+    Cmd(
+        ("case", "overview"),
+        "totals across every store: phases, completion and verified-completion rates (read-only)",
+    ),
 )
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}
@@ -441,12 +467,13 @@ def parse(argv: Sequence[str]) -> Parsed:
     if len(positionals) > len(command.positionals):
         extra = positionals[len(command.positionals)]
         raise UsageError(f"{prog}: unexpected argument {extra!r}")
-    if len(positionals) < len(command.positionals):
+    if len(positionals) < len(command.positionals) - command.optional:
         missing = [name for name, _ in command.positionals[len(positionals) :]]
         raise UsageError(f"{prog}: missing argument(s): {', '.join(missing)}")
     values: dict[str, object] = dict(
-        zip((n for n, _ in command.positionals), positionals, strict=True)
+        zip((n for n, _ in command.positionals), positionals, strict=False)
     )
+    values.update({n: None for n, _ in command.positionals[len(positionals) :]})
     for opt in command.options:
         if opt.required and opt.dest not in state.values:
             raise UsageError(f"{prog}: {opt.name} is required")
@@ -520,8 +547,17 @@ def _option_line(opt: Opt) -> str:
 
 def command_help(command: Cmd) -> str:
     """Help text for one command."""
+    required = len(command.positionals) - command.optional
     usage = " ".join(
-        ["cortex", *command.words, *(f"<{n}>" for n, _ in command.positionals), "[options]"]
+        [
+            "cortex",
+            *command.words,
+            *(
+                f"<{n}>" if i < required else f"[<{n}>]"
+                for i, (n, _) in enumerate(command.positionals)
+            ),
+            "[options]",
+        ]
     )
     lines = [f"usage: {usage}", "", command.help]
     if command.positionals:

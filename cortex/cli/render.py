@@ -426,6 +426,15 @@ def _handoff(console: Console, data: Data) -> None:
     handoff(console, data)
 
 
+def _stats(name: str) -> Callable[[Console, Data], None]:
+    def renderer(console: Console, data: Data) -> None:
+        from cortex.cli import render_stats
+
+        getattr(render_stats, name)(console, data)
+
+    return renderer
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -454,6 +463,9 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "doctor": _doctor,
     "case.timeline": _timeline,
     "case.handoff": _handoff,
+    "case.metrics": _stats("metrics"),
+    "case.sessions": _stats("sessions"),
+    "case.overview": _stats("overview"),
 }
 
 
