@@ -24,6 +24,8 @@ def test_a_healthy_workspace_passes(cli: Cli, repo: Path, state_root: Path) -> N
     for name in ("git", "configuration", "store identity", "state directory", "locks"):
         assert found[name]["status"] == "ok", found[name]
     assert found["store health"]["status"] == "ok"
+    assert found["MCP server"]["status"] == "ok"
+    assert found["MCP server"]["detail"] == "not registered; run cortex setup claude|codex"
     assert out.data["ok"] is True
     assert tree_state(state_root) == before_state
     assert tree_state(repo) == before_repo
@@ -91,3 +93,102 @@ def test_a_plugin_that_cannot_load_fails(repo: Path, env: dict[str, str], tmp_pa
     assert plugins["status"] == "fail"
     assert "broken" in plugins["detail"]
     assert done.stderr == b""
+
+
+def fake_python(path: Path, exit_status: int, marker: Path | None = None) -> Path:
+    """An executable named like an interpreter that exits with `exit_status` (and leaves a mark)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    touch = f"touch '{marker}'\n" if marker else ""
+    path.write_text(f"#!/bin/sh\n{touch}exit {exit_status}\n")
+    path.chmod(0o755)
+    return path
+
+
+def register(path: Path, command: str) -> None:
+    """A registration as `cortex setup` writes it, naming `command`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".toml":
+        path.write_text(
+            f'[mcp_servers.cortex]\ncommand = "{command}"\nargs = ["-m", "cortex", "serve"]\n'
+        )
+    else:
+        entry = {"type": "stdio", "command": command, "args": ["-m", "cortex", "serve"]}
+        path.write_text(json.dumps({"mcpServers": {"cortex": entry}}))
+
+
+def test_registrations_by_setup_pass_and_doctor_writes_nothing(
+    cli: Cli, repo: Path, env: dict[str, str]
+) -> None:
+    """Both hosts registered with this interpreter: ok, each place named, nothing written."""
+    assert cli("setup", "claude").code == 0
+    assert cli("setup", "codex").code == 0
+    home = Path(env["HOME"])
+    before = (tree_state(home), tree_state(repo))
+    mcp = checks(cli("doctor").data)["MCP server"]
+    assert mcp["status"] == "ok"
+    assert f"claude project ({repo / '.mcp.json'}): this interpreter" in mcp["detail"]
+    assert "codex user" in mcp["detail"]
+    assert (tree_state(home), tree_state(repo)) == before
+
+
+def test_a_missing_interpreter_fails_with_the_setup_fix(
+    cli: Cli, repo: Path, tmp_path: Path
+) -> None:
+    register(repo / ".mcp.json", str(tmp_path / "gone" / "bin" / "python"))
+    out = cli("doctor")
+    assert out.code == 1
+    mcp = checks(out.envelope["data"])["MCP server"]
+    assert mcp["status"] == "fail"
+    assert "does not exist" in mcp["detail"]
+    assert mcp["fix"] == "cortex setup claude --scope project"
+
+
+def test_another_interpreter_without_cortex_fails(
+    cli: Cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    python = fake_python(tmp_path / "other" / "python3", 1)
+    register(Path(env["HOME"]) / ".codex" / "config.toml", str(python))
+    out = cli("doctor")
+    assert out.code == 1
+    mcp = checks(out.envelope["data"])["MCP server"]
+    assert mcp["status"] == "fail"
+    assert "cannot import cortex" in mcp["detail"]
+    assert mcp["fix"] == "cortex setup codex --scope user"
+
+
+def test_another_interpreter_with_cortex_is_a_warning(
+    cli: Cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    python = fake_python(tmp_path / "other" / "python3", 0)
+    register(Path(env["HOME"]) / ".claude.json", str(python))
+    out = cli("doctor")
+    assert out.code == 0
+    mcp = checks(out.data)["MCP server"]
+    assert mcp["status"] == "warn"
+    assert "another interpreter" in mcp["detail"]
+    assert mcp["fix"] == "cortex setup claude --scope user"
+
+
+def test_a_repository_cannot_get_its_own_program_run(cli: Cli, repo: Path, tmp_path: Path) -> None:
+    """A project file naming a program inside the repository: reported, never executed."""
+    marker = tmp_path / "ran"
+    python = fake_python(repo / "tools" / "python3", 0, marker)
+    register(repo / ".codex" / "config.toml", str(python))
+    mcp = checks(cli("doctor").data)["MCP server"]
+    assert mcp["status"] == "warn"
+    assert "not run" in mcp["detail"]
+    assert not marker.exists()
+
+
+def test_an_unparsable_host_configuration_fails_naming_the_file(
+    cli: Cli, env: dict[str, str]
+) -> None:
+    path = Path(env["HOME"]) / ".claude.json"
+    path.write_text("{broken")
+    out = cli("doctor")
+    assert out.code == 1
+    mcp = checks(out.envelope["data"])["MCP server"]
+    assert mcp["status"] == "fail"
+    assert str(path) in mcp["detail"]
+    assert str(path) in mcp["fix"]
+    assert path.read_text() == "{broken"

@@ -62,6 +62,8 @@ LEASE_TTL_DEFAULT = 900
 
 # Configuration.
 CONFIG_FILE_MAX = 1 * MIB
+HOST_CONFIG_MAX = 64 * MIB
+"""An agent host's own configuration (`~/.claude.json` also keeps per-project history)."""
 REDACT_LITERALS_MAX = 256
 REDACT_LITERAL_MIN = 4
 """Shorter literals would mangle ordinary text."""

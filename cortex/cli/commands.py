@@ -305,6 +305,15 @@ def _init(c: Call) -> Result:
     return init(c.kernel, force=c["force"], pyproject=c["pyproject"])
 
 
+def _setup(host: str) -> Callable[[Call], Result]:
+    def handler(c: Call) -> Result:
+        from cortex.kernel.setup_host import setup
+
+        return setup(c.kernel, host, scope=c["scope"], dry_run=c["dry_run"])
+
+    return handler
+
+
 def _timeline(c: Call) -> Result:
     from cortex.cases.bounds import TIMELINE_LIMIT_DEFAULT
     from cortex.kernel.timeline import timeline
@@ -390,6 +399,8 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.trust": _trust,
     "config": _config,
     "init": _init,
+    "setup.claude": _setup("claude"),
+    "setup.codex": _setup("codex"),
     "case.timeline": _timeline,
     "case.handoff": _handoff,
     "case.metrics": _metrics,

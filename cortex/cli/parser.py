@@ -319,6 +319,30 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(Opt("--revoke", "withdraw the approval", kind="flag"),),
     ),
     Cmd(
+        ("setup", "claude"),
+        "register Cortex's MCP server with Claude Code",
+        options=(
+            Opt(
+                "--scope",
+                "project (default): <workspace>/.mcp.json; user: ~/.claude.json",
+                metavar="user|project",
+            ),
+            Opt("--dry-run", "write nothing; show what would change", kind="flag"),
+        ),
+    ),
+    Cmd(
+        ("setup", "codex"),
+        "register Cortex's MCP server with the Codex CLI",
+        options=(
+            Opt(
+                "--scope",
+                "user (default): $CODEX_HOME/config.toml; project: <workspace>/.codex/config.toml",
+                metavar="user|project",
+            ),
+            Opt("--dry-run", "write nothing; show what would change", kind="flag"),
+        ),
+    ),
+    Cmd(
         ("case", "timeline"),
         "a case's history, one entry per event, oldest first (read-only)",
         positionals=(_TASK,),

@@ -392,6 +392,35 @@ def _initialized(console: Console, data: Data) -> None:
     console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
 
 
+_HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
+
+
+def _setup(console: Console, data: Data) -> None:
+    host = f"{_HOST_NAMES.get(data['host'], data['host'])} ({data['scope']} scope)"
+    if not data["changed"]:
+        console.print(
+            Text("Already registered ", style="bold green")
+            + Text(f"with {host} in {data['path']}; nothing changed")
+        )
+    else:
+        if data["dryRun"]:
+            verb, how = "Would register", "create" if data["created"] else "update"
+        else:
+            verb, how = "Registered", "created" if data["created"] else "updated"
+        console.print(
+            Text(f"{verb} ", style="bold yellow" if data["dryRun"] else "bold green")
+            + Text(f"cortex with {host}: {how} {data['path']}")
+        )
+    entry = data["entry"]
+    rows: list[tuple[str, str | Text]] = [("runs", " ".join([entry["command"], *entry["args"]]))]
+    if data.get("backup"):
+        label = "would back up to" if data["dryRun"] else "backup"
+        rows.append((label, data["backup"]))
+    console.print(_kv(rows))
+    if data["dryRun"] and data["changed"]:
+        console.print(Text("dry run: nothing was written", style="dim"))
+
+
 _CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
 
 
@@ -461,6 +490,8 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.read-artifact": _artifact,
     "init": _initialized,
     "doctor": _doctor,
+    "setup.claude": _setup,
+    "setup.codex": _setup,
     "case.timeline": _timeline,
     "case.handoff": _handoff,
     "case.metrics": _stats("metrics"),

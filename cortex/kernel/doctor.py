@@ -7,6 +7,7 @@ nothing, and fails (exit 1) when any check fails; warnings do not fail it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -76,14 +77,7 @@ def doctor(cwd: str, env: Mapping[str, str]) -> Result:
         )
     )
     checks += [_writable(kernel.state_root), _locks(kernel.cases_root)]
-    checks += [_plugins(), _approvals(kernel), _debris(kernel)]
-    checks.append(
-        Check(
-            name="MCP server",
-            status="skipped",
-            detail="this release has no MCP server yet; nothing is registered",
-        )
-    )
+    checks += [_plugins(), _approvals(kernel), _debris(kernel), _mcp(kernel)]
     return _finish(checks)
 
 
@@ -286,3 +280,92 @@ def _debris(kernel: object) -> Check:
             fix="the next write to each case finishes or rolls back what was interrupted",
         )
     return Check(name="store health", status="ok", detail="no interrupted writes pending")
+
+
+_PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")
+
+
+def _mcp(kernel: object) -> Check:
+    """Each place `cortex setup` writes: does a registration there start a working server?"""
+    from cortex.kernel import setup_host
+    from cortex.kernel.context import Kernel
+
+    assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
+    found: list[tuple[CheckStatus, str]] = []
+    fixes: list[str] = []
+    for where in setup_host.all_locations(kernel.env, kernel.workspace.root):
+        label = f"{where.host} {where.scope} ({where.path})"
+        try:
+            raw = setup_host.read_for_check(where.path)
+            entry = None if raw is None else setup_host.registered(where, raw)
+        except (CortexError, OSError) as exc:
+            why = exc.message if isinstance(exc, CortexError) else f"cannot be read ({exc})"
+            found.append(("fail", f"{label}: {why}"))
+            host = setup_host.HOST_NAMES[where.host]
+            fixes.append(f"repair or move aside {where.path} (it is {host}'s configuration)")
+            continue
+        if entry is None:
+            continue
+        mark, detail = _registration(entry, where, kernel)
+        found.append((mark, f"{label}: {detail}"))
+        if mark != "ok":
+            fixes.append(f"cortex setup {where.host} --scope {where.scope}")
+    if not found:
+        detail = "not registered; run cortex setup claude|codex"
+        return Check(name="MCP server", status="ok", detail=detail)
+    statuses = {mark for mark, _ in found}
+    worst: CheckStatus = "fail" if "fail" in statuses else ("warn" if "warn" in statuses else "ok")
+    return Check(
+        name="MCP server",
+        status=worst,
+        detail="; ".join(text for _, text in found),
+        fix="; ".join(dict.fromkeys(fixes)) or None,
+    )
+
+
+def _registration(entry: object, where: object, kernel: object) -> tuple[CheckStatus, str]:
+    """Whether one `cortex` entry starts this Cortex, may start another, or cannot start."""
+    import shutil
+    import subprocess
+    import sys
+
+    from cortex.kernel.context import Kernel
+    from cortex.kernel.setup_host import SERVER_ARGS, Location
+
+    assert isinstance(where, Location)  # noqa: S101 - typed loosely to keep the import lazy
+    assert isinstance(kernel, Kernel)  # noqa: S101
+    command = entry.get("command") if isinstance(entry, dict) else None
+    args = entry.get("args", []) if isinstance(entry, dict) else None
+    if not isinstance(command, str) or not command:
+        return "fail", "the cortex entry has no command"
+    found = (
+        command if os.path.isabs(command) else shutil.which(command, path=kernel.env.get("PATH"))
+    )
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        return "fail", f"{command} does not exist or is not executable"
+    if args != list(SERVER_ARGS):
+        return "warn", f"starts {command} {args!r}, not `-m cortex serve`; not checked further"
+    if found == os.path.abspath(sys.executable):
+        return "ok", "this interpreter"
+    # Running what a repository's own file names would let a clone run code on `doctor`.
+    root = kernel.workspace.root.rstrip(os.sep) + os.sep
+    real = os.path.realpath(found)
+    inside = any(path.startswith(root) for path in (os.path.abspath(found), real))
+    if (where.scope == "project" and inside) or not _PYTHON_NAME.fullmatch(os.path.basename(real)):
+        return "warn", f"{command} is another interpreter, not run to check it"
+    try:
+        # -I: as installed (no PYTHONPATH, no user site, and never the directory it starts in,
+        # where a repository could plant a `cortex` package); -B: write no bytecode.
+        proc = subprocess.run(
+            [found, "-I", "-B", "-c", "import cortex"],
+            cwd=os.sep,
+            env=dict(kernel.env),
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return "fail", f"{command} cannot run ({exc})"
+    if proc.returncode != 0:
+        return "fail", f"{command} cannot import cortex"
+    return "warn", f"{command} is another interpreter (it imports cortex, maybe another version)"

@@ -1,0 +1,404 @@
+"""`cortex setup claude|codex`: register Cortex's MCP server in an agent host's configuration.
+
+These files belong to the host and to the person using it, so the edit is as small as it can
+be: one entry (`mcpServers.cortex` in Claude Code's JSON, `[mcp_servers.cortex]` in Codex's
+TOML), every other key kept. A file that does not parse is refused and left as it was; a
+second run with nothing to change writes nothing; the first change to an existing file keeps a
+backup next to it; and a write is atomic and keeps the file's permission bits. The host
+starts the server as `<this interpreter> -m cortex serve`, so it runs the Cortex installed
+where `cortex setup` ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from cortex.cases.bounds import HOST_CONFIG_MAX
+from cortex.cases.errors import BusyError, InvalidInputError, RefusedError
+from cortex.cases.fsio import CREATE_FLAGS, fsync_dir, read_bounded, temp_name, write_all
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Action, Result
+
+Host = Literal["claude", "codex"]
+Scope = Literal["user", "project"]
+HOSTS: tuple[Host, ...] = ("claude", "codex")
+DEFAULT_SCOPE: dict[str, Scope] = {"claude": "project", "codex": "user"}
+HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
+SERVER = "cortex"
+SERVER_ARGS = ("-m", "cortex", "serve")
+BACKUP_SUFFIX = ".cortex-backup"
+_ATTEMPTS = 3
+
+
+class Location(msgspec.Struct, frozen=True, kw_only=True):
+    """One place a host reads MCP servers from."""
+
+    host: Host
+    scope: Scope
+    path: str
+    own_dir: bool = False
+    """The directory is the host's own (`.codex`), created if missing and refused as a symlink
+    (a planted link would send the write elsewhere); not so for the home or workspace."""
+
+    @property
+    def format(self) -> Literal["json", "toml"]:
+        """How the file is written."""
+        return "json" if self.host == "claude" else "toml"
+
+    @property
+    def new_file_mode(self) -> int:
+        """A user's own file may hold secrets; a project file is meant to be shared."""
+        return 0o600 if self.scope == "user" else 0o644
+
+
+def location(host: str, scope: str | None, env: Mapping[str, str], root: str) -> Location:
+    """Where `cortex setup HOST --scope SCOPE` writes (HOME and CODEX_HOME from `env`)."""
+    if host not in HOSTS:
+        raise InvalidInputError(f"unknown host {host!r} (expected one of: {', '.join(HOSTS)})")
+    chosen: Scope
+    if scope is None:
+        chosen = DEFAULT_SCOPE[host]
+    elif scope == "user":
+        chosen = "user"
+    elif scope == "project":
+        chosen = "project"
+    else:
+        raise InvalidInputError(f"--scope must be user or project, not {scope!r}")
+    if host == "claude":
+        directory = root if chosen == "project" else _absolute(env, "HOME")
+        name = ".mcp.json" if chosen == "project" else ".claude.json"
+        return Location(host="claude", scope=chosen, path=os.path.join(directory, name))
+    if chosen == "project":
+        directory = os.path.join(root, ".codex")
+    elif env.get("CODEX_HOME"):
+        directory = _absolute(env, "CODEX_HOME")
+    else:
+        directory = os.path.join(_absolute(env, "HOME"), ".codex")
+    path = os.path.join(directory, "config.toml")
+    return Location(host="codex", scope=chosen, path=path, own_dir=True)
+
+
+def all_locations(env: Mapping[str, str], root: str) -> list[Location]:
+    """Every place `cortex setup` can write, for `doctor` (user scopes need HOME/CODEX_HOME)."""
+    found: list[Location] = []
+    for host in HOSTS:
+        for scope in ("project", "user"):
+            try:
+                found.append(location(host, scope, env, root))
+            except InvalidInputError:
+                continue  # no usable HOME: nothing can be registered there
+    return found
+
+
+def _absolute(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name) or ""
+    if not os.path.isabs(value):
+        shown = repr(value) if value else "not set"
+        raise InvalidInputError(f"{name} is {shown}; it must be an absolute directory")
+    return value
+
+
+def server_entry(interpreter: str | None = None) -> dict[str, Any]:
+    """The command and arguments that start the server with this (or the given) interpreter."""
+    command = interpreter if interpreter is not None else sys.executable
+    if not command:
+        msg = "this Python cannot name its own interpreter (sys.executable is empty)"
+        raise InvalidInputError(msg)
+    command = os.path.abspath(command)
+    try:
+        command.encode("utf-8")
+    except UnicodeEncodeError:
+        # JSON and TOML hold text: an undecodable path would reach the host as another path.
+        msg = f"the interpreter path {command!a} is not valid UTF-8; install Cortex elsewhere"
+        raise InvalidInputError(msg) from None
+    return {"command": command, "args": list(SERVER_ARGS)}
+
+
+def setup(
+    kernel: Kernel,
+    host: str,
+    *,
+    scope: str | None = None,
+    dry_run: bool = False,
+    interpreter: str | None = None,
+) -> Result:
+    """Register the server with `host` (see the module docstring); `interpreter` is for tests."""
+    where = location(host, scope, kernel.env, kernel.workspace.root)
+    entry = server_entry(interpreter)
+    for _ in range(_ATTEMPTS):
+        original = _read_target(where)
+        try:
+            new = _compose(where, original, entry)
+        except InvalidInputError as exc:
+            exc.message += "; the file was left as it is"
+            raise
+        backup = where.path + BACKUP_SUFFIX
+        wants_backup = new is not None and original is not None and not os.path.lexists(backup)
+        data = {
+            "host": where.host,
+            "scope": where.scope,
+            "path": where.path,
+            "changed": new is not None,
+            "created": new is not None and original is None,
+            "backup": backup if wants_backup else None,
+            "entry": entry,  # not the host's env: it may hold secrets
+            "dryRun": dry_run,
+        }
+        if dry_run or new is None:
+            return Result(
+                data=data, actions=_actions(where, dry_run=dry_run, changed=new is not None)
+            )
+        if _write(where, original, new, backup if wants_backup else None):
+            return Result(data=data, actions=_actions(where, dry_run=False, changed=True))
+    # The host itself rewrites its file (Claude Code saves ~/.claude.json often): retry later.
+    raise BusyError(f"{where.path} kept changing while it was being edited; run the command again")
+
+
+def _actions(where: Location, *, dry_run: bool, changed: bool) -> list[Action]:
+    if dry_run and changed:
+        command = f"cortex setup {where.host} --scope {where.scope}"
+        return [Action(command=command, reason="write it")]
+    return [Action(command="cortex doctor", reason="check that the host can start the server")]
+
+
+# Reading and parsing.
+
+
+def _read_target(where: Location) -> bytes | None:
+    """The file's bytes, or None if it does not exist; never through a symlink."""
+    if not _directory_ready(where):
+        return None
+    return _current(where.path)
+
+
+def _directory_ready(where: Location) -> bool:
+    """Whether the file's directory exists; refuses a symlink where Cortex owns the directory."""
+    directory = os.path.dirname(where.path)
+    try:
+        mode = os.lstat(directory).st_mode
+    except FileNotFoundError:
+        if not where.own_dir:
+            raise InvalidInputError(f"{directory} does not exist") from None
+        return False
+    if where.own_dir and stat.S_ISLNK(mode):
+        msg = (
+            f"{directory} is a symlink; refusing to follow it (it could send the write "
+            "anywhere). Point CODEX_HOME at the real directory, or replace the link"
+        )
+        raise RefusedError(msg)
+    if not os.path.isdir(directory):
+        raise InvalidInputError(f"{directory} is not a directory")
+    return True
+
+
+def _current(path: str) -> bytes | None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        msg = (
+            f"{path} is a symlink; refusing to follow it (replacing it would cut the link, and "
+            "writing through it would edit a file elsewhere). Edit the file it points to by hand"
+        )
+        raise RefusedError(msg)
+    if not stat.S_ISREG(mode):
+        raise InvalidInputError(f"{path} is not a regular file")
+    return read_bounded(path, HOST_CONFIG_MAX)
+
+
+def read_for_check(path: str) -> bytes | None:
+    """For `doctor`: the file's bytes following symlinks (reading is harmless), None if absent."""
+    real = os.path.realpath(path)
+    if not os.path.lexists(real):
+        return None
+    return read_bounded(real, HOST_CONFIG_MAX)
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            # Rewriting would silently keep only the last: not "every other key exactly".
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(path: str, raw: bytes) -> dict[str, Any]:
+    """A Claude Code configuration: a JSON object whose `mcpServers`, if any, is an object."""
+    try:
+        document = json.loads(
+            raw.decode("utf-8"),
+            object_pairs_hook=_refuse_duplicates,
+            parse_constant=_no_constants,
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInputError(f"{path} is not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        kind = type(document).__name__
+        msg = f"{path} holds a JSON {kind}, not an object"
+        raise InvalidInputError(msg)
+    if "mcpServers" in document and not isinstance(document["mcpServers"], dict):
+        raise InvalidInputError(f"{path}: mcpServers is not an object")
+    return document
+
+
+def parse_toml(path: str, raw: bytes) -> dict[str, Any]:
+    """A Codex configuration: TOML whose `mcp_servers`, if any, is a table."""
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidInputError(f"{path} is not valid TOML ({exc})") from None
+    servers = document.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InvalidInputError(f"{path}: mcp_servers is not a table")
+    return document
+
+
+def registered(where: Location, raw: bytes) -> object:
+    """The `cortex` entry the file registers (None if none); raises if it does not parse."""
+    if where.format == "json":
+        servers = parse_json(where.path, raw).get("mcpServers") or {}
+    else:
+        servers = parse_toml(where.path, raw).get("mcp_servers") or {}
+    return servers.get(SERVER)
+
+
+# Composing the new text.
+
+
+def _compose(where: Location, original: bytes | None, entry: dict[str, Any]) -> bytes | None:
+    """The new file, or None when the entry is already there as it should be."""
+    if where.format == "json":
+        return _compose_json(where.path, original, entry)
+    return _compose_toml(where.path, original, entry)
+
+
+def _compose_json(path: str, original: bytes | None, entry: dict[str, Any]) -> bytes | None:
+    document = parse_json(path, original) if original is not None else {}
+    servers = document.setdefault("mcpServers", {})
+    old = servers.get(SERVER)
+    # The environment is the one part of the entry a person may well have set by hand.
+    env = old.get("env") if isinstance(old, dict) else None
+    wanted = {"type": "stdio", **entry, "env": env if isinstance(env, dict) else {}}
+    if old == wanted:
+        return None
+    servers[SERVER] = wanted
+    try:
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (from a `\ud800` escape) has no UTF-8 form; escaped, it reads the same.
+        data = (json.dumps(document, indent=2) + "\n").encode("ascii")
+    if json.loads(data) != document:
+        msg = f"{path} would not read back as intended; nothing was written"
+        raise RefusedError(msg)
+    return data
+
+
+def _compose_toml(path: str, original: bytes | None, entry: dict[str, Any]) -> bytes | None:
+    from cortex.kernel import toml_edit
+
+    document = parse_toml(path, original) if original is not None else {}
+    old = (document.get("mcp_servers") or {}).get(SERVER)
+    if old is not None and not isinstance(old, dict):
+        msg = f"{path}: mcp_servers.{SERVER} is not a table"
+        raise InvalidInputError(msg)
+    if old is not None and all(old.get(key) == value for key, value in entry.items()):
+        return None
+    text = original.decode("utf-8") if original is not None else ""
+    try:
+        new_text = toml_edit.set_table(text, ("mcp_servers", SERVER), entry)
+    except toml_edit.UnsafeEditError as exc:
+        msg = (
+            f"cannot safely edit {path}: {exc}. Replace the entry by hand with a "
+            f"[mcp_servers.{SERVER}] table of command and args (or delete it and run this "
+            "again); the file was left as it is"
+        )
+        raise RefusedError(msg) from None
+    return new_text.encode("utf-8")
+
+
+# Writing.
+
+
+def _write(where: Location, original: bytes | None, new: bytes, backup: str | None) -> bool:
+    """Back up, then replace atomically; False if the file changed since it was read."""
+    if not _directory_ready(where):
+        _make_dir(where)
+    mode = os.lstat(where.path).st_mode & 0o777 if original is not None else where.new_file_mode
+    if backup is not None and original is not None:
+        if _current(where.path) != original:
+            return False
+        _write_backup(backup, original, mode)
+
+    def unchanged() -> bool:
+        return _current(where.path) == original
+
+    return _replace(where.path, new, mode, unchanged)
+
+
+def _make_dir(where: Location) -> None:
+    directory = os.path.dirname(where.path)
+    parent = os.path.dirname(directory)
+    if where.scope == "user":
+        from cortex.cases.fsio import make_private_dirs
+
+        make_private_dirs(directory)  # the user's own configuration directory
+        return
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(directory, 0o755)  # a project directory, like any other in the repository
+    _directory_ready(where)  # what stands there now must still be a real directory
+    fsync_dir(parent)
+
+
+def _write_backup(path: str, data: bytes, mode: int) -> None:
+    """The original bytes, created exclusively (never through a link), never group-readable."""
+    fd = os.open(path, CREATE_FLAGS, 0o600)
+    try:
+        write_all(fd, data)
+        os.fchmod(fd, mode & 0o600)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(os.path.dirname(path))
+
+
+def _replace(path: str, data: bytes, mode: int, still_unchanged: Callable[[], bool]) -> bool:
+    """Temp file in the same directory, fsync, rename, fsync the directory (like fsio's)."""
+    directory = os.path.dirname(path)
+    tmp = temp_name(directory, os.path.basename(path))
+    fd = os.open(tmp, CREATE_FLAGS, 0o600)
+    try:
+        try:
+            write_all(fd, data)
+            os.fchmod(fd, mode)  # before the rename: never visible with other permissions
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if not still_unchanged():
+            os.unlink(tmp)
+            return False
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # noqa: SIM105 - a failed cleanup must not hide the first error
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(directory)
+    return True
