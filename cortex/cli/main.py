@@ -1,52 +1,47 @@
 """`cortex`: parse, call the kernel, answer with one envelope (`--json`) or text for people.
 
-This is the only place that maps errors to exit codes and the only place (with the MCP server)
-that reads the environment. `main(argv)` takes everything explicitly so tests can run it
-in-process; `entrypoint()` wires it to the real process.
+With the MCP server, this is the only place that reads the process's environment; errors become
+envelopes and exit codes in `cortex.kernel.surface`, which both surfaces share. `main(argv)`
+takes everything explicitly so tests can run it in-process; `entrypoint()` wires it to the real
+process.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import IO, Any
-
-import msgspec
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING
 
 from cortex.cases.errors import CortexError
-from cortex.cases.records import encode
 from cortex.cli.parser import HelpRequested, Parsed, command_name, parse
-from cortex.kernel.envelope import Envelope, Result, failure, success
+from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
 
-EXIT_INTERRUPTED = 130
-
-
-class _InternalError(CortexError):
-    """An unexpected exception, reported without a traceback."""
-
-
-def _dispatch(
-    parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes], seen: dict[str, Any]
-) -> Result:
-    from cortex.cli.commands import HANDLERS, Call
+if TYPE_CHECKING:
     from cortex.kernel.context import Kernel
 
+
+def _body(
+    parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes]
+) -> Callable[[Seen], Result]:
+    """The use case a parsed command line asks for, as a body for `execute`."""
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
-        from cortex.kernel.doctor import doctor
+        def run_doctor(_seen: Seen) -> Result:
+            from cortex.kernel.doctor import doctor
 
-        return doctor(cwd, env)
-    kernel = Kernel(cwd, env, default_actor=env.get("CORTEX_ACTOR") or "cli")
-    seen["redactor"] = kernel.redactor
-    handler = HANDLERS[parsed.command.name]
-    result = handler(Call(kernel, parsed.values, cwd=cwd, stdin=stdin, env=env))
-    # An answer echoes input only as the store keeps it: redacted, like everything written.
-    from cortex.cases.scrub import scrub_value
+            return doctor(cwd, env)
 
-    result.data = scrub_value(result.data, kernel.redactor)
-    result.actions = scrub_value(result.actions, kernel.redactor)
-    return result
+        return run_doctor
+
+    def run(kernel: Kernel) -> Result:
+        from cortex.cli.commands import HANDLERS, Call
+
+        handler = HANDLERS[parsed.command.name]
+        return handler(Call(kernel, parsed.values, cwd=cwd, stdin=stdin, env=env))
+
+    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run)
 
 
 def main(
@@ -64,81 +59,26 @@ def main(
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     name = command_name(argv)
-    as_json = "--json" in argv
-    exit_status = 0
-    seen: dict[str, Any] = {}
     try:
-        try:
-            parsed = parse(argv)
-        except HelpRequested as done:
-            stdout.write(done.text + "\n")
-            return 0
-        as_json = parsed.json
-        base = os.getcwd() if cwd is None else cwd
-        directory = os.path.join(base, parsed.workspace or ".")
-        envelope = success(name, _dispatch(parsed, env, directory, stdin, seen))
+        parsed = parse(argv)
+    except HelpRequested as done:
+        stdout.write(done.text + "\n")
+        return 0
     except CortexError as exc:
-        exc.message = _redact(exc.message, seen)
-        envelope = failure(
-            name,
-            exc,
-            data=_redacted(getattr(exc, "report", None), seen),
-            actions=_redacted(getattr(exc, "actions", None), seen),
-        )
-        exit_status = exc.exit_status
-    except KeyboardInterrupt as exc:
-        # Ctrl-C, or SIGTERM during a verifier run (which carries its own status, 143).
-        envelope = failure(name, _InternalError("interrupted"))
-        exit_status = int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
-    except Exception as exc:  # noqa: BLE001 - the contract is an envelope, never a traceback
-        if env.get("CORTEX_DEBUG"):
-            import traceback
+        _emit(refusal(name, exc), "--json" in argv, stdout, stderr, env)
+        return exc.exit_status
+    base = os.getcwd() if cwd is None else cwd
+    directory = os.path.join(base, parsed.workspace or ".")
+    if parsed.command.name == "serve":
+        # stdout belongs to the protocol from here on: the server reports on stderr.
+        from cortex.mcp.server import serve
 
-            traceback.print_exc(file=stderr)
-        message = _redact(f"internal error: {type(exc).__name__}: {exc}", seen)
-        envelope = failure(name, _InternalError(message))
-        exit_status = _InternalError.exit_status
-    _emit(envelope, as_json, stdout, stderr, env)
+        return serve(directory, env, stderr=stderr)
+    envelope, exit_status = execute(
+        name, _body(parsed, env, directory, stdin), env=env, debug=stderr
+    )
+    _emit(envelope, parsed.json, stdout, stderr, env)
     return exit_status
-
-
-def _redact(message: str, seen: dict[str, Any]) -> str:
-    """Error messages can quote input; they get the same redaction as stored text."""
-    redactor = seen.get("redactor")
-    if redactor is None:
-        from cortex.cases.redact import Redactor
-
-        redactor = Redactor()
-    clean: str = redactor(message)
-    return clean
-
-
-def _redacted(value: Any, seen: dict[str, Any]) -> Any:
-    """A failure's actions and report, redacted like a success's data."""
-    if value is None:
-        return None
-    from cortex.cases.redact import Redactor
-    from cortex.cases.scrub import scrub_value
-
-    return scrub_value(value, seen.get("redactor") or Redactor())
-
-
-def _printable(value: Any) -> Any:
-    """Replace what cannot be written as UTF-8 (undecodable path bytes) with U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if isinstance(value, dict):
-        return {_printable(k): _printable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return value
-
-
-def _encode(envelope: Envelope) -> str:
-    try:
-        return encode(envelope).decode()
-    except (msgspec.EncodeError, UnicodeError):
-        return msgspec.json.encode(_printable(msgspec.to_builtins(envelope))).decode()
 
 
 def _emit(
@@ -146,7 +86,7 @@ def _emit(
 ) -> None:
     try:
         if as_json:
-            stdout.write(_encode(envelope) + "\n")
+            stdout.write(to_json(envelope) + "\n")
             stdout.flush()
             return
         from cortex.cli.render import render
@@ -155,7 +95,7 @@ def _emit(
             render(envelope, stdout, stderr, env)
         except Exception as exc:  # noqa: BLE001 - a rendering bug must not hide the answer
             stderr.write(f"cortex: could not render the result ({exc!r}); here it is as JSON:\n")
-            stdout.write(_encode(envelope) + "\n")
+            stdout.write(to_json(envelope) + "\n")
     except BrokenPipeError:
         # The reader went away (`cortex ... | head`): nothing left to tell it.
         pass

@@ -51,6 +51,7 @@ class Cmd(msgspec.Struct, frozen=True):
     positionals: tuple[tuple[str, str], ...] = ()
     options: tuple[Opt, ...] = ()
     optional: int = 0
+    """How many trailing positionals may be left out (they are then None)."""
 
     @property
     def name(self) -> str:
@@ -263,6 +264,7 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(_REASON, _ACTOR),
     ),
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
+    Cmd(("serve",), "run the MCP server over stdin/stdout (agent hosts start it)"),
     Cmd(("config",), "the configuration in force here, and where each value came from"),
     Cmd(("doctor",), "read-only checks of git, configuration, store and locks; exit 1 on failure"),
     Cmd(

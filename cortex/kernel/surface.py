@@ -1,0 +1,131 @@
+"""What every surface (the CLI, the MCP server) does around a use case.
+
+Build a kernel for the caller's directory and environment, run the use case, redact the answer
+the way stored text is redacted, and turn any failure into the same envelope and exit status.
+Both surfaces call `execute`, so one operation answers identically through either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any
+
+from cortex.cases.errors import CortexError
+from cortex.kernel.envelope import Envelope, Result, failure, success
+
+if TYPE_CHECKING:
+    from cortex.kernel.context import Kernel
+
+EXIT_INTERRUPTED = 130
+
+Seen = dict[str, Any]
+"""What a use case learned before it failed (the redactor), so the error can be redacted too."""
+
+
+class InternalError(CortexError):
+    """An unexpected exception, reported without a traceback."""
+
+
+def in_kernel(
+    cwd: str, env: Mapping[str, str], default_actor: str, use_case: Callable[[Kernel], Result]
+) -> Callable[[Seen], Result]:
+    """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`."""
+
+    def body(seen: Seen) -> Result:
+        from cortex.cases.scrub import scrub_value
+        from cortex.kernel.context import Kernel
+
+        kernel = Kernel(cwd, env, default_actor=default_actor)
+        seen["redactor"] = kernel.redactor
+        result = use_case(kernel)
+        # An answer echoes input only as the store keeps it: redacted, like everything written.
+        result.data = scrub_value(result.data, kernel.redactor)
+        result.actions = scrub_value(result.actions, kernel.redactor)
+        return result
+
+    return body
+
+
+def execute(
+    command: str,
+    body: Callable[[Seen], Result],
+    *,
+    env: Mapping[str, str],
+    debug: IO[str] | None = None,
+) -> tuple[Envelope, int]:
+    """Run `body` and return its envelope and exit status; never raises but for SystemExit."""
+    seen: Seen = {}
+    try:
+        return success(command, body(seen)), 0
+    except CortexError as exc:
+        return refusal(command, exc, seen), exc.exit_status
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM during a verifier run (which carries its own status, 143).
+        status = int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
+        return failure(command, InternalError("interrupted")), status
+    except Exception as exc:  # noqa: BLE001 - the contract is an envelope, never a traceback
+        if env.get("CORTEX_DEBUG") and debug is not None:
+            import traceback
+
+            traceback.print_exc(file=debug)
+        message = _redact(f"internal error: {type(exc).__name__}: {exc}", seen)
+        return failure(command, InternalError(message)), InternalError.exit_status
+
+
+def refusal(command: str, exc: CortexError, seen: Seen | None = None) -> Envelope:
+    """The envelope of a refused command, its message, report and actions redacted."""
+    seen = {} if seen is None else seen
+    exc.message = _redact(exc.message, seen)
+    return failure(
+        command,
+        exc,
+        data=_redacted(getattr(exc, "report", None), seen),
+        actions=_redacted(getattr(exc, "actions", None), seen),
+    )
+
+
+def _redactor(seen: Seen) -> Any:
+    redactor = seen.get("redactor")
+    if redactor is None:
+        from cortex.cases.redact import Redactor
+
+        redactor = Redactor()
+    return redactor
+
+
+def _redact(message: str, seen: Seen) -> str:
+    """Error messages can quote input; they get the same redaction as stored text."""
+    clean: str = _redactor(seen)(message)
+    return clean
+
+
+def _redacted(value: Any, seen: Seen) -> Any:
+    """A failure's actions and report, redacted like a success's data."""
+    if value is None:
+        return None
+    from cortex.cases.scrub import scrub_value
+
+    return scrub_value(value, _redactor(seen))
+
+
+def to_json(envelope: Envelope) -> str:
+    """The envelope as one line of JSON, as `--json` prints it and MCP returns it."""
+    import msgspec
+
+    from cortex.cases.records import encode
+
+    try:
+        return encode(envelope).decode()
+    except (msgspec.EncodeError, UnicodeError):
+        return msgspec.json.encode(_printable(msgspec.to_builtins(envelope))).decode()
+
+
+def _printable(value: Any) -> Any:
+    """Replace what cannot be written as UTF-8 (undecodable path bytes) with U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
