@@ -33,18 +33,21 @@ from conftest import (
     make_repo,
     ready_to_verify,
 )
+from golden_case import (
+    GOLDEN,
+    LONG_CLAIM,
+    PASSWORD,
+    RAW_BODY,
+    SENSITIVE_CLAIM,
+    TOKEN,
+    normalized,
+    seed_golden,
+)
 
 from cortex.cases import bounds
 from cortex.cases.ids import new_id
 from cortex.cases.records import Evidence, Source, encode
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
-TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
-"""A made-up token in a shape the redactor knows (split so scanners do not flag this file)."""
-PASSWORD = "hunter2-" + "made-up-7731"
-SENSITIVE_CLAIM = "SENSITIVE-CLAIM-MARKER the staging database answers on 5432"
-RAW_BODY = b"RAW-BODY-MARKER full tool output\n"
-LONG_CLAIM = "the callback " + " ".join(f"step{n}" for n in range(60)) + " and more"
 SORT = re.compile(r"^[a-z]+_([0-9A-Z]{26})")
 
 
@@ -568,92 +571,6 @@ def test_a_held_case_lock_does_not_block_reading(cli: Cli, task: str) -> None:
 
 
 # Golden -----------------------------------------------------------------------------------------
-
-
-class Clock:
-    """A clock that only moves when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_736_000_000.0  # 2025-01-04T14:13:20Z
-
-    def __call__(self) -> float:
-        return self.now
-
-    def step(self, seconds: float = 60.0) -> None:
-        self.now += seconds
-
-
-ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
-
-
-def normalized(text: str) -> str:
-    """Generated ULIDs become <1>, <2>, ... in order of first appearance; timings become N."""
-    names: dict[str, str] = {}
-
-    def name(match: re.Match[str]) -> str:
-        return names.setdefault(match.group(), f"<{len(names) + 1}>")
-
-    text = ULID.sub(name, text)
-    return re.sub(r"in [0-9]+\.[0-9]+ s", "in N s", text)
-
-
-def seed_golden(tmp_path: Path) -> tuple[Any, str]:
-    """A case seeded in-process with a fixed clock; returns (kernel, task id)."""
-    from cortex.kernel.context import Kernel
-    from cortex.kernel.decisions import answer, request
-    from cortex.kernel.evidence import add_evidence, add_note
-    from cortex.kernel.lease import begin_change
-    from cortex.kernel.open_case import open_case
-    from cortex.kernel.plan import plan
-    from cortex.kernel.verify import verify
-
-    env = base_env(tmp_path)
-    repo = make_repo(tmp_path / "repo", env)
-    configure_verifiers(repo, env, {"unit": ["sh", "-c", "echo 3 passed"]})
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    clock = Clock()
-    kernel = Kernel(str(repo), env, default_actor="agent-1", clock=clock)
-    task = open_case(kernel, goal="Fix the checkout redirect").data["taskId"]
-    clock.step()
-    located = add_evidence(
-        kernel, task, claim="resolve_return_url falls back to /", kind="code_location",
-        file="app.py", line="1", confidence="high",
-    ).data["evidence"].id  # fmt: skip
-    clock.step()
-    add_evidence(kernel, task, claim=SENSITIVE_CLAIM, sensitive=True)
-    clock.step()
-    add_evidence(
-        kernel, task, claim=f"the deploy log shows {TOKEN}", kind="terminal_run", raw=RAW_BODY
-    )
-    clock.step()
-    add_note(kernel, task, text="return_to is dropped\nbefore the callback")
-    clock.step()
-    add_evidence(kernel, task, claim=LONG_CLAIM, actor="reviewer-2")
-    clock.step()
-    plan(
-        kernel, task, hypotheses=["the callback drops return_to :: a request with it lands on /"],
-        supports=[f"1={located}"], files=["app.py"], boundary_reason="the redirect lives there",
-        verify=["command:unit"], uncertainty="the login link may drop it earlier",
-    )  # fmt: skip
-    clock.step()
-    asked = request(
-        kernel, task, question=f"Rotate the key first? password={PASSWORD}",
-        options=["safe=Safe migration|slower rollout", "fast=Fast migration|riskier rollback"],
-    ).data["decision"].id  # fmt: skip
-    clock.step()
-    answer(kernel, task, asked, option="safe", responder="alice")
-    clock.step()
-    begin_change(kernel, task, actor="agent-1")
-    clock.step()
-    (repo / "app.py").write_text("print('fixed')\n")
-    verify(kernel, task)
-    clock.step()
-    (repo / "app.py").write_text("print('edited after the proof')\n")
-    request(
-        kernel, task, question="Ship it behind a flag?",
-        options=["yes=Behind a flag", "no=Straight out"],
-    )  # fmt: skip
-    return kernel, task
 
 
 def test_golden_cards_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -130,6 +130,10 @@ TIMELINE_CURSOR_MAX = 1024
 TIMELINE_DATE_MAX = 64
 """Characters of a `--since`, `--until` or `--anchor` date."""
 
+# `cortex case show`.
+SHOW_RECENT_MAX = 200
+"""Newest ledger records `show` returns (with exact totals of every ledger)."""
+
 # The handoff packet (`cortex case handoff`, docs/design/handoff.md).
 HANDOFF_BUDGET = 128 * KIB
 """The most the Markdown of one handoff may take, and, separately, its JSON packet."""

@@ -197,6 +197,49 @@ def find_lines(path: str, length: int, record_ids: list[str]) -> dict[str, bytes
         os.close(fd)
 
 
+def tail_lines(path: str, length: int, count: int) -> list[bytes]:
+    """The last `count` committed lines (newline stripped), oldest first, read backwards.
+
+    Cost and memory follow `count`, not the ledger's size: a view of the newest records of a
+    million-line ledger reads a few hundred kilobytes from its end.
+    """
+    if length == 0 or count <= 0:
+        return []
+    fd = open_for_read(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size < length:
+            msg = f"{path} is {size} bytes but {length} are committed: acknowledged data is gone"
+            raise IntegrityError(msg, path=path)
+        if os.pread(fd, 1, length - 1) != b"\n":
+            msg = f"{path}: the committed region does not end with a complete line"
+            raise IntegrityError(msg, path=path)
+        lines: list[bytes] = []
+        end = length - 1  # the final newline
+        buffer = b""
+        position = end
+        while len(lines) < count and position > 0:
+            step = min(1 << 16, position)
+            position -= step
+            buffer = os.pread(fd, step, position) + buffer
+            cut = buffer.rfind(b"\n")
+            while cut >= 0 and len(lines) < count:
+                lines.append(buffer[cut + 1 :])
+                buffer = buffer[:cut]
+                cut = buffer.rfind(b"\n")
+            if len(buffer) > LEDGER_RECORD_MAX:
+                msg = (
+                    f"{path}: a line before byte {position + len(buffer)} exceeds the record limit"
+                )
+                raise IntegrityError(msg, path=path)
+        if position == 0 and len(lines) < count:  # what is left is the first line
+            lines.append(buffer)
+        lines.reverse()
+        return lines
+    finally:
+        os.close(fd)
+
+
 def uncommitted_tail(path: str, committed: int) -> int:
     """How many bytes follow the committed end (0 if none or the file does not exist)."""
     try:

@@ -70,6 +70,12 @@ def _status(c: Call) -> Result:
     return status(c.kernel, c["task"])
 
 
+def _show(c: Call) -> Result:
+    from cortex.kernel.show import show
+
+    return show(c.kernel, c["task"])
+
+
 def _read_stdin(stdin: IO[bytes]) -> bytes:
     data = stdin.read(RAW_BLOB_MAX + 1)
     if len(data) > RAW_BLOB_MAX:
@@ -378,6 +384,7 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
     "case.status": _status,
+    "case.show": _show,
     "case.evidence.add": _evidence_add,
     "case.note": _note,
     "case.read-evidence": _read_evidence,

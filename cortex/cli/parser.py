@@ -124,6 +124,11 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(("case", "status"), "where a case stands and what can be done next", positionals=(_TASK,)),
     Cmd(
+        ("case", "show"),
+        "one screen for a person: phases, plan, proof, decision, lease, recent activity",
+        positionals=(_TASK,),
+    ),
+    Cmd(
         ("case", "evidence", "add"),
         "append one piece of evidence",
         positionals=(_TASK,),

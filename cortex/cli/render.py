@@ -443,6 +443,12 @@ def _artifact(console: Console, data: Data) -> None:
     console.print(Text(data["content"]))
 
 
+def _show(console: Console, data: Data) -> None:
+    from cortex.cli.render_show import show
+
+    show(console, data, _status)
+
+
 def _timeline(console: Console, data: Data) -> None:
     from cortex.cli.render_timeline import timeline
 
@@ -467,6 +473,7 @@ def _stats(name: str) -> Callable[[Console, Data], None]:
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
+    "case.show": _show,
     "case.list": _list,
     "case.evidence.add": _recorded,
     "case.note": _recorded,

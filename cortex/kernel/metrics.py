@@ -245,6 +245,21 @@ def _phases(store: CaseStore, result: Measured, now: float) -> None:
         }
 
 
+def phase_times(store: CaseStore, case: CaseFile, now: float) -> dict[str, object]:
+    """Seconds and visits per phase, and the current phase's start, from phases.jsonl.
+
+    The current phase counts up to `now`; a closed case stops at its close.
+    """
+    result = Measured(case)
+    _phases(store, result, now)
+    visits = result.tally.visits
+    return {
+        "inPhase": _in_phase(result.tally),
+        "visits": {p: visits[p] for p in PHASES if p in visits},
+        "current": result.current,
+    }
+
+
 def _add_time(tally: Tally, phase: str, seconds: float) -> float:
     seconds = max(seconds, 0.0)
     tally.seconds[phase] = tally.seconds.get(phase, 0.0) + seconds

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from cortex.cases.documents import Hypotheses, Plan, Verification
@@ -40,6 +40,13 @@ def status(kernel: Kernel, task_id: str) -> Result:
     """Where one case stands, as of its latest committed revision, and what can be done next."""
     store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
+    return describe_case(kernel, store, case, documents)
+
+
+def describe_case(
+    kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str, Any]
+) -> Result:
+    """`status` of one snapshot (`read_view`'s pair), so a bigger view can build on the same one."""
     plan = documents.get("plan.json")
     hypotheses = documents.get("hypotheses.json") or Hypotheses()
     waiting = pending(documents.get("decisions.json"))

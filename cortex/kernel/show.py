@@ -1,0 +1,137 @@
+"""`cortex case show`: one screen for a person, built from one consistent snapshot.
+
+Everything `status` says (the same function computes it, so the two never disagree), plus: a
+phase stepper, the time spent in each phase, every hypothesis with its disproof path, and the
+newest ledger records with exact totals. All of it comes from one `read_view`: one case.json
+and the snapshots that match it, and ledgers read only up to the lengths that case.json
+commits, so a commit landing meanwhile is either wholly in the view or not at all.
+
+The newest records are found by reading each ledger backwards from its committed end
+(`ledger.tail_lines`), so the cost follows the number shown, not the ledger's length; "newest"
+is commit order (revision, then the id's ULID), which a wall clock stepping back cannot upset.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cortex.cases.bounds import SHOW_RECENT_MAX
+from cortex.cases.documents import Hypotheses
+from cortex.cases.layout import ledger_file
+from cortex.cases.ledger import parse_line, tail_lines
+from cortex.cases.records import (
+    LEDGER_TYPES,
+    LEDGERS,
+    CaseFile,
+    Command,
+    Evidence,
+    LedgerRecord,
+    LedgerState,
+    PhaseChange,
+)
+from cortex.cases.store import CaseStore
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Result
+from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
+from cortex.kernel.metrics import phase_times
+from cortex.kernel.status import describe_case
+from cortex.kernel.timeline_cards import Context, Entry, card, sort_key
+
+_KIND = {"evidence": "evidence", "commands": "command", "phases": "phase"}
+
+
+def show(kernel: Kernel, task_id: str) -> Result:
+    """The one-screen view of a case (see the module docstring)."""
+    store = kernel.locate(task_id)
+    case, documents = store.read_view(task_id)
+    described = describe_case(kernel, store, case, documents)
+    times = phase_times(store, case, kernel.clock())
+    visits: dict[str, int] = times["visits"]  # type: ignore[assignment]
+    data: dict[str, Any] = dict(described.data)
+    data["stepper"] = stepper(case, set(visits))
+    data["time"] = times
+    data["hypotheses"] = _hypotheses(documents.get("hypotheses.json"))
+    data["recent"] = recent(store, case)
+    return Result(data=data, actions=described.actions)
+
+
+def stepper(case: CaseFile, visited: set[str]) -> list[dict[str, str]]:
+    """The main line of phases for this case's mode, each done, current, paused or to come.
+
+    Only change tasks pass through `changing`. A paused case marks the phase it paused in; a
+    blocked or abandoned case ends the line with that phase as its current one.
+    """
+    line: list[str] = [
+        p for p in ORDER if p != "new" and (case.mode == "change" or p != "changing")
+    ]
+    current = case.paused_from if case.status == PAUSED else case.status
+    # Off the main line (blocked, abandoned), what was visited is what is done.
+    at = line.index(current) if current in line else None
+    steps: list[dict[str, str]] = []
+    for index, phase in enumerate(line):
+        if phase == current:
+            state = "paused" if case.status == PAUSED else "current"
+        elif (index < at) if at is not None else (phase in visited):
+            state = "done"
+        else:
+            state = "next"
+        steps.append({"phase": phase, "state": state})
+    if case.status in TERMINAL and case.status != "complete":
+        steps = [s if s["state"] != "next" else {**s, "state": "skipped"} for s in steps]
+        steps.append({"phase": case.status, "state": "current"})
+    return steps
+
+
+def _hypotheses(doc: Hypotheses | None) -> list[dict[str, object]]:
+    if doc is None:
+        return []
+    return [
+        {
+            "id": h.id,
+            "statement": h.statement,
+            "disproof": h.disproof,
+            "status": h.status,
+            "retired": h.retired,
+            "supports": h.supports,
+            "planRevision": h.plan_revision,
+        }
+        for h in doc.hypotheses
+    ]
+
+
+def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
+    """The newest SHOW_RECENT_MAX ledger records as timeline cards, newest first, and totals."""
+    path = store.case_path(case.id)
+    entries: list[tuple[tuple[int, str], Entry]] = []
+    totals: dict[str, int] = {}
+    for name in LEDGERS:
+        state = case.ledgers.get(name) or LedgerState()
+        totals[name] = state.count
+        file = os.path.join(path, ledger_file(name))
+        for line in tail_lines(file, state.bytes, SHOW_RECENT_MAX):
+            record: LedgerRecord = parse_line(line, LEDGER_TYPES[name], where=ledger_file(name))
+            entry = _entry(name, record)
+            entries.append(((record.revision, entry.key[1]), entry))
+    entries.sort(key=lambda pair: pair[0], reverse=True)
+    shown = [entry for _, entry in entries[:SHOW_RECENT_MAX]]
+    # Ledger records only: receipts and batches, which need these, are not among them.
+    context = Context(standing=lambda _receipt: "superseded", batch_sizes={})
+    total = sum(totals.values())
+    return {
+        "limit": SHOW_RECENT_MAX,
+        "returned": len(shown),
+        "total": total,
+        "totals": totals,
+        "truncated": total > len(shown),
+        "items": [card(entry, context) for entry in shown],
+    }
+
+
+def _entry(name: str, record: LedgerRecord) -> Entry:
+    kind = _KIND[name]
+    if isinstance(record, Evidence):
+        actor: str | None = record.source.actor
+    elif isinstance(record, Command | PhaseChange):
+        actor = record.actor
+    return Entry(sort_key(record.timestamp, record.id), kind, actor, record)
