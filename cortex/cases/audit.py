@@ -187,6 +187,7 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
     type_ = LEDGER_TYPES[name]
     expected_prev = genesis
     last_revision = 0
+    latest = ""
     count = 0
     seen: set[str] = set()
     problems = 0
@@ -218,6 +219,9 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
             elif record.revision < last_revision:
                 fail("revision", "line revisions go backwards (reordered lines)", offset)
             last_revision = max(last_revision, record.revision)
+            if state.ordered and record.timestamp < latest:
+                fail("order", "timestamps go backwards in a ledger marked ordered", offset)
+            latest = max(latest, record.timestamp)
             if not is_id(record.id, prefix) or not context.check_ulid(record.id[prefix_len:]):
                 fail("id_format", f"malformed record id {record.id!r}", offset)
             elif record.id in seen:
@@ -247,6 +251,9 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
         found.error(
             "count", f"{count} committed lines, but case.json says {state.count}", file=file
         )
+    if count and state.ordered and latest != state.last:
+        msg = f"the latest committed time is {latest}, but case.json says {state.last}"
+        found.error("order", msg, file=file)
     if expected_prev != (state.tip or genesis):
         found.error("tip", "the last committed line does not match case.json's tip", file=file)
     _audit_tail(full, file, state, case.revision, found)

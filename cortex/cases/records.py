@@ -117,6 +117,11 @@ class LedgerState(_Record, kw_only=True):
     count: Count = 0
     bytes: Count = 0
     tip: str = ""
+    last: str = ""
+    """The latest timestamp committed to the ledger ("" before the first line, or unknown)."""
+    ordered: bool = False
+    """Whether every committed line's timestamp is at or after the one before it (readers may
+    then search the ledger by time; docs/design/storage.md, "Time order")."""
 
 
 class CaseFile(_Record, kw_only=True):

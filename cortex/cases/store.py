@@ -146,15 +146,24 @@ def chain(
     prev = state.tip or ledger.genesis(task_id, name)
     lines: list[bytes] = []
     written: list[LedgerRecord] = []
+    # Order is a property of the whole ledger: an empty one starts ordered, and one line out of
+    # order (only possible for ledgers written before the rule) loses it for good.
+    last, ordered = state.last, state.ordered or state.count == 0
     for record in records:
         tagged = msgspec.structs.replace(record, revision=revision, prev=prev)
         line = ledger.format_line(tagged)
         prev = ledger.line_hash(line[:-1])
         lines.append(line)
         written.append(tagged)
+        ordered = ordered and record.timestamp >= last
+        last = max(last, record.timestamp)
     data = b"".join(lines)
     new_state = LedgerState(
-        count=state.count + len(records), bytes=state.bytes + len(data), tip=prev
+        count=state.count + len(records),
+        bytes=state.bytes + len(data),
+        tip=prev,
+        last=last,
+        ordered=ordered,
     )
     return data, new_state, written
 

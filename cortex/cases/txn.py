@@ -102,6 +102,7 @@ class Transaction:
         self._content = b""
         self._base_revision = 0
         self._appends: dict[str, list[LedgerRecord]] = {}
+        self._floors: dict[str, str] = {}
         self._blobs: list[tuple[str, bytes]] = []
         self._snapshots: list[tuple[str, msgspec.Struct]] = []
         self._started = monotonic_ms()
@@ -163,6 +164,14 @@ class Transaction:
         if name not in LEDGERS:
             msg = f"unknown ledger {name!r}"
             raise ValueError(msg)
+        floor = self._floors.get(name)
+        if floor is None:
+            state = self.case.ledgers.get(name) or LedgerState()
+            floor = max(state.last, self.case.updated_at)
+        if record.timestamp < floor:
+            # The clock stepped back: keep the ledger in time order (storage.md, "Time order").
+            record = msgspec.structs.replace(record, timestamp=floor)
+        self._floors[name] = record.timestamp
         clean, _ = scrub(record, self.store.redactor)
         self._appends.setdefault(name, []).append(clean)
         return clean
@@ -217,7 +226,8 @@ class Transaction:
         if case.revision != self._base_revision:
             msg = "the revision is managed by the store"
             raise ValueError(msg)
-        now = self.store.now()
+        # Never before the previous commit, nor before a record of this one (the floors).
+        now = max(self.store.now(), case.updated_at, *self._floors.values())
         revision = case.revision + 1
 
         # Encode everything first: a bound or redaction refusal must come before any write.
