@@ -95,21 +95,29 @@ def cortex_json(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, ob
 
 
 def grow_ledger(case_dir: Path, lines: int) -> None:
-    """Append `lines` valid, chained evidence records and commit them in case.json directly."""
+    """Append `lines` valid, chained evidence records and commit them in case.json directly.
+
+    Records are one millisecond apart, after the case's last commit, so the ledger keeps the
+    store's time order (docs/design/storage.md) as real commits would.
+    """
     from cortex.cases import ledger
     from cortex.cases.ids import new_id
     from cortex.cases.records import CaseFile, Evidence, LedgerState, Source, decode, encode_pretty
+    from cortex.kernel.context import format_time, parse_time
 
     case = decode((case_dir / "case.json").read_bytes(), CaseFile)
     state = case.ledgers["evidence"]
     prev = state.tip
     count, size = state.count, state.bytes
+    start = parse_time(case.updated_at)
+    stamp = case.updated_at
     with (case_dir / "evidence.jsonl").open("ab") as handle:
         batch: list[bytes] = []
         for index in range(lines):
+            stamp = format_time(start + (index + 1) / 1000)
             record = Evidence(
                 id=new_id("ev"),
-                timestamp="2026-11-30T12:00:00.000Z",
+                timestamp=stamp,
                 source=Source(tool="bench", actor="bench"),
                 claim=f"synthetic finding number {index} about module_{index % 100}.py",
                 revision=case.revision,
@@ -124,7 +132,11 @@ def grow_ledger(case_dir: Path, lines: int) -> None:
                 handle.write(b"".join(batch))
                 batch.clear()
         handle.write(b"".join(batch))
-    case.ledgers["evidence"] = LedgerState(count=count, bytes=size, tip=prev)
+    ordered = state.ordered or state.count == 0
+    case.ledgers["evidence"] = LedgerState(
+        count=count, bytes=size, tip=prev, last=stamp, ordered=ordered
+    )
+    case.updated_at = stamp
     (case_dir / "case.json").write_bytes(encode_pretty(case))
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cortex.cases import ledger
 from cortex.cases.bounds import LEDGER_RECORD_MAX
 from cortex.cases.errors import IntegrityError
 from cortex.cases.ledger import tail_lines
@@ -52,3 +53,47 @@ def test_an_oversized_line_is_an_integrity_error(tmp_path: Path) -> None:
     path.write_bytes(b"z" * (LEDGER_RECORD_MAX + 10) + b"\n" + b'{"id":"a"}\n')
     with pytest.raises(IntegrityError, match="record limit"):
         tail_lines(str(path), path.stat().st_size, 5)
+
+
+IDS = st.lists(
+    st.from_regex(r"[0-9A-Z]{26}", fullmatch=True).map(lambda u: f"ev_{u}"),
+    min_size=1,
+    max_size=12,
+    unique=True,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ids=IDS, pad=st.lists(st.integers(0, 90), min_size=12, max_size=12), data=st.data())
+def test_searches_agree_with_a_plain_reading_across_chunk_boundaries(
+    tmp_path_factory: pytest.TempPathFactory,
+    ids: list[str],
+    pad: list[int],
+    data: st.DataObject,
+) -> None:
+    """find_lines and line_containing read in chunks; tiny chunks put needles across them."""
+    lines = [
+        b'{"id":"'
+        + i.encode()
+        + b'","claim":"'
+        + b"x" * pad[n]
+        + b'","actor":"a'
+        + str(n % 3).encode()
+        + b'"}'
+        for n, i in enumerate(ids)
+    ]
+    path = tmp_path_factory.mktemp("search") / "evidence.jsonl"
+    committed = b"".join(line + b"\n" for line in lines)
+    path.write_bytes(committed + b'{"id":"' + ids[0].encode() + b'" uncommitted')
+    wanted = data.draw(st.lists(st.sampled_from([*ids, "ev_" + "Z" * 26]), max_size=4))
+    expected = {
+        i: line for i in wanted for line in lines if line.startswith(b'{"id":"' + i.encode())
+    }
+    actor = data.draw(st.sampled_from([b'"actor":"a0"', b'"actor":"a2"', b'"actor":"zz"']))
+    first = next((line for line in lines if actor in line), None)
+    with pytest.MonkeyPatch.context() as patch:
+        # Chunks of a few bytes, so every search crosses many boundaries.
+        patch.setattr(ledger, "_CHUNK", 7)
+        patch.setattr(ledger, "_SCAN_BACK", 5)
+        assert ledger.find_lines(str(path), len(committed), wanted) == expected
+        assert ledger.line_containing(str(path), len(committed), actor) == first

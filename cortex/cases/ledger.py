@@ -27,6 +27,7 @@ from cortex.cases.records import LineMeta, decode, encode
 
 _R = TypeVar("_R")
 _CHUNK = 1 << 20
+_SCAN_BACK = 64 * 1024
 TAIL_SCAN_MAX = 64 * 1024 * 1024
 """Uncommitted bytes a writer will inspect before calling the tail foreign (see recovery)."""
 
@@ -139,6 +140,60 @@ def read_records(path: str, length: int, type_: type[_R], *, revision: int) -> I
         yield record
 
 
+def _occurrences(fd: int, length: int, needle: bytes) -> Iterator[int]:
+    """Offsets of `needle` in the first `length` bytes, in order, read in chunks with `pread`.
+
+    Not through a mapping: a search may cover the whole ledger, and every mapped page it
+    touched would count against the reader's resident memory.
+    """
+    start, carry = 0, b""
+    while start < length:
+        chunk = os.pread(fd, min(_CHUNK, length - start), start)
+        if not chunk:
+            return
+        joined = carry + chunk
+        base = start - len(carry)
+        at = joined.find(needle)
+        while at >= 0:
+            yield base + at
+            at = joined.find(needle, at + 1)
+        start += len(chunk)
+        carry = joined[max(0, len(joined) - len(needle) + 1) :] if len(needle) > 1 else b""
+
+
+def _line_around(fd: int, length: int, at: int) -> tuple[int, bytes]:
+    """The start and bytes (newline stripped) of the committed line holding offset `at`."""
+    line_start = at
+    while line_start > 0:
+        window = os.pread(fd, min(_SCAN_BACK, line_start), line_start - min(_SCAN_BACK, line_start))
+        newline = window.rfind(b"\n")
+        if newline >= 0:
+            line_start -= len(window) - newline - 1
+            break
+        line_start -= len(window)
+        if at - line_start > LEDGER_RECORD_MAX:
+            break
+    data = b""
+    position = line_start
+    while position < length and b"\n" not in data:
+        data += os.pread(fd, min(_SCAN_BACK, length - position), position)
+        position = line_start + len(data)
+        if len(data) > LEDGER_RECORD_MAX + 1:
+            break
+    end = data.find(b"\n")
+    return line_start, data[: end if end >= 0 else len(data)]
+
+
+def _checked_fd(path: str, length: int) -> int:
+    fd = open_for_read(path)
+    size = os.fstat(fd).st_size
+    if size < length:
+        os.close(fd)
+        msg = f"{path} is {size} bytes but {length} are committed: acknowledged data is gone"
+        raise IntegrityError(msg, path=path)
+    return fd
+
+
 def line_containing(path: str, length: int, needle: bytes) -> bytes | None:
     """The first committed line holding `needle` (a JSON `"field":"value"` pattern), or None.
 
@@ -147,20 +202,11 @@ def line_containing(path: str, length: int, needle: bytes) -> bytes | None:
     """
     if length == 0:
         return None
-    fd = open_for_read(path)
+    fd = _checked_fd(path, length)
     try:
-        if os.fstat(fd).st_size < length:
-            msg = f"{path} is shorter than its committed length: acknowledged data is gone"
-            raise IntegrityError(msg, path=path)
-        import mmap
-
-        with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as view:
-            at = view.find(needle, 0, length)
-            if at < 0:
-                return None
-            start = view.rfind(b"\n", 0, at) + 1
-            end = view.find(b"\n", at, length)
-            return view[start : end if end >= 0 else length]
+        for at in _occurrences(fd, length, needle):
+            return _line_around(fd, length, at)[1]
+        return None
     finally:
         os.close(fd)
 
@@ -174,24 +220,15 @@ def find_lines(path: str, length: int, record_ids: list[str]) -> dict[str, bytes
     """
     if length == 0 or not record_ids:
         return {}
-    fd = open_for_read(path)
+    fd = _checked_fd(path, length)
     try:
-        size = os.fstat(fd).st_size
-        if size < length:
-            msg = f"{path} is {size} bytes but {length} are committed: acknowledged data is gone"
-            raise IntegrityError(msg, path=path)
-        import mmap
-
         found: dict[str, bytes] = {}
-        with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as view:
-            for record_id in record_ids:
-                needle = b'{"id":"' + record_id.encode() + b'"'
-                at = view.find(needle, 0, length)
-                while at > 0 and view[at - 1 : at] != b"\n":
-                    at = view.find(needle, at + 1, length)
-                if at >= 0:
-                    end = view.find(b"\n", at, length)
-                    found[record_id] = view[at : end if end >= 0 else length]
+        for record_id in record_ids:
+            needle = b'{"id":"' + record_id.encode() + b'"'
+            for at in _occurrences(fd, length, needle):
+                if at == 0 or os.pread(fd, 1, at - 1) == b"\n":
+                    found[record_id] = _line_around(fd, length, at)[1]
+                    break
         return found
     finally:
         os.close(fd)

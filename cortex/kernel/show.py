@@ -24,11 +24,8 @@ from cortex.cases.records import (
     LEDGER_TYPES,
     LEDGERS,
     CaseFile,
-    Command,
-    Evidence,
     LedgerRecord,
     LedgerState,
-    PhaseChange,
 )
 from cortex.cases.store import CaseStore
 from cortex.kernel.context import Kernel
@@ -36,9 +33,7 @@ from cortex.kernel.envelope import Result
 from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
 from cortex.kernel.metrics import phase_times
 from cortex.kernel.status import describe_case
-from cortex.kernel.timeline_cards import Context, Entry, card, sort_key
-
-_KIND = {"evidence": "evidence", "commands": "command", "phases": "phase"}
+from cortex.kernel.timeline_cards import Context, Entry, card, ledger_entry
 
 
 def show(kernel: Kernel, task_id: str) -> Result:
@@ -111,7 +106,7 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
         file = os.path.join(path, ledger_file(name))
         for line in tail_lines(file, state.bytes, SHOW_RECENT_MAX):
             record: LedgerRecord = parse_line(line, LEDGER_TYPES[name], where=ledger_file(name))
-            entry = _entry(name, record)
+            entry = ledger_entry(name, record)
             entries.append(((record.revision, entry.key[1]), entry))
     entries.sort(key=lambda pair: pair[0], reverse=True)
     shown = [entry for _, entry in entries[:SHOW_RECENT_MAX]]
@@ -126,12 +121,3 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
         "truncated": total > len(shown),
         "items": [card(entry, context) for entry in shown],
     }
-
-
-def _entry(name: str, record: LedgerRecord) -> Entry:
-    kind = _KIND[name]
-    if isinstance(record, Evidence):
-        actor: str | None = record.source.actor
-    elif isinstance(record, Command | PhaseChange):
-        actor = record.actor
-    return Entry(sort_key(record.timestamp, record.id), kind, actor, record)

@@ -26,7 +26,7 @@ from cortex.cases.documents import Decisions, Receipt, Verification
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
-from cortex.kernel import validate
+from cortex.kernel import timeline_fast, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.timeline_cards import (
@@ -133,9 +133,15 @@ def timeline(
     store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
     entries = (e for e in stream(store, case, documents, query.effective_kinds) if query.matches(e))
+    # Time-ordered ledgers are searched instead of streamed (timeline_fast; same answers).
+    fast = timeline_fast.usable(case, query)
+    view = timeline_fast.View(store, case, documents, query)
     around = None
     if anchor is None:
-        total, shown, more = _page(entries, start, limit)
+        if fast:
+            total, shown, more = timeline_fast.page(view, start, limit)
+        else:
+            total, shown, more = _page(entries, start, limit)
     else:
         wanted = (
             TIMELINE_AROUND_DEFAULT if before is None else before,
@@ -143,10 +149,15 @@ def timeline(
         )
         if anchored is not None:
             target = _find(store, case, documents, anchored)
-            total, shown, around = _around(entries, target, *wanted)
+            if fast:
+                total, shown, around = timeline_fast.around(view, target, *wanted)
+            else:
+                total, shown, around = _around(entries, target, *wanted)
             around["matchesFilters"] = query.matches(target) and (
                 target.kind in query.effective_kinds
             )
+        elif fast:
+            total, shown, around = timeline_fast.around_date(view, moment, wanted, anchor)
         else:
             total, shown, around = _around_date(entries, moment, *wanted, anchor)
         more = around["after"] > wanted[1]

@@ -105,6 +105,16 @@ def stream(
             yield Entry(key, "receipt", receipt.actor, receipt)
 
 
+LEDGER_KINDS = {"phases": "phase", "evidence": "evidence", "commands": "command"}
+"""The entry kind of each ledger's lines."""
+
+
+def ledger_entry(name: str, record: Evidence | Command | PhaseChange) -> Entry:
+    """The entry of one ledger line."""
+    actor = record.source.actor if isinstance(record, Evidence) else record.actor
+    return Entry(sort_key(record.timestamp, record.id), LEDGER_KINDS[name], actor, record)
+
+
 def decision_entry(decision: Decision, *, answer: bool) -> Entry:
     """The request entry of a decision, or its answer entry."""
     if answer:
