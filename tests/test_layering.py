@@ -78,7 +78,7 @@ def test_the_per_call_path_stays_light(cli: Cli, task: str) -> None:
     heavy = [
         "rich", "git", "mcp", "portalocker", "ulid", "hashlib", "_hashlib", "argparse",
         "tomllib", "subprocess", "pathlib", "tempfile", "shutil", "json", "socket", "random",
-        "cortex.mcp", "anyio", "pydantic",
+        "cortex.mcp", "anyio", "pydantic", "textual", "cortex.studio",
     ]  # fmt: skip
     commands = [
         ["case", "evidence", "add", task, "--claim", "x", "--json"],

@@ -174,3 +174,13 @@ SUMMARY_HEAD_MAX = 4 * KIB
 """Bytes of a completed case's summary.md read to find its verdict at completion."""
 DAMAGED_SHOWN_MAX = 50
 """Unreadable cases an overview or a store's metrics names one by one (the count stays exact)."""
+
+# The live board (`cortex studio`).
+STUDIO_ROWS_MAX = 200
+"""Newest cases one refresh of the board loads (its status line keeps the exact total)."""
+STUDIO_REFRESH_DEFAULT = 2.0
+"""Seconds between two refreshes of the board unless `--refresh` says otherwise."""
+STUDIO_REFRESH_MIN = 0.5
+"""The shortest `--refresh`: every refresh reads each case.json under the state root."""
+STUDIO_REFRESH_MAX = 60.0
+"""The longest `--refresh`."""

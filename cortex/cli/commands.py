@@ -22,13 +22,24 @@ class Call:
     """What a handler gets: the kernel, the parsed values, and the process's edges."""
 
     def __init__(
-        self, kernel: Kernel, values: Values, *, cwd: str, stdin: IO[bytes], env: Mapping[str, str]
+        self,
+        kernel: Kernel,
+        values: Values,
+        *,
+        cwd: str,
+        stdin: IO[bytes],
+        env: Mapping[str, str],
+        stdout: IO[str] | None = None,
+        stderr: IO[str] | None = None,
     ) -> None:
         self.kernel = kernel
         self.values = values
         self.cwd = cwd
         self.stdin = stdin
         self.env = env
+        # Only the studio looks at these: it must know whether a person is at a terminal.
+        self.stdout = stdout
+        self.stderr = stderr
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -380,6 +391,12 @@ def _overview(c: Call) -> Result:
     return overview(c.kernel)
 
 
+def _studio(c: Call) -> Result:
+    from cortex.studio.launch import launch
+
+    return launch(c.kernel, refresh=c["refresh"], streams=(c.stdin, c.stdout, c.stderr))
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -413,4 +430,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
+    "studio": _studio,
 }

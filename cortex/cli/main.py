@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 
 
 def _body(
-    parsed: Parsed, env: Mapping[str, str], cwd: str, stdin: IO[bytes]
+    parsed: Parsed,
+    env: Mapping[str, str],
+    cwd: str,
+    streams: tuple[IO[bytes], IO[str], IO[str]],
 ) -> Callable[[Seen], Result]:
     """The use case a parsed command line asks for, as a body for `execute`."""
     if parsed.command.name == "doctor":
@@ -39,7 +42,11 @@ def _body(
         from cortex.cli.commands import HANDLERS, Call
 
         handler = HANDLERS[parsed.command.name]
-        return handler(Call(kernel, parsed.values, cwd=cwd, stdin=stdin, env=env))
+        stdin, stdout, stderr = streams
+        call = Call(
+            kernel, parsed.values, cwd=cwd, stdin=stdin, env=env, stdout=stdout, stderr=stderr
+        )
+        return handler(call)
 
     return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run)
 
@@ -75,7 +82,7 @@ def main(
 
         return serve(directory, env, stderr=stderr)
     envelope, exit_status = execute(
-        name, _body(parsed, env, directory, stdin), env=env, debug=stderr
+        name, _body(parsed, env, directory, (stdin, stdout, stderr)), env=env, debug=stderr
     )
     _emit(envelope, parsed.json, stdout, stderr, env)
     return exit_status

@@ -418,6 +418,17 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "overview"),
         "totals across every store: phases, completion and verified-completion rates (read-only)",
     ),
+    Cmd(
+        ("studio",),
+        "a live board of every case, with a detail pane; answers pending decisions",
+        options=(
+            Opt(
+                "--refresh",
+                "seconds between two refreshes (default 2, from 0.5 to 60)",
+                metavar="SECONDS",
+            ),
+        ),
+    ),
 )
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}

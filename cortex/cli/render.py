@@ -37,13 +37,14 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
+    """Every string in plain data through `safe` (lists and dicts walked, other values kept)."""
     if isinstance(value, str):
         return safe(value)
     if isinstance(value, list):
-        return [_clean(item) for item in value]
+        return [clean(item) for item in value]
     if isinstance(value, dict):
-        return {key: _clean(item) for key, item in value.items()}
+        return {key: clean(item) for key, item in value.items()}
     return value
 
 
@@ -449,6 +450,24 @@ def _show(console: Console, data: Data) -> None:
     show(console, data, _status)
 
 
+def show_case(console: Console, data: Data) -> None:
+    """`case show`'s text for data already passed through `clean` (the studio's detail pane)."""
+    _show(console, data)
+
+
+def _studio(console: Console, data: Data) -> None:
+    # What the session wrote, left on the terminal once the board is gone.
+    for answered in data["answered"]:
+        console.print(
+            Text("Answered ", style="bold green")
+            + Text(answered["decisionId"], style="bold")
+            + Text(
+                f" of {answered['taskId']} with {answered['option']}"
+                f" ({answered['taskId']} is {answered['status']})"
+            )
+        )
+
+
 def _timeline(console: Console, data: Data) -> None:
     from cortex.cli.render_timeline import timeline
 
@@ -504,13 +523,14 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.metrics": _stats("metrics"),
     "case.sessions": _stats("sessions"),
     "case.overview": _stats("overview"),
+    "studio": _studio,
 }
 
 
 def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
     """Print an envelope for a person: the result on stdout, an error on stderr."""
     del env  # rich reads NO_COLOR, TERM and COLUMNS itself
-    data = _clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
+    data = clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
     out = Console(file=stdout, highlight=False, soft_wrap=True)
     renderer = _RENDERERS.get(envelope.command)
     if data is not None and renderer is not None:
@@ -525,7 +545,7 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
     # refusal). JSON callers always get them in the envelope.
     if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify", "init"}:
         return
-    for action in _clean(msgspec.to_builtins(envelope.actions)):
+    for action in clean(msgspec.to_builtins(envelope.actions)):
         out.print(
             Text("next: ", style="dim")
             + Text(action["command"])

@@ -1,0 +1,72 @@
+"""What `cortex studio` runs: check the option and the terminal, then hand over to Textual.
+
+The checks come first and import nothing heavy, so a refusal (a pipe, a script, a bad
+`--refresh`) answers with an envelope like any other command, without loading Textual.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import IO, Any
+
+from cortex.cases.bounds import STUDIO_REFRESH_DEFAULT, STUDIO_REFRESH_MAX, STUDIO_REFRESH_MIN
+from cortex.cases.errors import CortexError, InvalidInputError
+from cortex.kernel.context import Kernel
+from cortex.kernel.envelope import Result
+
+_SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
+
+
+def refresh_seconds(text: str | None) -> float:
+    """`--refresh`: seconds between two refreshes, a plain decimal number within the bounds."""
+    if text is None:
+        return STUDIO_REFRESH_DEFAULT
+    seconds = float(text) if _SECONDS.fullmatch(text) else None
+    if seconds is None or not STUDIO_REFRESH_MIN <= seconds <= STUDIO_REFRESH_MAX:
+        msg = (
+            f"--refresh must be a number of seconds from {STUDIO_REFRESH_MIN:g} to "
+            f"{STUDIO_REFRESH_MAX:g}, not {text[:40]!r}"
+        )
+        raise InvalidInputError(msg)
+    return seconds
+
+
+def _is_terminal(stream: IO[Any] | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        # A closed or unusual stream is not a terminal either.
+        return False
+
+
+def launch(kernel: Kernel, *, refresh: str | None, streams: Sequence[IO[Any] | None]) -> Result:
+    """Run the board until the person quits; the result lists the answers it recorded."""
+    seconds = refresh_seconds(refresh)
+    if not all(_is_terminal(stream) for stream in streams):
+        msg = (
+            "cortex studio is interactive and needs a terminal on stdin, stdout and stderr; "
+            "for a script, use cortex case sessions --json and cortex case show --json"
+        )
+        raise InvalidInputError(msg)
+    from cortex.studio.app import StudioApp
+    from cortex.studio.data import Source
+
+    app = StudioApp(Source(kernel), refresh=seconds)
+    app.run()
+    if app.return_code:
+        # Textual has printed what went wrong once it restored the terminal.
+        raise CortexError("the studio stopped on an error (reported above)")
+    return Result(
+        data={
+            "answered": [
+                {
+                    "taskId": a.task_id,
+                    "decisionId": a.decision_id,
+                    "option": a.option,
+                    "status": a.status,
+                }
+                for a in app.answered
+            ]
+        }
+    )
