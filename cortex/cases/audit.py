@@ -310,36 +310,64 @@ def _audit_raw(path: str, referenced: dict[str, str | None], found: _Collector) 
         names = os.listdir(raw_dir)
     except FileNotFoundError:
         names = []
-    present: set[str] = set()
+    present: dict[str, str] = {}  # raw id -> "txt" or "tree"
     for name in names:
         full = os.path.join(raw_dir, name)
         try:
             mode = os.lstat(full).st_mode
         except FileNotFoundError:
             continue  # removed by a writer's rollback while we looked
-        stem = name.removesuffix(".txt")
+        stem, _, suffix = name.rpartition(".")
         if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
             found.error("symlink", f"raw/{name} is not a regular file", file=f"raw/{name}")
-        elif not (name.endswith(".txt") and is_id(stem, "raw")):
+        elif not (suffix in {"txt", "tree"} and is_id(stem, "raw")):
             found.warn("stray_file", f"raw/{name} is not a raw blob", file=f"raw/{name}")
         else:
-            present.add(stem)
+            present[stem] = suffix
+    members: set[str] = set()
     for raw_id, expected in sorted(referenced.items()):
-        if raw_id not in present:
-            found.error("reference", f"evidence points at raw/{raw_id}.txt, which is missing")
-        elif (
-            expected is not None
-            and _file_sha256(os.path.join(raw_dir, f"{raw_id}.txt")) != expected
-        ):
+        kind = present.get(raw_id)
+        if kind is None:
+            found.error("reference", f"evidence points at raw/{raw_id}, which is missing")
+            continue
+        name = f"{raw_id}.{kind}"
+        if expected is not None and _file_sha256(os.path.join(raw_dir, name)) != expected:
             found.error(
                 "raw_digest",
-                f"raw/{raw_id}.txt differs from what was recorded (edited after the fact)",
-                file=f"raw/{raw_id}.txt",
+                f"raw/{name} differs from what was recorded (edited after the fact)",
+                file=f"raw/{name}",
             )
+        elif kind == "tree":
+            members |= _audit_tree(raw_dir, name, present, found)
     pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
-    for orphan in sorted(present - set(referenced)):
+    for orphan in sorted(set(present) - set(referenced) - members):
         if not pending:
-            found.warn("orphan_blob", f"raw/{orphan}.txt is referenced by no committed record")
+            name = f"{orphan}.{present[orphan]}"
+            found.warn("orphan_blob", f"raw/{name} is referenced by no committed record")
+
+
+def _audit_tree(raw_dir: str, name: str, present: dict[str, str], found: _Collector) -> set[str]:
+    """Check a tree's members against its manifest; return their raw ids (referenced by it)."""
+    from cortex.cases.tree import decode_manifest
+
+    try:
+        manifest = decode_manifest(read_bounded(os.path.join(raw_dir, name), SNAPSHOT_MAX))
+    except (OSError, ValueError, CortexError) as exc:
+        found.error(
+            "tree", f"raw/{name} is not a readable tree listing ({exc})", file=f"raw/{name}"
+        )
+        return set()
+    members: set[str] = set()
+    for member in manifest.files:
+        blob = f"{member.raw}.txt"
+        if not is_id(member.raw, "raw") or present.get(member.raw) != "txt":
+            found.error("reference", f"raw/{name} lists {member.path!r} as raw/{blob}, missing")
+            continue
+        members.add(member.raw)
+        if _file_sha256(os.path.join(raw_dir, blob)) != member.sha256:
+            msg = f"raw/{blob} ({member.path!r} of raw/{name}) differs from what was recorded"
+            found.error("raw_digest", msg, file=f"raw/{blob}")
+    return members
 
 
 def _file_sha256(path: str) -> str | None:

@@ -116,6 +116,18 @@ PREVIEW_DEFAULT = 32 * KIB
 """Bytes of an artifact `read-artifact` returns unless asked for fewer or more."""
 PREVIEW_MAX = 128 * KIB
 
+# Tree artifacts (`evidence add --raw-dir`, docs/design/artifacts.md).
+TREE_WALK_MAX = 512
+"""Directory entries a `--raw-dir` capture looks at, at most (symlinks and skips included)."""
+TREE_FILES_MAX = 100
+"""Regular files one tree artifact keeps, and its listing returns."""
+TREE_BYTES_MAX = 32 * MIB
+"""All members of one tree together, before redaction."""
+TREE_PATH_MAX = 512
+"""Bytes of a member's relative path (and of a `read-artifact --path`)."""
+TREE_DEPTH_MAX = 16
+"""Components of a member's relative path."""
+
 # The timeline (`cortex case timeline`).
 TIMELINE_LIMIT_DEFAULT = 50
 """Entries one timeline page returns unless asked for fewer or more."""

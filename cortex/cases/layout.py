@@ -37,6 +37,11 @@ def raw_name(raw_id: str) -> str:
     return f"{RAW_DIR}/{check_id(raw_id, 'raw', what='raw id')}.txt"
 
 
+def tree_name(raw_id: str) -> str:
+    """The path of a tree artifact's manifest relative to its case directory."""
+    return f"{RAW_DIR}/{check_id(raw_id, 'raw', what='raw id')}.tree"
+
+
 def raw_ref(task_id: str, raw_id: str) -> str:
     """The `case://` reference evidence uses to point at a raw blob."""
     return f"case://{task_id}/{RAW_DIR}/{raw_id}"

@@ -117,8 +117,9 @@ def decode_journal(data: bytes, path: str) -> Journal:
 def journal_entry_ok(entry: StagedFile) -> bool:
     """A journal names only blobs, write-once files and auxiliary snapshots, under temp names.
 
-    Recovery deletes and renames what a journal names, so a forged one must not reach outside
-    these (used by the writer's recovery and by `audit`).
+    Blobs are raw `.txt` files and tree manifests (`.tree`). Recovery deletes and renames what
+    a journal names, so a forged one must not reach outside these (used by the writer's
+    recovery and by `audit`).
     """
     stage_ok = entry.staged.startswith(TEMP_PREFIX) and "/" not in entry.staged
     stage_ok = stage_ok and "\0" not in entry.staged and entry.staged not in {".", ".."}
@@ -127,7 +128,9 @@ def journal_entry_ok(entry: StagedFile) -> bool:
     if entry.final in WRITE_ONCE_FILES:
         return stage_ok and entry.backup is None
     directory, _, name = entry.final.partition("/")
-    blob_ok = directory == RAW_DIR and name.endswith(".txt") and is_id(name[:-4], "raw")
+    stem, dot, suffix = name.rpartition(".")
+    blob_ok = directory == RAW_DIR and dot == "." and suffix in {"txt", "tree"}
+    blob_ok = blob_ok and is_id(stem, "raw")
     return stage_ok and blob_ok and entry.backup is None
 
 

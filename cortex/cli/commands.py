@@ -97,11 +97,17 @@ def _read_stdin(stdin: IO[bytes]) -> bytes:
 def _evidence_add(c: Call) -> Result:
     from cortex.kernel.evidence import add_evidence, read_raw_file
 
-    raw = None
+    raw = tree = None
+    if c["raw_file"] is not None and c["raw_dir"] is not None:
+        raise UsageError("--raw-file and --raw-dir cannot be combined: give one raw output")
     if c["raw_file"] == "-":
         raw = _read_stdin(c.stdin)
     elif c["raw_file"] is not None:
         raw = read_raw_file(os.path.join(c.cwd, c["raw_file"]))
+    elif c["raw_dir"] is not None:
+        from cortex.kernel.raw_tree import capture
+
+        tree = capture(os.path.join(c.cwd, c["raw_dir"]))
     return add_evidence(
         c.kernel,
         c["task"],
@@ -116,6 +122,7 @@ def _evidence_add(c: Call) -> Result:
         confidence=c["confidence"],
         sensitive=c["sensitive"],
         raw=raw,
+        raw_tree=tree,
         derived_from=c["derived_from"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
@@ -150,6 +157,7 @@ def _read_artifact(c: Call) -> Result:
         c["ref"],
         max_bytes=c["max_bytes"],
         allow_binary=c["allow_binary"],
+        path=c["path"],
     )
 
 

@@ -144,6 +144,11 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--confidence", "high|medium|low|unknown", default="unknown"),
             Opt("--sensitive", "mark the record sensitive", kind="flag"),
             Opt("--raw-file", "raw tool output to keep ('-' reads stdin)", metavar="PATH"),
+            Opt(
+                "--raw-dir",
+                "a directory of raw output to keep (at most 100 files; symlinks skipped)",
+                metavar="DIR",
+            ),
             Opt("--derived-from", "evidence this builds on", kind="repeat", metavar="EV_ID"),
             _ACTOR,
             _EXPECT,
@@ -172,6 +177,11 @@ COMMANDS: tuple[Cmd, ...] = (
                 integer=True,
             ),
             Opt("--allow-binary", "return binary output as base64 (marked sensitive)", kind="flag"),
+            Opt(
+                "--path",
+                "a file inside a directory artifact (without it: the artifact's listing)",
+                metavar="PATH",
+            ),
         ),
     ),
     Cmd(

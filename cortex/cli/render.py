@@ -435,13 +435,29 @@ def _doctor(console: Console, data: Data) -> None:
 
 
 def _artifact(console: Console, data: Data) -> None:
+    if data.get("kind") == "directory":
+        _listing(console, data)
+        return
     facts = f"{data['bytesReturned']} of {data['size']} bytes, {data['encoding']}"
     if data["truncated"]:
         facts += ", truncated"
     if data["sensitive"]:
         facts += ", sensitive"
-    console.print(Text(f"{data['ref']} ({facts})", style="bold"))
+    where = f"{data['ref']} {data['path']}" if data.get("path") else data["ref"]
+    console.print(Text(f"{where} ({facts})", style="bold"))
     console.print(Text(data["content"]))
+
+
+def _listing(console: Console, data: Data) -> None:
+    """A directory artifact: its files (read one with --path) and what its capture left out."""
+    noun = "file" if data["count"] == 1 else "files"
+    console.print(Text(f"{data['ref']} (directory, {data['count']} {noun})", style="bold"))
+    for item in data["files"]:
+        console.print(Text(f"  {item['size']:>10}  {item['path']}"))
+    for item in data["skipped"]:
+        console.print(Text(f"  {'skipped':>10}  {item['path']}: {item['reason']}", style="dim"))
+    if data["truncated"]:
+        console.print(Text("  (the capture stopped at its bounds)", style="yellow"))
 
 
 def _show(console: Console, data: Data) -> None:

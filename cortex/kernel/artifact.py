@@ -3,22 +3,27 @@
 A `case://<task>/raw/<raw id>` ref is readable only through its own case, and only once that
 case cites it (an evidence record's rawRef or a receipt's artifact). The read is bounded
 whatever the file's size, cut on a UTF-8 boundary, redacted again (for literals configured
-since it was stored), and never writes.
+since it was stored), and never writes. A ref naming a tree artifact answers with its listing,
+or with one member's preview under `--path` (docs/design/artifacts.md).
 """
 
 from __future__ import annotations
 
 import base64
 import os
+import stat
 
-from cortex.cases.bounds import PREVIEW_DEFAULT, PREVIEW_MAX
+import msgspec
+
+from cortex.cases.bounds import PREVIEW_DEFAULT, PREVIEW_MAX, SNAPSHOT_MAX, TREE_FILES_MAX
 from cortex.cases.documents import Verification
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import IntegrityError, InvalidInputError, NotFoundError
 from cortex.cases.fsio import open_for_read
 from cortex.cases.ids import check_id
-from cortex.cases.layout import ledger_file, parse_raw_ref, raw_name
+from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, tree_name
 from cortex.cases.ledger import line_containing
 from cortex.cases.records import LedgerState
+from cortex.cases.tree import TreeManifest, decode_manifest, member_path
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
@@ -31,11 +36,14 @@ def read_artifact(
     *,
     max_bytes: int | None = None,
     allow_binary: bool = False,
+    path: str | None = None,
 ) -> Result:
-    """The preview of `ref` (see the module docstring)."""
+    """The preview of `ref`, or of the member `path` of a tree `ref` (module docstring)."""
     limit = PREVIEW_DEFAULT if max_bytes is None else max_bytes
     if not 1 <= limit <= PREVIEW_MAX:
         raise InvalidInputError(f"--max-bytes must be 1 to {PREVIEW_MAX}")
+    if path is not None:
+        member_path(path, "--path")  # refused before anything is read
     parts = parse_raw_ref(ref)
     if parts is None:
         raise InvalidInputError(f"{ref[:200]!r} is not a case://<task>/raw/<raw id> reference")
@@ -48,9 +56,84 @@ def read_artifact(
     citation = _citation(store.case_path(task_id), case, documents.get("verification.json"), ref)
     if citation is None:
         raise NotFoundError(f"case {task_id} cites no raw output {ref}")
-    path = os.path.join(store.case_path(task_id), raw_name(raw_id))
+    raw_dir = os.path.join(store.case_path(task_id), RAW_DIR)
+    _require_real_dir(raw_dir)
+    manifest_path = os.path.join(store.case_path(task_id), tree_name(raw_id))
+    if os.path.lexists(manifest_path):
+        manifest = _manifest(manifest_path, ref)
+        if path is None:
+            return _listing(ref, manifest, sensitive=citation == "sensitive")
+        member = next((m for m in manifest.files if m.path == path), None)
+        if member is None:
+            raise NotFoundError(f"{ref} has no file {path!r}; read the listing without --path")
+        blob = os.path.join(store.case_path(task_id), raw_name(member.raw))
+        facts: dict[str, object] = {"path": path}
+    else:
+        if path is not None:
+            msg = f"{ref} is a single file; --path selects a file inside a directory artifact"
+            raise InvalidInputError(msg)
+        blob = os.path.join(store.case_path(task_id), raw_name(raw_id))
+        facts = {}
+    return _preview(kernel, ref, blob, limit, citation=citation, allow_binary=allow_binary, **facts)
+
+
+def _require_real_dir(path: str) -> None:
+    """raw/ must be a directory, not a symlink to one: no link on the way may redirect a read."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        raise NotFoundError("the case has no raw output on disk") from None
+    if not stat.S_ISDIR(mode):
+        raise IntegrityError(f"{path} is not a real directory; refusing to read through it")
+
+
+def _manifest(path: str, ref: str) -> TreeManifest:
     try:
         fd = open_for_read(path)
+    except FileNotFoundError:
+        raise NotFoundError(f"the listing of {ref} is missing from the case") from None
+    try:
+        data = os.read(fd, SNAPSHOT_MAX + 1)
+    finally:
+        os.close(fd)
+    if len(data) > SNAPSHOT_MAX:
+        raise IntegrityError(f"the listing of {ref} is over {SNAPSHOT_MAX} bytes")
+    try:
+        return decode_manifest(data)
+    except (msgspec.DecodeError, InvalidInputError) as exc:
+        raise IntegrityError(f"the listing of {ref} is damaged ({exc})") from None
+
+
+def _listing(ref: str, manifest: TreeManifest, *, sensitive: bool) -> Result:
+    files = [{"path": m.path, "size": m.size, "sha256": m.sha256} for m in manifest.files]
+    skipped = [{"path": s.path, "reason": s.reason} for s in manifest.skipped]
+    return Result(
+        data={
+            "ref": ref,
+            "kind": "directory",
+            "sensitive": sensitive,
+            "files": files[:TREE_FILES_MAX],
+            "count": len(files),
+            "skipped": skipped,
+            "walked": manifest.walked,
+            "truncated": manifest.truncated,
+        }
+    )
+
+
+def _preview(
+    kernel: Kernel,
+    ref: str,
+    blob: str,
+    limit: int,
+    *,
+    citation: str,
+    allow_binary: bool,
+    **facts: object,
+) -> Result:
+    """A bounded preview of one stored blob (a file artifact or a tree member)."""
+    try:
+        fd = open_for_read(blob)
     except FileNotFoundError:
         raise NotFoundError(f"the raw output of {ref} is missing from the case") from None
     try:
@@ -69,6 +152,7 @@ def read_artifact(
             ref,
             "base64",
             base64.b64encode(chunk).decode(),
+            **facts,
             sensitive=True,
             truncated=truncated,
             size=size,
@@ -81,6 +165,7 @@ def read_artifact(
         ref,
         "utf-8",
         shown,
+        **facts,
         sensitive=sensitive,
         truncated=truncated or len(text.encode("utf-8")) < min(size, limit),
         size=size,

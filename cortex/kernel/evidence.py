@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
 
 from cortex.cases.bounds import (
     CLAIM_MAX,
@@ -17,7 +18,7 @@ from cortex.cases.bounds import (
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
-from cortex.cases.layout import raw_name, raw_ref
+from cortex.cases.layout import raw_name, raw_ref, tree_name
 from cortex.cases.records import (
     CaseFile,
     Confidence,
@@ -31,6 +32,11 @@ from cortex.kernel import lifecycle, validate
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.lifecycle import TERMINAL
+
+if TYPE_CHECKING:
+    from cortex.cases.redact import Redactor
+    from cortex.cases.txn import Transaction
+    from cortex.kernel.raw_tree import Captured
 
 RESERVED_KINDS = frozenset({"plan"})
 """Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
@@ -65,6 +71,37 @@ def read_raw_file(path: str) -> bytes:
     return data
 
 
+def _stage_tree(txn: Transaction, tree: Captured, redactor: Redactor) -> tuple[str, str, bool]:
+    """Stage every member blob and the manifest; (tree raw id, manifest digest, redacted?).
+
+    Members are redacted like any blob, and so are their paths; the manifest is built from
+    what will be stored, so its digest covers every member's.
+    """
+    from cortex.cases.tree import TreeManifest, TreeMember, TreeSkip, encode_manifest
+
+    files: list[TreeMember] = []
+    redacted = False
+    for path, data in tree.members:
+        member_id = new_id("raw")
+        stored, changed = txn.stage_blob(raw_name(member_id), data)
+        clean_path = redactor(path)
+        redacted = redacted or changed or clean_path != path
+        size, digest = len(stored), sha256_hex(stored)
+        files.append(TreeMember(path=clean_path, raw=member_id, size=size, sha256=digest))
+    skipped = [TreeSkip(path=redactor(path), reason=reason) for path, reason in tree.skipped]
+    manifest = TreeManifest(
+        files=files, skipped=skipped, walked=tree.walked, truncated=tree.truncated
+    )
+    tree_id = new_id("raw")
+    stored, changed = txn.stage_blob(tree_name(tree_id), encode_manifest(manifest))
+    if changed:
+        # Everything in it was redacted already; a second pass that still finds something
+        # would have rewritten the listing's structure, so nothing is written.
+        msg = "the tree's listing itself looks like a secret to the redactor; nothing was written"
+        raise InvalidInputError(msg)
+    return tree_id, sha256_hex(stored), redacted
+
+
 def add_evidence(
     kernel: Kernel,
     task_id: str,
@@ -80,12 +117,13 @@ def add_evidence(
     confidence: str = "unknown",
     sensitive: bool = False,
     raw: bytes | None = None,
+    raw_tree: Captured | None = None,
     derived_from: list[str] | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
     operation: str = "case.evidence.add",
 ) -> Result:
-    """Append one evidence record (and its raw blob, if any) in one commit."""
+    """Append one evidence record (and its raw blob or tree, if any) in one commit."""
     redactor = kernel.redactor
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
     validate.choice(kind, "--kind", EvidenceKind)
@@ -117,6 +155,8 @@ def add_evidence(
         raise InvalidInputError("an id is given twice in --derived-from")
     if raw is not None and len(raw) > RAW_BLOB_MAX:
         raise InvalidInputError(f"raw content is {len(raw)} bytes, over {RAW_BLOB_MAX}")
+    if raw is not None and raw_tree is not None:
+        raise InvalidInputError("give raw output as a file or as a directory, not both")
     who = kernel.actor(actor)
     store = kernel.writable(task_id)
 
@@ -143,6 +183,9 @@ def add_evidence(
             stored, redacted_raw = txn.stage_blob(raw_name(raw_id), raw)
             reference = raw_ref(task_id, raw_id)
             digest = sha256_hex(stored)
+        elif raw_tree is not None:
+            raw_id, digest, redacted_raw = _stage_tree(txn, raw_tree, redactor)
+            reference = raw_ref(task_id, raw_id)
         record = Evidence(
             id=new_id("ev"),
             timestamp=kernel.now(),

@@ -87,6 +87,13 @@ class RecordEvidence(_Args):
         str | None,
         msgspec.Meta(description="raw tool output to keep (redacted, stored as a blob)"),
     ] = None
+    raw_dir: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="a directory of raw output to keep, relative to the server's workspace "
+            "(at most 100 files; symlinks are not followed)"
+        ),
+    ] = None
     derived_from: Annotated[list[str], msgspec.Meta(description="evidence ids this builds on")] = (
         msgspec.field(default_factory=list)
     )
@@ -217,6 +224,10 @@ class ReadArtifact(_Args):
         None
     )
     allow_binary: bool = False
+    path: Annotated[
+        str | None,
+        msgspec.Meta(description="a file inside a directory artifact; without it, the listing"),
+    ] = None
 
 
 class Timeline(_Args):
@@ -294,11 +305,19 @@ def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
     from cortex.cases.bounds import RAW_BLOB_MAX
     from cortex.kernel.evidence import add_evidence
 
-    raw = None
+    raw = tree = None
+    if a.raw is not None and a.raw_dir is not None:
+        raise InvalidInputError("raw and raw_dir cannot be combined: give one raw output")
     if a.raw is not None:
         raw = a.raw.encode("utf-8", "surrogateescape")
         if len(raw) > RAW_BLOB_MAX:
             raise InvalidInputError(f"raw is over the {RAW_BLOB_MAX}-byte raw limit")
+    elif a.raw_dir is not None:
+        import os
+
+        from cortex.kernel.raw_tree import capture
+
+        tree = capture(os.path.join(k.workspace.root, a.raw_dir))
     return add_evidence(
         k,
         a.task_id,
@@ -313,6 +332,7 @@ def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
         confidence=a.confidence,
         sensitive=a.sensitive,
         raw=raw,
+        raw_tree=tree,
         derived_from=a.derived_from,
         actor=a.actor,
         expected_revision=a.expect_revision,
@@ -420,7 +440,9 @@ def _read_evidence(k: Kernel, a: ReadEvidence, _env: Mapping[str, str]) -> Resul
 def _read_artifact(k: Kernel, a: ReadArtifact, _env: Mapping[str, str]) -> Result:
     from cortex.kernel.artifact import read_artifact
 
-    return read_artifact(k, a.task_id, a.ref, max_bytes=a.max_bytes, allow_binary=a.allow_binary)
+    return read_artifact(
+        k, a.task_id, a.ref, max_bytes=a.max_bytes, allow_binary=a.allow_binary, path=a.path
+    )
 
 
 def _timeline(k: Kernel, a: Timeline, _env: Mapping[str, str]) -> Result:
