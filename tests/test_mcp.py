@@ -30,7 +30,7 @@ EXPECTED_TOOLS = {
     "cortex_note": (False, False, False),
     "cortex_plan": (False, False, False),
     "cortex_resolve": (False, False, False),
-    "cortex_begin_change": (False, False, True),
+    "cortex_begin_change": (False, False, False),
     "cortex_verify": (False, False, False),
     "cortex_request_decision": (False, False, True),
     "cortex_complete": (False, False, False),

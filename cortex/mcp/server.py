@@ -15,9 +15,12 @@ Nothing here is imported by any other command.
 from __future__ import annotations
 
 import functools
+import io
 import logging
-from collections.abc import Mapping
-from typing import IO, Any
+import os
+import signal
+from collections.abc import AsyncIterator, Mapping
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -29,8 +32,12 @@ from mcp.server.stdio import stdio_server
 from cortex import __version__
 from cortex.cases.errors import InvalidInputError
 from cortex.kernel.envelope import Envelope, Result
-from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
+from cortex.kernel.surface import execute, in_kernel, to_json
 from cortex.mcp.tools import BY_NAME, TOOLS, Tool, decode_args, object_schema, output_schema
+from cortex.mcp.wire import INVALID, repair
+
+if TYPE_CHECKING:
+    from cortex.kernel.context import Kernel
 
 INSTRUCTIONS = (
     "Cortex keeps a case file for each task: open one with cortex_open_task, record evidence "
@@ -80,19 +87,34 @@ def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) ->
         return listing
 
     def run(tool: Tool, arguments: Mapping[str, Any] | None) -> tuple[Envelope, int]:
-        def body(seen: Seen) -> Result:
-            args = decode_args(tool, arguments)
-            return in_kernel(cwd, env, default_actor, lambda k: tool.call(k, args, env))(seen)
+        # Arguments are decoded inside the kernel, so an error quoting them is redacted with
+        # this workspace's configured literals, as the CLI's are.
+        def use_case(kernel: Kernel) -> Result:
+            return tool.call(kernel, decode_args(tool, arguments), env)
 
+        body = in_kernel(cwd, env, default_actor, use_case)
         return execute(tool.command, body, env=env, debug=stderr)
+
+    def refuse(message: str) -> tuple[Envelope, int]:
+        def use_case(_kernel: Kernel) -> Result:
+            raise InvalidInputError(message)
+
+        # Named like the CLI's answer to an unknown command: the name asked for may hold
+        # anything, secrets included, and is only quoted (redacted) in the message.
+        return execute(
+            "cortex", in_kernel(cwd, env, default_actor, use_case), env=env, debug=stderr
+        )
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = BY_NAME.get(params.name)
-        if tool is None:
+        if tool is not None:
+            call = functools.partial(run, tool, params.arguments)
+        elif params.name == INVALID:
+            reason = str((params.arguments or {}).get("reason", "the request cannot be read"))
+            call = functools.partial(refuse, reason)
+        else:
             known = ", ".join(sorted(BY_NAME))
-            error = InvalidInputError(f"no tool {params.name!r}; the tools are: {known}")
-            return _answer(refusal(params.name, error), error.exit_status)
-        call = functools.partial(run, tool, params.arguments)
+            call = functools.partial(refuse, f"no tool {params.name!r}; the tools are: {known}")
         envelope, exit_status = await anyio.to_thread.run_sync(call)
         return _answer(envelope, exit_status)
 
@@ -109,13 +131,44 @@ def serve(cwd: str, env: Mapping[str, str], *, stderr: IO[str]) -> int:
     """Serve until the client closes stdin; 0 on a clean shutdown."""
     logging.basicConfig(stream=stderr, level=logging.WARNING, format="cortex serve: %(message)s")
     server = build(cwd, env, stderr=stderr)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _stop)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=_requests()) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    try:
-        anyio.run(main)
-    except KeyboardInterrupt:
-        return 130
+    anyio.run(main)
     return 0
+
+
+def _stop(signum: int, _frame: object) -> None:
+    """SIGTERM or SIGINT: kill every running verifier's whole group, then exit at once.
+
+    Calls run in worker threads, where the verifier runner cannot take signals itself. A commit
+    interrupted here is an interrupted commit like any other: the next writer recovers it.
+    """
+    from cortex.verifiers.runner import kill_running
+
+    kill_running()
+    os._exit(128 + signum)
+
+
+def _requests() -> Any:
+    """The protocol's input, one repaired line at a time (`cortex.mcp.wire`).
+
+    The wire is read from a private duplicate of descriptor 0, which then points at the null
+    device, so nothing else in the process (or a child) can consume a request.
+    """
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    text = io.TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8", errors="replace")
+    lines = anyio.wrap_file(text)
+
+    async def repaired() -> AsyncIterator[str]:
+        async for line in lines:
+            yield repair(line)
+
+    return repaired()

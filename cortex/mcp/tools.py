@@ -522,7 +522,6 @@ TOOLS: tuple[Tool, ...] = (
         description="Take the change lease (or renew your own) and start changing code.",
         args=BeginChange,
         call=_begin_change,
-        idempotent=True,
     ),
     Tool(
         name="cortex_verify",

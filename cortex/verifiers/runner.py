@@ -93,6 +93,12 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
     survive, which docs/design/verification.md lists as a limit.
     """
     started = time.monotonic()
+    import threading
+
+    # A preexec hook is unsafe with other threads running (the child could deadlock on a lock
+    # one of them held at the fork); the MCP server runs calls in threads and kills running
+    # groups itself when it is stopped (`kill_running`), so only the main thread uses it.
+    main = threading.current_thread() is threading.main_thread()
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -103,10 +109,11 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
             stderr=subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=_death_signal(),  # noqa: PLW1509 - cortex runs no threads here
+            preexec_fn=_death_signal() if main else None,  # noqa: PLW1509 - see above
         )
     except OSError as exc:
         return Run(exit_code=None, spawn_error=f"{exc.strerror or exc} ({argv[0]})")
+    _RUNNING.add(proc.pid)
     previous = _on_terminate()
     try:
         timed_out, streams = _collect(proc, started + timeout)
@@ -120,6 +127,7 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
         raise
     finally:
         _restore(previous)
+        _RUNNING.discard(proc.pid)
     out, err = (s.text() for s in streams)
     return Run(
         exit_code=None if timed_out else proc.returncode,
@@ -186,6 +194,19 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
         return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
+
+
+_RUNNING: set[int] = set()
+"""Process groups of the commands running now (their leaders' pids, which name the groups)."""
+
+
+def kill_running() -> None:
+    """Kill every running command's whole process group (a server stopping mid-run)."""
+    for group in list(_RUNNING):
+        try:  # noqa: SIM105 - contextlib costs an import
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _death_signal() -> Callable[[], None] | None:
