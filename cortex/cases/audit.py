@@ -322,6 +322,10 @@ def _audit_raw(path: str, referenced: dict[str, str | None], found: _Collector) 
             found.error("symlink", f"raw/{name} is not a regular file", file=f"raw/{name}")
         elif not (suffix in {"txt", "tree"} and is_id(stem, "raw")):
             found.warn("stray_file", f"raw/{name} is not a raw blob", file=f"raw/{name}")
+        elif stem in present:
+            # One raw id is a file or a tree, never both: one of the two was planted.
+            msg = f"raw/{stem} is stored both as a file and as a tree"
+            found.error("reference", msg, file=f"raw/{name}")
         else:
             present[stem] = suffix
     members: set[str] = set()

@@ -61,29 +61,37 @@ def decode_manifest(data: bytes) -> TreeManifest:
 
 
 def member_path(path: str, what: str = "tree path") -> str:
-    """`path` if it is a safe relative member path, else InvalidInputError (the reason why).
+    """`path` if it is a safe relative member path, else InvalidInputError saying why."""
+    problem = path_problem(path)
+    if problem is not None:
+        raise InvalidInputError(f"{what} {ascii(path)[:120]} {problem}")
+    return path
+
+
+def path_problem(path: str) -> str | None:
+    """Why `path` is not a safe relative member path (None when it is).
 
     Refused: empty, too long or too deep; absolute; an empty, `.` or `..` component; a
     backslash; NUL and every other control character (C0, DEL, C1); bidi and other format
-    characters, which can make a path read as another on a terminal.
+    characters, which can make a path read as another on a terminal. The reason never quotes
+    the path, so it can be shown or stored without the name it describes.
     """
     if not path:
-        raise InvalidInputError(f"{what} is empty")
+        return "is empty"
     if len(path.encode("utf-8", "surrogateescape")) > TREE_PATH_MAX:
-        raise InvalidInputError(f"{what} is over {TREE_PATH_MAX} bytes")
-    shown = ascii(path)[:120]
+        return f"is over {TREE_PATH_MAX} bytes"
     if path.startswith("/"):
-        raise InvalidInputError(f"{what} {shown} is absolute; give a path inside the artifact")
+        return "is absolute; give a path inside the artifact"
     if "\\" in path:
-        raise InvalidInputError(f"{what} {shown} contains a backslash")
+        return "contains a backslash"
     for char in path:
         if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0:
-            raise InvalidInputError(f"{what} {shown} contains a control character")
+            return "contains a control character"
         if unicodedata.category(char) in {"Cf", "Cs", "Zl", "Zp"}:
-            raise InvalidInputError(f"{what} {shown} contains an invisible or format character")
+            return "contains an invisible or format character"
     parts = path.split("/")
     if len(parts) > TREE_DEPTH_MAX:
-        raise InvalidInputError(f"{what} {shown} is more than {TREE_DEPTH_MAX} levels deep")
+        return f"is more than {TREE_DEPTH_MAX} levels deep"
     if any(part in {"", ".", ".."} for part in parts):
-        raise InvalidInputError(f"{what} {shown} has an empty, '.' or '..' component")
-    return path
+        return "has an empty, '.' or '..' component"
+    return None

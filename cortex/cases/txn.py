@@ -176,10 +176,12 @@ class Transaction:
         self._appends.setdefault(name, []).append(clean)
         return clean
 
-    def stage_blob(self, relative: str, data: bytes) -> tuple[bytes, bool]:
-        """Queue a new write-once blob (`raw/raw_….txt`).
+    def stage_blob(self, relative: str, data: bytes, *, redact: bool = True) -> tuple[bytes, bool]:
+        """Queue a new write-once blob (`raw/raw_….txt`, or a tree's `raw/raw_….tree`).
 
         Returns the bytes as they will be stored (redacted) and whether redaction changed them.
+        `redact=False` is for a document the caller built from strings it redacted one by one
+        (a tree's listing): a pass over its serialized form would read field boundaries as text.
         """
         if len(data) > RAW_BLOB_MAX:
             msg = f"blob is {len(data)} bytes, over the {RAW_BLOB_MAX}-byte limit"
@@ -188,7 +190,7 @@ class Transaction:
         if not journal_entry_ok(probe):
             msg = f"{relative!r} is not a blob or write-once file of the case format"
             raise ValueError(msg)
-        clean = self.store.redactor.redact_bytes(data)
+        clean = self.store.redactor.redact_bytes(data) if redact else data
         self._blobs.append((relative, clean))
         return clean, clean != data
 

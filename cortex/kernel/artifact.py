@@ -18,7 +18,6 @@ import msgspec
 from cortex.cases.bounds import PREVIEW_DEFAULT, PREVIEW_MAX, SNAPSHOT_MAX, TREE_FILES_MAX
 from cortex.cases.documents import Verification
 from cortex.cases.errors import IntegrityError, InvalidInputError, NotFoundError
-from cortex.cases.fsio import open_for_read
 from cortex.cases.ids import check_id
 from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, tree_name
 from cortex.cases.ledger import line_containing
@@ -27,6 +26,9 @@ from cortex.cases.tree import TreeManifest, decode_manifest, member_path
 from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = _READ_FLAGS | getattr(os, "O_DIRECTORY", 0)
 
 
 def read_artifact(
@@ -56,42 +58,84 @@ def read_artifact(
     citation = _citation(store.case_path(task_id), case, documents.get("verification.json"), ref)
     if citation is None:
         raise NotFoundError(f"case {task_id} cites no raw output {ref}")
-    raw_dir = os.path.join(store.case_path(task_id), RAW_DIR)
-    _require_real_dir(raw_dir)
-    manifest_path = os.path.join(store.case_path(task_id), tree_name(raw_id))
-    if os.path.lexists(manifest_path):
-        manifest = _manifest(manifest_path, ref)
+    raw_dir = _open_raw_dir(os.path.join(store.case_path(task_id), RAW_DIR))
+    try:
+        return _read(kernel, raw_dir, ref, raw_id, path, limit, citation, allow_binary)
+    finally:
+        os.close(raw_dir)
+
+
+def _read(  # noqa: PLR0917 - one read's whole context, passed on once
+    kernel: Kernel,
+    raw_dir: int,
+    ref: str,
+    raw_id: str,
+    path: str | None,
+    limit: int,
+    citation: str,
+    allow_binary: bool,
+) -> Result:
+    """Read under the held raw/ descriptor: no path is resolved from the case directory again."""
+    tree = os.path.basename(tree_name(raw_id))
+    blob_name = os.path.basename(raw_name(raw_id))
+    if _exists(raw_dir, tree):
+        if _exists(raw_dir, blob_name):
+            # One raw id is a file or a tree, never both: one of them was planted.
+            raise IntegrityError(
+                f"{ref} is stored both as a file and as a tree; run cortex case audit"
+            )
+        manifest = _manifest(raw_dir, tree, ref)
         if path is None:
             return _listing(ref, manifest, sensitive=citation == "sensitive")
         member = next((m for m in manifest.files if m.path == path), None)
         if member is None:
             raise NotFoundError(f"{ref} has no file {path!r}; read the listing without --path")
-        blob = os.path.join(store.case_path(task_id), raw_name(member.raw))
+        blob_name = os.path.basename(raw_name(member.raw))
         facts: dict[str, object] = {"path": path}
     else:
         if path is not None:
             msg = f"{ref} is a single file; --path selects a file inside a directory artifact"
             raise InvalidInputError(msg)
-        blob = os.path.join(store.case_path(task_id), raw_name(raw_id))
         facts = {}
-    return _preview(kernel, ref, blob, limit, citation=citation, allow_binary=allow_binary, **facts)
+    fd = _open_in(raw_dir, blob_name, ref)
+    return _preview(kernel, ref, fd, limit, citation=citation, allow_binary=allow_binary, **facts)
 
 
-def _require_real_dir(path: str) -> None:
-    """raw/ must be a directory, not a symlink to one: no link on the way may redirect a read."""
+def _open_raw_dir(path: str) -> int:
+    """raw/ as a descriptor, refusing a symlink: every blob is then opened relative to it."""
     try:
-        mode = os.lstat(path).st_mode
+        return os.open(path, _DIR_FLAGS)
     except FileNotFoundError:
         raise NotFoundError("the case has no raw output on disk") from None
-    if not stat.S_ISDIR(mode):
-        raise IntegrityError(f"{path} is not a real directory; refusing to read through it")
+    except OSError as exc:
+        msg = f"{path} is not a real directory ({exc.strerror}); refusing to read through it"
+        raise IntegrityError(msg) from None
 
 
-def _manifest(path: str, ref: str) -> TreeManifest:
+def _exists(raw_dir: int, name: str) -> bool:
     try:
-        fd = open_for_read(path)
+        os.stat(name, dir_fd=raw_dir, follow_symlinks=False)
     except FileNotFoundError:
-        raise NotFoundError(f"the listing of {ref} is missing from the case") from None
+        return False
+    return True
+
+
+def _open_in(raw_dir: int, name: str, ref: str) -> int:
+    """A blob under raw/, not through a symlink, and only if it is a regular file."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=raw_dir)
+    except FileNotFoundError:
+        raise NotFoundError(f"the raw output of {ref} is missing from the case") from None
+    except OSError as exc:
+        raise IntegrityError(f"raw/{name} cannot be read safely ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IntegrityError(f"raw/{name} is not a regular file")
+    return fd
+
+
+def _manifest(raw_dir: int, name: str, ref: str) -> TreeManifest:
+    fd = _open_in(raw_dir, name, ref)
     try:
         data = os.read(fd, SNAPSHOT_MAX + 1)
     finally:
@@ -124,18 +168,14 @@ def _listing(ref: str, manifest: TreeManifest, *, sensitive: bool) -> Result:
 def _preview(
     kernel: Kernel,
     ref: str,
-    blob: str,
+    fd: int,
     limit: int,
     *,
     citation: str,
     allow_binary: bool,
     **facts: object,
 ) -> Result:
-    """A bounded preview of one stored blob (a file artifact or a tree member)."""
-    try:
-        fd = open_for_read(blob)
-    except FileNotFoundError:
-        raise NotFoundError(f"the raw output of {ref} is missing from the case") from None
+    """A bounded preview of one stored blob (a file artifact or a tree member); closes `fd`."""
     try:
         size = os.fstat(fd).st_size
         head = os.read(fd, limit + 4)  # bounded, whatever the file's size

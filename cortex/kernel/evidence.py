@@ -72,34 +72,62 @@ def read_raw_file(path: str) -> bytes:
 
 
 def _stage_tree(txn: Transaction, tree: Captured, redactor: Redactor) -> tuple[str, str, bool]:
-    """Stage every member blob and the manifest; (tree raw id, manifest digest, redacted?).
+    """Stage every member blob and the listing; (tree raw id, listing digest, redacted?).
 
-    Members are redacted like any blob, and so are their paths; the manifest is built from
+    Members are redacted like any blob. Every string of the listing is redacted on its own (so
+    the listing itself is stored as built: a pass over its JSON would read field boundaries as
+    text); a path the redactor changed, or that then breaks the path rule or repeats another,
+    is stored under a stand-in name, so every member stays readable. The listing is built from
     what will be stored, so its digest covers every member's.
     """
     from cortex.cases.tree import TreeManifest, TreeMember, TreeSkip, encode_manifest
 
+    paths = _stored_paths([path for path, _ in tree.members], redactor)
     files: list[TreeMember] = []
     redacted = False
-    for path, data in tree.members:
+    for (path, data), stored_path in zip(tree.members, paths, strict=True):
         member_id = new_id("raw")
         stored, changed = txn.stage_blob(raw_name(member_id), data)
-        clean_path = redactor(path)
-        redacted = redacted or changed or clean_path != path
+        redacted = redacted or changed or stored_path != path
         size, digest = len(stored), sha256_hex(stored)
-        files.append(TreeMember(path=clean_path, raw=member_id, size=size, sha256=digest))
-    skipped = [TreeSkip(path=redactor(path), reason=reason) for path, reason in tree.skipped]
+        files.append(TreeMember(path=stored_path, raw=member_id, size=size, sha256=digest))
+    skipped = []
+    for path, reason in tree.skipped:
+        shown, why = redactor(path), redactor(reason)
+        redacted = redacted or shown != path or why != reason
+        skipped.append(TreeSkip(path=shown, reason=why))
     manifest = TreeManifest(
         files=files, skipped=skipped, walked=tree.walked, truncated=tree.truncated
     )
     tree_id = new_id("raw")
-    stored, changed = txn.stage_blob(tree_name(tree_id), encode_manifest(manifest))
-    if changed:
-        # Everything in it was redacted already; a second pass that still finds something
-        # would have rewritten the listing's structure, so nothing is written.
-        msg = "the tree's listing itself looks like a secret to the redactor; nothing was written"
-        raise InvalidInputError(msg)
+    stored, _ = txn.stage_blob(tree_name(tree_id), encode_manifest(manifest), redact=False)
     return tree_id, sha256_hex(stored), redacted
+
+
+def _stored_paths(paths: list[str], redactor: Redactor) -> list[str]:
+    """Each member's path as stored: redacted, and still valid and unique (else a stand-in)."""
+    from cortex.cases.tree import path_problem
+
+    cleaned = [redactor(path) for path in paths]
+    taken = {c for p, c in zip(paths, cleaned, strict=True) if c == p}
+    stored: list[str] = []
+    counter = 0
+    for path, clean in zip(paths, cleaned, strict=True):
+        if clean == path and clean not in stored:
+            stored.append(clean)
+            continue
+        if clean != path and path_problem(clean) is None and clean not in taken:
+            taken.add(clean)
+            stored.append(clean)
+            continue
+        # Redacted into nothing usable, or into another member's name.
+        counter += 1
+        while f"redacted-{counter}" in taken:
+            counter += 1
+        stand_in = f"redacted-{counter}"
+        taken.add(stand_in)
+        stored.append(stand_in)
+    return stored
 
 
 def add_evidence(

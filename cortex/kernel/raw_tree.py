@@ -20,9 +20,10 @@ from cortex.cases.bounds import (
     TREE_WALK_MAX,
 )
 from cortex.cases.errors import InvalidInputError
-from cortex.cases.tree import member_path
+from cortex.cases.tree import path_problem
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = _READ_FLAGS | getattr(os, "O_DIRECTORY", 0)
 
 
 class Captured(NamedTuple):
@@ -35,19 +36,31 @@ class Captured(NamedTuple):
 
 
 def capture(directory: str) -> Captured:
-    """Walk `directory` within the bounds; refused (exit 4) if it is not a real directory."""
+    """Walk `directory` within the bounds; refused (exit 4) if it is not a real directory.
+
+    Every step opens relative to the directory descriptor already held, never by path again:
+    a directory swapped for a symlink after it was listed cannot lead the walk out of the tree.
+    """
     try:
         info = os.lstat(directory)
     except OSError as exc:
-        raise InvalidInputError(
-            f"--raw-dir {directory!r} cannot be read ({exc.strerror})"
-        ) from None
+        msg = f"--raw-dir {directory!r} cannot be read ({exc.strerror})"
+        raise InvalidInputError(msg) from None
     if stat.S_ISLNK(info.st_mode):
         raise InvalidInputError(f"--raw-dir {directory!r} is a symlink; give the directory itself")
     if not stat.S_ISDIR(info.st_mode):
         raise InvalidInputError(f"--raw-dir {directory!r} is not a directory")
+    try:
+        root = os.open(directory, _DIR_FLAGS)
+    except OSError as exc:
+        # Swapped for a symlink (or removed) since the check above.
+        msg = f"--raw-dir {directory!r} cannot be opened as a directory ({exc.strerror})"
+        raise InvalidInputError(msg) from None
     walk = _Walk()
-    walk.directory(directory, ())
+    try:
+        walk.directory(root, ())
+    finally:
+        os.close(root)
     return Captured(walk.members, walk.skipped, walk.walked, walk.truncated)
 
 
@@ -58,48 +71,60 @@ class _Walk:
         self.walked = 0
         self.truncated = False
         self.total = 0
+        self.at = -1  # the descriptor of the directory being walked
 
-    def directory(self, path: str, parts: tuple[str, ...]) -> None:
+    def directory(self, fd: int, parts: tuple[str, ...]) -> None:
         try:
-            with os.scandir(path) as listing:
+            with os.scandir(fd) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
             self.skipped.append(("/".join(parts) or ".", f"cannot be listed ({exc.strerror})"))
             return
-        for entry in entries:
-            if self.walked >= TREE_WALK_MAX:
-                self.truncated = True
-                return
-            self.walked += 1
-            self.entry(entry, (*parts, entry.name))
+        outer, self.at = self.at, fd
+        try:
+            for entry in entries:
+                if self.walked >= TREE_WALK_MAX:
+                    self.truncated = True
+                    return
+                self.walked += 1
+                self.entry(entry, (*parts, entry.name))
+        finally:
+            self.at = outer
 
     def entry(self, entry: os.DirEntry[str], parts: tuple[str, ...]) -> None:
         relative = "/".join(parts)
-        try:
-            member_path(relative, "a file name")
-        except InvalidInputError as exc:
+        problem = path_problem(relative)
+        if problem is not None:
             # Shown escaped: the name itself may hold the control characters that refused it.
-            self.skipped.append((ascii(relative)[1:-1], exc.message))
+            self.skipped.append((ascii(relative)[1:-1], f"the name {problem}"))
             return
         if entry.is_symlink():
             self.skipped.append((relative, "a symlink (never followed)"))
         elif entry.is_dir(follow_symlinks=False):
             if len(parts) >= TREE_DEPTH_MAX:
                 self.skipped.append((relative, f"deeper than {TREE_DEPTH_MAX} levels"))
-            else:
-                self.directory(entry.path, parts)
+                return
+            try:
+                sub = os.open(entry.name, _DIR_FLAGS, dir_fd=self.at)
+            except OSError as exc:
+                self.skipped.append((relative, f"cannot be listed ({exc.strerror})"))
+                return
+            try:
+                self.directory(sub, parts)
+            finally:
+                os.close(sub)
         elif entry.is_file(follow_symlinks=False):
-            self.file(entry.path, relative)
+            self.file(entry.name, relative)
         else:
             self.skipped.append((relative, "not a regular file (never opened)"))
 
-    def file(self, path: str, relative: str) -> None:
+    def file(self, name: str, relative: str) -> None:
         if len(self.members) >= TREE_FILES_MAX:
             self.truncated = True
             self.skipped.append((relative, f"over the {TREE_FILES_MAX}-file limit"))
             return
         try:
-            fd = os.open(path, _READ_FLAGS)
+            fd = os.open(name, _READ_FLAGS, dir_fd=self.at)
         except OSError as exc:
             self.skipped.append((relative, f"cannot be read ({exc.strerror})"))
             return
@@ -108,11 +133,17 @@ class _Walk:
             if not stat.S_ISREG(info.st_mode):
                 self.skipped.append((relative, "not a regular file (swapped while walking)"))
                 return
-            limit = min(RAW_BLOB_MAX, TREE_BYTES_MAX - self.total)
-            if info.st_size > limit:
-                self.skipped.append((relative, f"{info.st_size} bytes, over the size limit"))
+            if info.st_size > RAW_BLOB_MAX:
+                self.skipped.append((relative, f"{info.st_size} bytes, over the file size limit"))
                 return
-            data = _read(fd, limit + 1)
+            if info.st_size > TREE_BYTES_MAX - self.total:
+                self.truncated = True
+                self.skipped.append((relative, f"over the {TREE_BYTES_MAX}-byte total"))
+                return
+            data = _read(fd, info.st_size + 1)
+        except OSError as exc:
+            self.skipped.append((relative, f"cannot be read ({exc.strerror})"))
+            return
         finally:
             os.close(fd)
         if len(data) != info.st_size:

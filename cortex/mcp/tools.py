@@ -313,11 +313,9 @@ def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
         if len(raw) > RAW_BLOB_MAX:
             raise InvalidInputError(f"raw is over the {RAW_BLOB_MAX}-byte raw limit")
     elif a.raw_dir is not None:
-        import os
-
         from cortex.kernel.raw_tree import capture
 
-        tree = capture(os.path.join(k.workspace.root, a.raw_dir))
+        tree = capture(_inside_workspace(k, a.raw_dir))
     return add_evidence(
         k,
         a.task_id,
@@ -337,6 +335,25 @@ def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
         actor=a.actor,
         expected_revision=a.expect_revision,
     )
+
+
+def _inside_workspace(k: Kernel, relative: str) -> str:
+    """`raw_dir` resolved in the workspace, refused if it is absolute or leads out of it.
+
+    The server may run with more access than the agent calling it; a tool argument must not
+    reach past the repository it serves (through `..`, an absolute path or a symlinked parent).
+    """
+    import os
+
+    from cortex.cases.tree import member_path
+
+    member_path(relative.removesuffix("/"), "raw_dir")  # relative, no `..`, no controls
+    root = os.path.realpath(k.workspace.root)
+    target = os.path.realpath(os.path.join(root, relative))
+    if target != root and not target.startswith(root + os.sep):
+        msg = f"raw_dir {relative!r} leads out of the workspace"
+        raise InvalidInputError(msg)
+    return os.path.join(root, relative)
 
 
 def _note(k: Kernel, a: Note, _env: Mapping[str, str]) -> Result:
