@@ -86,6 +86,7 @@ class TestFirstAndSecondRun:
             "created": True,
             "backup": None,
             "entry": {"command": PYTHON, "args": ARGS},
+            "kept": [],
             "dryRun": False,
         }
         assert not (repo / ".mcp.json.cortex-backup").exists()
@@ -201,8 +202,32 @@ class TestExistingFiles:
         path.write_text(json.dumps({"mcpServers": {"cortex": old}}))
         out = cli("setup", "claude")
         assert out.data["changed"] is True
+        assert out.data["kept"] == ["env"]
         assert registered(path) == {**CLAUDE_ENTRY, "env": env}
         assert "tok-3141-secret" not in out.stdout  # the answer never echoes the host's env
+
+    @pytest.mark.parametrize("host", ["claude", "codex"])
+    def test_every_key_but_the_owned_ones_is_kept_and_named(
+        self, cli: Cli, env: dict[str, str], repo: Path, host: str
+    ) -> None:
+        path = target(env, repo, host, "project")
+        path.parent.mkdir(exist_ok=True)
+        if host == "claude":
+            old = {"type": "stdio", "command": "/old", "args": [], "timeout": 30000, "cwd": "/srv"}
+            path.write_text(json.dumps({"mcpServers": {"cortex": old}}))
+        else:
+            path.write_text('[mcp_servers.cortex]\ncommand = "/old"\nstartup_timeout_sec = 9\n')
+        out = cli("setup", host, "--scope", "project")
+        assert out.data["changed"] is True
+        entry = registered(path)
+        if host == "claude":
+            assert out.data["kept"] == ["timeout", "cwd"]  # `env` was added, not kept
+            assert entry == {**CLAUDE_ENTRY, "timeout": 30000, "cwd": "/srv"}
+        else:
+            assert out.data["kept"] == ["startup_timeout_sec"]
+            assert entry == {"command": PYTHON, "args": ARGS, "startup_timeout_sec": 9}
+        human = "".join(cli("setup", host, "--scope", "project", human=True).stdout.split())
+        assert "kept" + ",".join(out.data["kept"]) in human
 
     def test_backup_is_written_once_before_the_first_change(
         self, cli: Cli, env: dict[str, str]
@@ -226,6 +251,23 @@ class TestExistingFiles:
         assert data["backup"] is None
         assert registered(path)["command"] == PYTHON
         assert snapshot(backup) == backup_state
+
+    def test_a_backup_is_made_where_there_are_no_hard_links(
+        self, cli: Cli, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Some FUSE and network file systems refuse link(2): the backup is renamed in instead."""
+        path = home(env) / ".claude.json"
+        path.write_text('{"theme": "dark"}')
+
+        def no_links(*_args: object) -> None:
+            raise OSError(1, "Operation not permitted")
+
+        monkeypatch.setattr(os, "link", no_links)
+        out = cli("setup", "claude", "--scope", "user")
+        monkeypatch.undo()
+        assert out.code == 0, out.stdout
+        assert (home(env) / ".claude.json.cortex-backup").read_bytes() == b'{"theme": "dark"}'
+        assert stray_temps(home(env)) == []
 
     def test_a_new_file_gets_no_backup(self, cli: Cli, repo: Path) -> None:
         cli("setup", "codex", "--scope", "project")
@@ -554,6 +596,29 @@ class TestSafety:
         # Nothing is left half-done: the next run succeeds.
         assert cli("setup", "claude", "--scope", "user").data["changed"] is True
         assert registered(path)["command"] == PYTHON
+
+    def test_only_the_temp_files_of_finished_runs_are_removed(self, cli: Cli, repo: Path) -> None:
+        """A killed run's temp file goes; a live run's, or another file's, stays."""
+        live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()  # reaped: its pid names no process now
+        try:
+            names = {
+                "dead": f".tmp-.mcp.json-{dead.pid}-0123abcd",
+                "dead-backup": f".tmp-.mcp.json.cortex-backup-{dead.pid}-0123abcd",
+                "live": f".tmp-.mcp.json-{live.pid}-0123abcd",
+                "other-file": f".tmp-other.json-{dead.pid}-0123abcd",
+            }
+            for name in names.values():
+                (repo / name).write_text("{}")
+            (repo / ".mcp.json").write_text("{}")
+            assert cli("setup", "claude", "--dry-run").code == 0
+            assert len(stray_temps(repo)) == 4  # a dry run writes and removes nothing
+            assert cli("setup", "claude").code == 0
+            assert stray_temps(repo) == sorted([names["live"], names["other-file"]])
+        finally:
+            live.kill()
+            live.wait()
 
     def test_a_file_rewritten_by_the_host_meanwhile_is_not_clobbered(
         self, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch

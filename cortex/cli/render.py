@@ -414,6 +414,8 @@ def _setup(console: Console, data: Data) -> None:
         )
     entry = data["entry"]
     rows: list[tuple[str, str | Text]] = [("runs", " ".join([entry["command"], *entry["args"]]))]
+    if data.get("kept"):
+        rows.append(("kept", ", ".join(data["kept"])))  # the names only: `env` may hold secrets
     if data.get("backup"):
         label = "would back up to" if data["dryRun"] else "backup"
         rows.append((label, data["backup"]))

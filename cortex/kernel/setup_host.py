@@ -2,18 +2,21 @@
 
 These files belong to the host and to the person using it, so the edit is as small as it can
 be: one entry (`mcpServers.cortex` in Claude Code's JSON, `[mcp_servers.cortex]` in Codex's
-TOML), every other key kept. A file that does not parse is refused and left as it was; a
-second run with nothing to change writes nothing; the first change to an existing file keeps a
-backup next to it; and a write is atomic and keeps the file's permission bits. The host
-starts the server as `<this interpreter> -m cortex serve`, so it runs the Cortex installed
-where `cortex setup` ran.
+TOML), every other key kept, and within that entry every key but the ones setup owns (`type`,
+`command`, `args`). A file that does not parse is refused and left as it was; a second run with
+nothing to change writes nothing; the first change to an existing file keeps a backup next to
+it; and the backup and the write are each atomic, the write keeping the file's permission bits.
+The host starts the server as `<this interpreter> -m cortex serve`, so it runs the Cortex
+installed where `cortex setup` ran.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import stat
 import sys
 import tomllib
@@ -37,6 +40,12 @@ SERVER = "cortex"
 SERVER_ARGS = ("-m", "cortex", "serve")
 BACKUP_SUFFIX = ".cortex-backup"
 _ATTEMPTS = 3
+OWNED_KEYS = ("type", "command", "args")
+"""What setup sets in a Claude Code entry; every other key of an existing entry is kept."""
+# fsio.temp_name's `.tmp-<final name>-<pid>-<8 hex>`.
+_TEMP = re.compile(r"\.tmp-(.+)-([0-9]+)-[0-9a-f]{8}")
+# link(2) fails so on file systems without hard links (some FUSE and network mounts).
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
 
 class Location(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,10 +143,12 @@ def setup(
     """Register the server with `host` (see the module docstring); `interpreter` is for tests."""
     where = location(host, scope, kernel.env, kernel.workspace.root)
     entry = server_entry(interpreter)
+    if not dry_run and _directory_ready(where):
+        _remove_stale_temps(where)
     for _ in range(_ATTEMPTS):
         original = _read_target(where)
         try:
-            new = _compose(where, original, entry)
+            new, kept = _compose(where, original, entry)
         except InvalidInputError as exc:
             exc.message += "; the file was left as it is"
             raise
@@ -151,6 +162,7 @@ def setup(
             "created": new is not None and original is None,
             "backup": backup if wants_backup else None,
             "entry": entry,  # not the host's env: it may hold secrets
+            "kept": kept,  # the names of the existing entry's other keys, never their values
             "dryRun": dry_run,
         }
         if dry_run or new is None:
@@ -238,18 +250,49 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class JsonNumber:
+    """A JSON number exactly as written, equal to another when the text is.
+
+    Through float, `1E2`, `-0`, `1.10`, `1e-400` and digits past double precision would
+    change, and `1e400` would become `Infinity`, which is not JSON at all.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        if not text.isascii():  # the parser matches ASCII digits only; this keeps it so
+            raise ValueError(f"{text!r} is not a JSON number")
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonNumber) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def parse_json(path: str, raw: bytes) -> dict[str, Any]:
-    """A Claude Code configuration: a JSON object whose `mcpServers`, if any, is an object."""
+    """A Claude Code configuration: a JSON object whose `mcpServers`, if any, is an object.
+
+    Numbers come back as `JsonNumber`, so writing the document again keeps them as they were.
+    """
     try:
         document = json.loads(
             raw.decode("utf-8"),
             object_pairs_hook=_refuse_duplicates,
             parse_constant=_no_constants,
+            parse_float=JsonNumber,
+            parse_int=JsonNumber,
         )
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidInputError(f"{path} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidInputError(f"{path} is nested too deeply to be read") from None
     if not isinstance(document, dict):
-        kind = type(document).__name__
+        kind = "number" if isinstance(document, JsonNumber) else type(document).__name__
         msg = f"{path} holds a JSON {kind}, not an object"
         raise InvalidInputError(msg)
     if "mcpServers" in document and not isinstance(document["mcpServers"], dict):
@@ -263,6 +306,11 @@ def parse_toml(path: str, raw: bytes) -> dict[str, Any]:
         document = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InvalidInputError(f"{path} is not valid TOML ({exc})") from None
+    except ValueError as exc:
+        # Valid TOML Python will not read, such as an integer past 4300 digits.
+        raise InvalidInputError(f"{path} cannot be read ({exc})") from None
+    except RecursionError:
+        raise InvalidInputError(f"{path} is nested too deeply to be read") from None
     servers = document.get("mcp_servers")
     if servers is not None and not isinstance(servers, dict):
         raise InvalidInputError(f"{path}: mcp_servers is not a table")
@@ -281,36 +329,81 @@ def registered(where: Location, raw: bytes) -> object:
 # Composing the new text.
 
 
-def _compose(where: Location, original: bytes | None, entry: dict[str, Any]) -> bytes | None:
-    """The new file, or None when the entry is already there as it should be."""
-    if where.format == "json":
-        return _compose_json(where.path, original, entry)
-    return _compose_toml(where.path, original, entry)
+def _compose(
+    where: Location, original: bytes | None, entry: dict[str, Any]
+) -> tuple[bytes | None, list[str]]:
+    """The new file, and the names of the existing entry's keys that were kept as they were.
+
+    The file is None when the entry is already there as it should be.
+    """
+    try:
+        if where.format == "json":
+            return _compose_json(where.path, original, entry)
+        return _compose_toml(where.path, original, entry)
+    except RecursionError:
+        # Nesting that parsed can still be too deep to write out or to compare.
+        raise InvalidInputError(f"{where.path} is nested too deeply to be edited") from None
 
 
-def _compose_json(path: str, original: bytes | None, entry: dict[str, Any]) -> bytes | None:
+def _compose_json(
+    path: str, original: bytes | None, entry: dict[str, Any]
+) -> tuple[bytes | None, list[str]]:
     document = parse_json(path, original) if original is not None else {}
     servers = document.setdefault("mcpServers", {})
     old = servers.get(SERVER)
-    # The environment is the one part of the entry a person may well have set by hand.
-    env = old.get("env") if isinstance(old, dict) else None
-    wanted = {"type": "stdio", **entry, "env": env if isinstance(env, dict) else {}}
+    wanted: dict[str, Any] = {"type": "stdio", **entry}
+    # Every other key may have been set by hand (`env`, `timeout`, `cwd`, ...): as with the
+    # Codex table, setup changes only what it owns.
+    kept = {k: v for k, v in old.items() if k not in OWNED_KEYS} if isinstance(old, dict) else {}
+    names = list(kept)
+    if not isinstance(kept.get("env"), dict):
+        # An entry always gets an `env` object (the form setup has always written); one that is
+        # not an object cannot be used, so it is replaced (the backup keeps it).
+        if "env" in kept:
+            names.remove("env")
+        kept["env"] = {}
+    wanted.update(kept)
     if old == wanted:
-        return None
+        return None, names
     servers[SERVER] = wanted
+    data = _dump_json(document)
     try:
-        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        readback = parse_json(path, data)
+    except InvalidInputError:
+        readback = None
+    if readback != document:
+        msg = f"{path} would not read back as intended; nothing was written"
+        raise RefusedError(msg)
+    return data, names
+
+
+def _dump_json(document: dict[str, Any]) -> bytes:
+    """The document as JSON, each `JsonNumber` written exactly as it was read."""
+    # json.dumps cannot emit raw text: each number goes out as a placeholder string, replaced
+    # afterwards. The random nonce makes a collision with a string in the file impossible.
+    nonce = os.urandom(16).hex()
+    texts: list[str] = []
+
+    def placeholder(value: object) -> str:
+        if not isinstance(value, JsonNumber):
+            raise TypeError(f"{type(value).__name__} is not JSON")
+        texts.append(value.text)
+        return f"{nonce}-{len(texts) - 1}"
+
+    try:
+        text = json.dumps(document, indent=2, ensure_ascii=False, default=placeholder) + "\n"
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (from a `\ud800` escape) has no UTF-8 form; escaped, it reads the same.
-        data = (json.dumps(document, indent=2) + "\n").encode("ascii")
-    if json.loads(data) != document:
-        msg = f"{path} would not read back as intended; nothing was written"
-        raise RefusedError(msg)
-    return data
+        texts.clear()
+        data = (json.dumps(document, indent=2, default=placeholder) + "\n").encode("ascii")
+    held = re.compile(b'"' + nonce.encode() + b'-([0-9]+)"')
+    return held.sub(lambda match: texts[int(match.group(1))].encode("ascii"), data)
 
 
-def _compose_toml(path: str, original: bytes | None, entry: dict[str, Any]) -> bytes | None:
+def _compose_toml(
+    path: str, original: bytes | None, entry: dict[str, Any]
+) -> tuple[bytes | None, list[str]]:
     from cortex.kernel import toml_edit
 
     document = parse_toml(path, original) if original is not None else {}
@@ -318,8 +411,9 @@ def _compose_toml(path: str, original: bytes | None, entry: dict[str, Any]) -> b
     if old is not None and not isinstance(old, dict):
         msg = f"{path}: mcp_servers.{SERVER} is not a table"
         raise InvalidInputError(msg)
+    names = [key for key in old or {} if key not in entry]
     if old is not None and all(old.get(key) == value for key, value in entry.items()):
-        return None
+        return None, names
     text = original.decode("utf-8") if original is not None else ""
     try:
         new_text = toml_edit.set_table(text, ("mcp_servers", SERVER), entry)
@@ -330,7 +424,7 @@ def _compose_toml(path: str, original: bytes | None, entry: dict[str, Any]) -> b
             "again); the file was left as it is"
         )
         raise RefusedError(msg) from None
-    return new_text.encode("utf-8")
+    return new_text.encode("utf-8"), names
 
 
 # Writing.
@@ -367,15 +461,71 @@ def _make_dir(where: Location) -> None:
 
 
 def _write_backup(path: str, data: bytes, mode: int) -> None:
-    """The original bytes, created exclusively (never through a link), never group-readable."""
-    fd = os.open(path, CREATE_FLAGS, 0o600)
+    """The original bytes, never group-readable, and whole or absent.
+
+    A later run trusts any backup it finds, so one torn by a crash must never appear under the
+    backup's name.
+    """
+    directory = os.path.dirname(path)
+    tmp = temp_name(directory, os.path.basename(path))
+    fd = os.open(tmp, CREATE_FLAGS, 0o600)
     try:
-        write_all(fd, data)
-        os.fchmod(fd, mode & 0o600)
-        os.fsync(fd)
+        try:
+            write_all(fd, data)
+            os.fchmod(fd, mode & 0o600)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            # A hard link, unlike a rename, fails if the name exists (even as a symlink): the
+            # first backup is the one kept, and a planted link is never written through.
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # a concurrent run backed up the same file a moment earlier: carry on
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            # No hard links here: rename instead. A concurrent run's backup could be replaced
+            # in between, but only by another whole one; a link is replaced, not followed.
+            if not os.path.lexists(path):
+                os.replace(tmp, path)
     finally:
-        os.close(fd)
-    fsync_dir(os.path.dirname(path))
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_dir(directory)
+
+
+def _remove_stale_temps(where: Location) -> None:
+    """Remove the temp files of killed runs next to the file and its backup; never a live run's.
+
+    A run killed before its rename leaves one, a full copy of the file, that nothing else removes.
+    """
+    directory = os.path.dirname(where.path)
+    name = os.path.basename(where.path)
+    ours = {name, name + BACKUP_SUFFIX}
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return  # tidying up is not worth failing over; the run itself reports real trouble
+    for entry in entries:
+        match = _TEMP.fullmatch(entry)
+        if match is not None and match.group(1) in ours and _gone(int(match.group(2))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, entry))
+    # No directory fsync: a removal lost to a crash only means the next run removes it again.
+
+
+def _gone(pid: int) -> bool:
+    """Whether no process has this pid (so the run that named a temp file after it is over)."""
+    if pid <= 0:
+        return False  # never a run's pid, and kill(0) would signal our own process group
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False  # PermissionError: alive, another user's; or not a pid at all
+    return False
 
 
 def _replace(path: str, data: bytes, mode: int, still_unchanged: Callable[[], bool]) -> bool:

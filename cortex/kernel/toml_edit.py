@@ -9,6 +9,7 @@ with exactly that table changed; otherwise nothing is returned.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from typing import Any
@@ -31,7 +32,13 @@ def set_table(text: str, keys: tuple[str, str], values: dict[str, Any]) -> str:
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines(keepends=True)
     wanted_header: dict[str, Any] = {keys[0]: {keys[1]: {}}}
-    ours = [index for index, line in enumerate(lines) if _header(line) == wanted_header]
+    # With no such table in the document, a line that looks like its header is inside a
+    # multi-line string: appending the table is the edit, and the check below confirms it.
+    ours = (
+        []
+        if old is None
+        else [index for index, line in enumerate(lines) if _header(line) == wanted_header]
+    )
     name = ".".join(keys)
     if len(ours) > 1:
         raise UnsafeEditError(f"[{name}] appears more than once")
@@ -56,9 +63,28 @@ def set_table(text: str, keys: tuple[str, str], values: dict[str, Any]) -> str:
                 "edited as text"
             ) from None
         raise UnsafeEditError(f"the edited file would not parse ({exc})") from None
-    if readback != expected:
+    if not same(readback, expected):
         raise UnsafeEditError(f"the edit would change more than {name}")
     return new_text
+
+
+def same(a: object, b: object) -> bool:
+    """Whether two parsed TOML values are the same, for the read-back check.
+
+    Like `==`, except that a NaN equals a NaN (a file holding one must still pass the check),
+    and that types and the sign of zero count (`1` and `1.0`, `0.0` and `-0.0` differ in TOML).
+    """
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(value, b[key]) for key, value in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
 
 
 def _header(line: str) -> dict[str, Any] | None:
@@ -120,7 +146,6 @@ def string_text(value: str) -> str:
 
 def value_text(value: object) -> str:
     """A value tomllib returned, as TOML (the read-back check guards the result)."""
-    import math
     from datetime import date, time
 
     if isinstance(value, bool):
