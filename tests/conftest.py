@@ -14,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,6 +178,26 @@ def run_cortex(
         timeout=timeout,
         check=False,
     )
+
+
+@contextmanager
+def case_lock_held(cli: Cli, task: str) -> Iterator[None]:
+    """Another process holds the case's lock for the duration (writers then get `busy`)."""
+    holder = subprocess.Popen(
+        [sys.executable, str(CHILDREN / "hold_lock.py"), str(case_path(cli.env, task) / ".lock"),
+         "fcntl"],
+        env=cli.env,
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == b"held\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+        if holder.stdout is not None:
+            holder.stdout.close()
 
 
 def tree_state(root: Path) -> dict[str, tuple[int, int, int, int]]:

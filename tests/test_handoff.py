@@ -16,8 +16,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,9 +24,9 @@ from typing import Any
 
 import pytest
 from conftest import (
-    CHILDREN,
     Cli,
     base_env,
+    case_lock_held,
     case_path,
     configure_verifiers,
     git,
@@ -441,27 +439,10 @@ class TestReadOnly:
 
     def test_it_reads_while_another_process_holds_the_case_lock(self, cli: Cli, task: str) -> None:
         """A reader takes no lock: a held lock neither blocks nor fails it."""
-        holder = subprocess.Popen(
-            [
-                sys.executable,
-                str(CHILDREN / "hold_lock.py"),
-                str(case_path(cli.env, task) / ".lock"),
-                "fcntl",
-            ],
-            env=cli.env,
-            stdout=subprocess.PIPE,
-        )
-        try:
-            assert holder.stdout is not None
-            assert holder.stdout.readline() == b"held\n"
+        with case_lock_held(cli, task):
             cli.env["CORTEX_LOCK_TIMEOUT"] = "0.2"
             assert cli("case", "note", task, "blocked").error_code == "busy"  # the lock is held
             assert handoff_of(cli, task)["packet"]["taskId"] == task
-        finally:
-            holder.kill()
-            holder.wait(timeout=30)
-            if holder.stdout is not None:
-                holder.stdout.close()
 
     def test_people_get_the_markdown_byte_for_byte(self, cli: Cli, seeded: Seeded) -> None:
         printed = cli("case", "handoff", seeded.task, human=True)

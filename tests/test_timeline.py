@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 from conftest import (
-    CHILDREN,
     Cli,
     Outcome,
     base_env,
+    case_lock_held,
     case_path,
     configure_verifiers,
     make_repo,
@@ -546,28 +546,11 @@ def test_only_committed_lines_are_read(cli: Cli, task: str) -> None:
 
 def test_a_held_case_lock_does_not_block_reading(cli: Cli, task: str) -> None:
     """The timeline takes no lock: it answers while another process holds the case lock."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            str(CHILDREN / "hold_lock.py"),
-            str(case_path(cli.env, task) / ".lock"),
-            "fcntl",
-        ],
-        env=cli.env,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == b"held\n"
+    with case_lock_held(cli, task):
         cli.env["CORTEX_LOCK_TIMEOUT"] = "0.2"
         started = time.monotonic()
         assert timeline(cli, task).data["total"] > 0
         assert time.monotonic() - started < 5
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
-        if holder.stdout is not None:
-            holder.stdout.close()
 
 
 # Golden -----------------------------------------------------------------------------------------
