@@ -146,13 +146,12 @@ def append_latency(case_dir: Path, task: str, appends: int) -> list[float]:
     from cortex.cases.records import Evidence, Source
     from cortex.cases.redact import Redactor
     from cortex.cases.store import CaseStore
+    from cortex.kernel.context import format_time
 
-    store = CaseStore(
-        str(case_dir.parent),
-        redactor=Redactor(),
-        lock_timeout=10,
-        now=lambda: "2026-11-30T12:00:00.000Z",
-    )
+    def now() -> str:
+        return format_time(time.time())
+
+    store = CaseStore(str(case_dir.parent), redactor=Redactor(), lock_timeout=10, now=now)
     samples = []
     for index in range(appends):
         start = time.perf_counter()
@@ -161,7 +160,7 @@ def append_latency(case_dir: Path, task: str, appends: int) -> list[float]:
                 "evidence",
                 Evidence(
                     id=new_id("ev"),
-                    timestamp="t",
+                    timestamp=now(),
                     source=Source(tool="bench"),
                     claim=f"append {index}",
                 ),
