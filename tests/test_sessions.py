@@ -8,6 +8,7 @@ store is configured inside it. Every test reads that world and checks exact valu
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,11 +129,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     _complete(plain, task, "--verification-not-possible", "no git here")
     cases["p_unprovable"] = task
     cases["g_open"] = gamma.open("Gamma in its own store")
+    # As if gamma's store predated the registry: most tests look at what is found without it
+    # (test_a_registered_store_is_seen_from_everywhere covers the registry).
+    shutil.rmtree(Path(env["CORTEX_STATE_DIR"]) / "stores")
     return World(env, Path(env["CORTEX_STATE_DIR"]), alpha, beta, plain, gamma, cases, roots)
 
 
 VISIBLE = 10
-"""Cases visible from alpha, beta or plain: gamma's store is inside gamma."""
+"""Cases visible from alpha, beta or plain: gamma's store is inside gamma, and unregistered."""
 
 
 def _status(world: World, name: str) -> dict[str, Any]:
@@ -306,7 +310,7 @@ class TestSessions:
         assert idle[world.cases["a_open"]] == pytest.approx(later - parse_time(updated), abs=0.002)
 
     def test_a_store_configured_inside_a_repository(self, world: World) -> None:
-        """Seen from its own repository, never from elsewhere (nothing records where it is)."""
+        """Unregistered, it is seen from its own repository only (nothing records where it is)."""
         task = world.cases["g_open"]
         here = world.gamma("case", "sessions").data
         assert here["total"] == VISIBLE + 1
@@ -410,6 +414,38 @@ class TestOverview:
         text = " ".join(out.stdout.split())
         assert "completion 3 of 4 closed (75%); of all 10 (30%)" in text
         assert "verified completion 1 of 3 complete (33%)" in text
+
+
+def test_a_registered_store_is_seen_from_everywhere(tmp_path: Path) -> None:
+    """The first open into a configured store registers it: listings and readers anywhere find
+    its cases; a registry entry naming a store that is gone, or garbage, is skipped."""
+    env = base_env(tmp_path)
+    state = Path(env["CORTEX_STATE_DIR"])
+    own = make_repo(tmp_path / "own", env)
+    (own / "cortex.toml").write_text('cases_dir = ".cortex/cases"\n')
+    git(own, "add", "cortex.toml", env=env)
+    git(own, "commit", "-q", "-m", "own store", env=env)
+    other = make_repo(tmp_path / "other", env)
+    task = Cli(env, own).open("Kept inside its repository")
+    registry = state / "stores"
+    (entry,) = registry.iterdir()
+    assert entry.read_text() == str((own / ".cortex" / "cases").resolve()) + "\n"
+    (registry / "gone").write_text(str(tmp_path / "deleted-store") + "\n")
+    (registry / "garbage").write_bytes(b"relative/path\n")
+    elsewhere = Cli(env, other)
+    listed = elsewhere("case", "sessions").data
+    assert [i["taskId"] for i in listed["items"]] == [task]
+    assert elsewhere("case", "overview").data["total"] == 1
+    shown = elsewhere("case", "show", task)
+    assert shown.code == 0, shown.stdout
+    assert shown.data["taskId"] == task
+    # Reading from elsewhere is fine; writing still goes through the case's own workspace.
+    refused = elsewhere("case", "note", task, "from the wrong place")
+    assert (refused.code, refused.error_code) == (3, "not_found")
+    before = tree_state(state)
+    Cli(env, own).open("A second case: the store is registered already")
+    assert tree_state(state / "stores") == {k[len("stores/") :]: v for k, v in before.items()
+                                            if k.startswith("stores/")}  # fmt: skip
 
 
 def _corrupt(world: World, name: str) -> tuple[Path, bytes]:

@@ -127,14 +127,17 @@ class Kernel:
             return self.store
         sessions = os.path.join(self.state_root, "sessions")
         try:
-            stores = sorted(os.listdir(sessions))
+            stores = [os.path.join(sessions, name) for name in sorted(os.listdir(sessions))]
         except FileNotFoundError:
             stores = []
-        matches = [
-            os.path.join(sessions, name)
-            for name in stores
-            if os.path.isdir(case_dir(os.path.join(sessions, name), task_id))
-        ]
+        matches = [root for root in stores if os.path.isdir(case_dir(root, task_id))]
+        if not matches:
+            # A store a repository keeps elsewhere (cases_dir), registered when it was made.
+            from cortex.kernel.registry import registered
+
+            matches = [
+                r for r in registered(self.state_root) if os.path.isdir(case_dir(r, task_id))
+            ]
         if len(matches) > 1:
             raise InvalidInputError(f"case {task_id} exists in more than one store: {matches}")
         if matches:
@@ -165,6 +168,11 @@ class Kernel:
             self._refuse_symlinked_components(root)
             self._refuse_foreign_directory(root)
         make_private_dirs(root)
+        if self.config.cases_dir is not None:
+            # Outside the state root: readers elsewhere find it through the registry.
+            from cortex.kernel.registry import register
+
+            register(self.state_root, root)
         if inside:
             ignore_file = os.path.join(root, ".gitignore")
             if not os.path.lexists(ignore_file):

@@ -59,7 +59,7 @@ class Store(NamedTuple):
 
 
 def stores(kernel: Kernel) -> list[Store]:
-    """Every store under `<state root>/sessions/`, and this workspace's if configured elsewhere.
+    """Every store under `<state root>/sessions/`, this workspace's, and every registered one.
 
     Only real directories count: a symlink there would list a store twice, or one that is not
     under the state root at all.
@@ -80,7 +80,22 @@ def stores(kernel: Kernel) -> list[Store]:
             found.append(Store(entry.name, _reader(kernel, entry.path)))
     if not any(s.store is kernel.store for s in found) and os.path.isdir(kernel.cases_root):
         found.append(Store(kernel.store_info.id, kernel.store))
+    from cortex.kernel.registry import registered
+
+    known = {os.path.realpath(s.store.root) for s in found}
+    for root in registered(kernel.state_root):
+        if os.path.realpath(root) not in known:
+            known.add(os.path.realpath(root))
+            found.append(Store(_registered_id(root), _reader(kernel, root)))
     return found
+
+
+def _registered_id(root: str) -> str:
+    """How a registered store is shown: the repository's folder name and the store's own."""
+    parent, name = os.path.split(root.rstrip(os.sep))
+    return (
+        f"{os.path.basename(os.path.dirname(parent)) or parent}/{os.path.basename(parent)}/{name}"
+    )
 
 
 def _reader(kernel: Kernel, root: str) -> CaseStore:
