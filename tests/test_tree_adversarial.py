@@ -1131,13 +1131,6 @@ def test_a_crafted_journal_escaping_raw_is_refused_by_recovery_and_audit(
     assert "journal" in {e["code"] for e in report.envelope["data"]["errors"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LIMIT (docs/design/storage.md, Recovery): recovery trusts a well-formed journal that "
-    "names blobs already cited by committed evidence; a crafted one makes the rollback unlink "
-    "them. Whoever can write the journal can delete the blobs directly; a staged-inode check "
-    "would close it.",
-)
 def test_a_crafted_journal_cannot_delete_a_committed_tree(
     cli: Cli, task: str, reports: Path
 ) -> None:
@@ -1154,6 +1147,26 @@ def test_a_crafted_journal_cannot_delete_a_committed_tree(
     cli("case", "note", task, "a writer meets the journal")
     assert path.exists(), "the committed listing is still there"
     assert audit_says.code == 4 or cli("case", "audit", task).code == 0
+
+
+def test_a_journal_with_the_wrong_inodes_cannot_delete_a_committed_tree(
+    cli: Cli, task: str, reports: Path
+) -> None:
+    """Inodes in the journal are checked, not trusted: a guess that is not the file's own
+    leaves the published blob alone."""
+    ref = add_tree(cli, task, reports)["rawRef"]
+    case = case_path(cli.env, task)
+    path, manifest = manifest_of(cli, task, ref)
+    members = [case / "raw" / f"{m['raw']}.txt" for m in manifest["files"]]
+    files = [
+        {"staged": f".tmp-gone-{n}", "final": f"raw/{m.name}", "inode": m.stat().st_ino + 1}
+        for n, m in enumerate([*members, path])
+    ]
+    (case / ".journal.json").write_text(json.dumps(_journal(cli, task, files)))
+    assert cli("case", "note", task, "a writer meets the journal").code == 0
+    assert all(member.exists() for member in members)
+    assert path.exists()
+    assert cli("case", "audit", task).code == 0
 
 
 # MCP -----------------------------------------------------------------------------------------

@@ -255,6 +255,9 @@ class StagedFile(_Record, kw_only=True):
     staged: str
     final: str
     backup: str | None = None
+    inode: int | None = None
+    """The staged file's inode: a rollback removes a published file only while it is this one,
+    so a journal cannot make recovery delete a file another commit published."""
 
 
 class Journal(_Record, kw_only=True):

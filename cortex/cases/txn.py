@@ -333,7 +333,8 @@ class Transaction:
         for entry, data in staged:
             tmp = temp_name(self.path, os.path.basename(entry.final))
             write_new_file(tmp, data)
-            files.append(msgspec.structs.replace(entry, staged=os.path.basename(tmp)))
+            inode = os.lstat(tmp).st_ino
+            files.append(msgspec.structs.replace(entry, staged=os.path.basename(tmp), inode=inode))
         _crash.point("txn.staged")
         journal = Journal(
             task_id=self.task_id,
@@ -425,8 +426,11 @@ class Transaction:
                 if os.path.lexists(backup):
                     os.replace(backup, final)
             elif os.path.lexists(final) and not os.path.lexists(staged):
-                # Published (linked, then the staged name removed): this commit created it.
-                os.unlink(final)
+                # Published (linked, then the staged name removed): this commit created it, if
+                # it is still the file this commit staged. Anything else is left for `audit`
+                # (a forged or foreign journal must not delete what another commit published).
+                if entry.inode is not None and os.lstat(final).st_ino == entry.inode:
+                    os.unlink(final)
             elif os.path.lexists(final) and os.path.samefile(final, staged):
                 # Linked but the staged name not yet removed: same inode, created by us.
                 os.unlink(final)
