@@ -1039,28 +1039,13 @@ def test_sigterm_mid_verify_leaves_a_sound_case(
         s.proc.send_signal(signal.SIGTERM)
         s.proc.wait(timeout=30)
         time.sleep(0.3)
-        assert not pid_alive(verifier[0]), "the verifier itself outlived the server"
+        # Neither the verifier nor its own child outlives the server (the CLI's behaviour).
+        assert [pid for pid in verifier if pid_alive(pid)] == []
     cli_audit(served, repo, task)
     # The interrupted run left no lock behind: the next write goes through at once.
     assert (
         Cli({**served, "CORTEX_LOCK_TIMEOUT": "2"}, repo)("case", "note", task, "after").code == 0
     )
-
-
-def test_sigterm_mid_verify_leaves_no_stray_verifier_process(
-    served: dict[str, str], repo: Path, tmp_path: Path
-) -> None:
-    with (
-        slow_case(served, repo, tmp_path, 30) as (task, pids),
-        raw_server(repo, served, tmp_path) as s,
-    ):
-        s.start_call("cortex_verify", {"task_id": task})
-        verifier = read_pids(pids)
-        assert len(verifier) == 2
-        s.proc.send_signal(signal.SIGTERM)
-        s.proc.wait(timeout=30)
-        time.sleep(0.3)
-        assert [pid for pid in verifier if pid_alive(pid)] == []
 
 
 def test_the_cli_kills_the_whole_verifier_group_on_sigterm(

@@ -35,6 +35,7 @@ from cortex.kernel.timeline_cards import (
     Entry,
     Key,
     card,
+    date_anchor,
     decision_entry,
     sort_key,
     stream,
@@ -235,16 +236,7 @@ def _around_date(
             later += 1
             upper.push(entry)
     following = upper.ordered()
-    if not following:
-        raise NotFoundError(f"no timeline entry at or after {text!r} matches the filters")
-    target = following[0]
-    facts = {
-        "id": target.id,
-        "at": target.at,
-        "before": earlier,
-        "after": later - 1,
-        "matchesFilters": True,
-    }
+    _, facts = date_anchor(following, earlier, later, text)
     return total, [*lower.ordered(), *following], facts
 
 

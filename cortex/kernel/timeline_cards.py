@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, cast
 
 from cortex.cases.bounds import TIMELINE_TITLE_MAX
 from cortex.cases.documents import Batch, Decision, Decisions, Receipt, Verification
+from cortex.cases.errors import NotFoundError
 from cortex.cases.records import CaseFile, Command, Evidence, PhaseChange
 from cortex.cases.store import CaseStore
 
@@ -122,6 +123,27 @@ def decision_entry(decision: Decision, *, answer: bool) -> Entry:
         return Entry(key, "decision", decision.responder, decision, answer=True)
     key = sort_key(decision.requested_at, decision.id)
     return Entry(key, "decision", decision.requester, decision)
+
+
+def date_anchor(
+    following: list[Entry], earlier: int, later: int, text: str
+) -> tuple[Entry, dict[str, object]]:
+    """The anchor of `--anchor DATE` (the first entry at or after it) and the facts shown.
+
+    `following` holds the matching entries at or after the date, in order; `earlier` and
+    `later` count the matching entries before it and from it on.
+    """
+    if not following:
+        raise NotFoundError(f"no timeline entry at or after {text!r} matches the filters")
+    target = following[0]
+    facts = {
+        "id": target.id,
+        "at": target.at,
+        "before": earlier,
+        "after": later - 1,
+        "matchesFilters": True,
+    }
+    return target, facts
 
 
 def title(text: str) -> str:

@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from contextlib import ExitStack
 from typing import Any, NamedTuple
 
-from cortex.cases.errors import NotFoundError
 from cortex.cases.records import CaseFile, LedgerState
 from cortex.cases.store import CaseStore
-from cortex.kernel.timeline_cards import LEDGER_KINDS, Entry, Key, stream
+from cortex.kernel.timeline_cards import LEDGER_KINDS, Entry, Key, date_anchor, stream
 from cortex.kernel.timeline_index import OrderedLedger
 from cortex.kernel.timeline_query import Query
 
@@ -124,16 +123,7 @@ def around_date(
             lower += ledger.backward(a, split, before)
             upper += ledger.forward(split, b, after + 1)
         following = _first(upper, after + 1)
-        if not following:
-            raise NotFoundError(f"no timeline entry at or after {text!r} matches the filters")
-        target = following[0]
-        facts = {
-            "id": target.id,
-            "at": target.at,
-            "before": earlier,
-            "after": later - 1,
-            "matchesFilters": True,
-        }
+        _, facts = date_anchor(following, earlier, later, text)
         return earlier + later, [*_last(lower, before), *following], facts
 
 
