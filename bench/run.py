@@ -103,7 +103,7 @@ def grow_ledger(case_dir: Path, lines: int) -> None:
     from cortex.cases import ledger
     from cortex.cases.ids import new_id
     from cortex.cases.records import CaseFile, Evidence, LedgerState, Source, decode, encode_pretty
-    from cortex.kernel.context import format_time, parse_time
+    from cortex.kernel.kernel import format_time, parse_time
 
     case = decode((case_dir / "case.json").read_bytes(), CaseFile)
     state = case.ledgers["evidence"]
@@ -146,7 +146,7 @@ def append_latency(case_dir: Path, task: str, appends: int) -> list[float]:
     from cortex.cases.records import Evidence, Source
     from cortex.cases.redact import Redactor
     from cortex.cases.store import CaseStore
-    from cortex.kernel.context import format_time
+    from cortex.kernel.kernel import format_time
 
     def now() -> str:
         return format_time(time.time())

@@ -135,7 +135,7 @@ def measure(
 
 def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[str]:
     """The same, without process start-up: the kernel's verify against its own captures."""
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
     from cortex.kernel.verify import live_capture, verify
 
     kernel = Kernel(str(repo), env, default_actor="bench")

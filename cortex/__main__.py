@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cortex.cli.main import entrypoint
+from cortex.main import entrypoint
 
 raise SystemExit(entrypoint())

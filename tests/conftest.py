@@ -2,7 +2,7 @@
 
 Tests never touch the developer's real state or configuration: every run gets its own
 CORTEX_STATE_DIR, HOME and XDG_CONFIG_HOME under tmp_path. The CLI is run in-process through
-`cortex.cli.main.main` (fast, same code path as the console script) or, where a real process
+`cortex.main.main` (fast, same code path as the console script) or, where a real process
 is the point (locks, crashes, concurrency), as `python -m cortex` with the source tree first on
 PYTHONPATH, so a stale installed copy can never be what is tested.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from cortex.cli.main import main
+from cortex.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"

@@ -52,9 +52,9 @@ def normalized(text: str) -> str:
 
 def seed_golden(tmp_path: Path) -> tuple[Any, str]:
     """A case seeded in-process with a fixed clock; returns (kernel, task id)."""
-    from cortex.kernel.context import Kernel
     from cortex.kernel.decisions import answer, request
     from cortex.kernel.evidence import add_evidence, add_note
+    from cortex.kernel.kernel import Kernel
     from cortex.kernel.lease import begin_change
     from cortex.kernel.open_case import open_case
     from cortex.kernel.plan import plan

@@ -12,7 +12,7 @@ from conftest import Cli, case_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cortex.cases.audit import audit_case
+from cortex.cases.integrity import audit_case
 from cortex.cases.redact import Redactor
 
 

@@ -106,7 +106,7 @@ class TestExitCodes:
         self, cli: Cli, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """An unexpected exception becomes exit 1 with an envelope, never a traceback."""
-        from cortex.kernel import status as status_module
+        from cortex.kernel.views import status as status_module
 
         def boom(*_args: object, **_kwargs: object) -> object:
             msg = "injected fault"

@@ -38,16 +38,16 @@ from markdown_it.token import Token
 from cortex.cases.ids import new_id
 from cortex.cases.records import Evidence, Source, encode_pretty
 from cortex.cli.parser import parse
-from cortex.kernel import handoff as handoff_module
-from cortex.kernel.context import Kernel
 from cortex.kernel.decisions import request
 from cortex.kernel.evidence import add_evidence
-from cortex.kernel.handoff import TIERS, handoff
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import begin_change
-from cortex.kernel.markdown import code, inline, quote
 from cortex.kernel.open_case import open_case
 from cortex.kernel.plan import plan
 from cortex.kernel.verify import verify
+from cortex.kernel.views.handoff import packet as handoff_module
+from cortex.kernel.views.handoff.packet import TIERS, handoff
+from cortex.kernel.views.markdown import code, inline, quote
 
 TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
 PASSWORD = "hunter2-made-up-secret"  # noqa: S105 - made up, to be redacted

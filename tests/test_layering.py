@@ -87,7 +87,7 @@ def test_the_per_call_path_stays_light(cli: Cli, task: str) -> None:
     ]
     probe = (
         "import io, sys\n"
-        "from cortex.cli.main import main\n"
+        "from cortex.main import main\n"
         f"for argv in {commands!r}:\n"
         "    assert main(argv, stdout=io.StringIO()) == 0, argv\n"
         "sys.stdout.write(' '.join(sorted(sys.modules)))\n"

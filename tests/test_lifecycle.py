@@ -23,7 +23,7 @@ from cortex.cases import bounds
 from cortex.cases.ids import new_id
 from cortex.cases.layout import parse_raw_ref
 from cortex.cli.parser import UsageError, parse
-from cortex.kernel.context import parse_time
+from cortex.kernel.kernel import parse_time
 
 BOUNDARY = (
     "--file",

@@ -357,7 +357,7 @@ def test_mcp_is_imported_only_by_serve(cli: Cli, task: str) -> None:
     """No other command pays for the SDK: `case status` and `doctor` leave it unloaded."""
     probe = (
         "import io, sys\n"
-        "from cortex.cli.main import main\n"
+        "from cortex.main import main\n"
         f"main(['case', 'status', {task!r}, '--json'], stdout=io.StringIO())\n"
         "main(['config', '--json'], stdout=io.StringIO())\n"
         "sys.stdout.write(' '.join(sorted(sys.modules)))\n"
@@ -366,7 +366,7 @@ def test_mcp_is_imported_only_by_serve(cli: Cli, task: str) -> None:
         [sys.executable, "-c", probe], cwd=cli.cwd, env=cli.env, capture_output=True, check=False
     )
     loaded = set(proc.stdout.decode().split())
-    assert "cortex.cli.main" in loaded
+    assert "cortex.main" in loaded
     assert not {name for name in loaded if name == "mcp" or name.startswith(("mcp.", "cortex.mcp"))}
 
 

@@ -35,7 +35,7 @@ from fswatch import Watcher
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from cortex.kernel import setup_host
+from cortex.kernel.host import setup as setup_host
 from cortex.mcp import tools as mcp_tools
 
 TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
@@ -1117,7 +1117,7 @@ def test_mcp_is_not_imported_by_other_commands(cli: Cli) -> None:
     ):
         probe = (
             "import io, sys\n"
-            "from cortex.cli.main import main\n"
+            "from cortex.main import main\n"
             f"main({[*argv, '--json']!r}, stdout=io.StringIO(), stderr=io.StringIO())\n"
             "sys.stdout.write(' '.join(sorted(sys.modules)))\n"
         )
@@ -1129,7 +1129,7 @@ def test_mcp_is_not_imported_by_other_commands(cli: Cli) -> None:
             check=False,
         )
         loaded = proc.stdout.decode().split()
-        assert "cortex.cli.main" in loaded, proc.stderr
+        assert "cortex.main" in loaded, proc.stderr
         assert [m for m in loaded if m == "mcp" or m.startswith(heavy)] == [], argv
 
 
@@ -1620,8 +1620,8 @@ def test_a_backup_made_by_a_concurrent_run_does_not_fail_this_one(
 
 SYNCED_SETUP = """
 import io, os, sys, time
-from cortex.cli.main import main
-import cortex.kernel.setup_host, cortex.kernel.toml_edit, tomllib  # imported before the start
+from cortex.main import main
+import cortex.kernel.host.setup, cortex.kernel.host.toml_edit, tomllib  # imported before the start
 start = float(sys.argv[1])
 while time.time() < start:
     pass
@@ -1682,7 +1682,7 @@ import os, signal, sys
 def crash(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 os.replace = crash
-from cortex.cli.main import entrypoint
+from cortex.main import entrypoint
 sys.exit(entrypoint())
 """
 
@@ -1730,12 +1730,12 @@ def test_a_crash_leaves_no_temp_file_behind_after_the_next_run(
 
 CRASH_MID_BACKUP = """
 import os, signal, sys
-import cortex.kernel.setup_host as setup_host
+import cortex.kernel.host.setup as setup_host
 def torn(fd, data):
     os.write(fd, data[: len(data) // 2])
     os.kill(os.getpid(), signal.SIGKILL)
 setup_host.write_all = torn
-from cortex.cli.main import entrypoint
+from cortex.main import entrypoint
 sys.exit(entrypoint())
 """
 

@@ -13,17 +13,17 @@ import msgspec
 import pytest
 from conftest import Cli, base_env, case_path, configure_verifiers, make_repo, tree_state
 
+from cortex.kernel.close import close
 from cortex.kernel.complete import complete
-from cortex.kernel.context import Kernel
 from cortex.kernel.decisions import answer, request
 from cortex.kernel.evidence import add_evidence
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import begin_change
-from cortex.kernel.metrics import metrics
 from cortex.kernel.open_case import open_case
 from cortex.kernel.plan import plan
 from cortex.kernel.resolve import resolve
-from cortex.kernel.terminal import close
 from cortex.kernel.verify import verify
+from cortex.kernel.views.metrics import metrics
 
 T0 = 1_800_000_000.0
 

@@ -27,8 +27,8 @@ from conftest import (
 )
 
 from cortex.cases import bounds
-from cortex.kernel.context import Kernel, parse_time
-from cortex.kernel.sessions import overview, parse_duration, sessions
+from cortex.kernel.kernel import Kernel, parse_time
+from cortex.kernel.views.sessions import overview, parse_duration, sessions
 
 
 @dataclass

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from conftest import ROOT, Cli, run_cortex
 
-from cortex.kernel import setup_host
-from cortex.kernel.context import Kernel
+from cortex.kernel.host import setup as setup_host
+from cortex.kernel.kernel import Kernel
 
 PYTHON = os.path.abspath(sys.executable)
 ARGS = ["-m", "cortex", "serve"]
@@ -464,7 +464,7 @@ class TestToml:
         self, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The read-back check is the last guard: a wrong rendering is refused, not written."""
-        from cortex.kernel import toml_edit
+        from cortex.kernel.host import toml_edit
 
         path = home(env) / ".codex" / "config.toml"
         path.parent.mkdir()

@@ -203,7 +203,7 @@ def test_golden_json_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("COLUMNS", "100")
     from cortex.cli.render import render
     from cortex.kernel.envelope import success
-    from cortex.kernel.show import show as run
+    from cortex.kernel.views.show import show as run
 
     kernel, task = seed_golden(tmp_path)
     envelope = success("case.show", run(kernel, task))

@@ -31,8 +31,8 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, OptionList, Static
 
 from cortex.cases.errors import IntegrityError
-from cortex.kernel.context import Kernel
-from cortex.kernel.sessions import sessions
+from cortex.kernel.kernel import Kernel
+from cortex.kernel.views.sessions import sessions
 from cortex.studio import data as studio_data
 from cortex.studio import view
 from cortex.studio.app import AnswerScreen, StudioApp

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cortex.cases.records import Evidence, Source
-from cortex.kernel.context import Kernel, format_time
+from cortex.kernel.kernel import Kernel, format_time
 
 START = 1_780_000_000.0
 

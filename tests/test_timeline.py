@@ -566,7 +566,7 @@ def test_golden_cards_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.delenv(variable, raising=False)  # rich would style the text for a terminal
     from cortex.cli.render import render
     from cortex.kernel.envelope import success
-    from cortex.kernel.timeline import timeline as run
+    from cortex.kernel.views.timeline.page import timeline as run
 
     kernel, task = seed_golden(tmp_path)
     result = run(
@@ -631,7 +631,7 @@ def peak_rss_kib(cli: Cli, argv: list[str]) -> tuple[int, dict[str, Any]]:
     """Run one command in a fresh interpreter; its peak resident memory and its data."""
     probe = (
         "import io, resource, sys\n"
-        "from cortex.cli.main import main\n"
+        "from cortex.main import main\n"
         "out = io.StringIO()\n"
         f"assert main({argv!r}, stdout=out) == 0, out.getvalue()[:2000]\n"
         "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"

@@ -21,11 +21,11 @@ from conftest import base_env, make_repo
 from cortex.cases import ledger
 from cortex.cases.ids import encode_ulid
 from cortex.cases.records import CaseFile, Evidence, LedgerState, Source, decode, encode_pretty
-from cortex.kernel import timeline as slow
-from cortex.kernel import timeline_fast as fast
-from cortex.kernel.context import Kernel, format_time
-from cortex.kernel.timeline_cards import KINDS, Entry, stream
-from cortex.kernel.timeline_query import Query
+from cortex.kernel.kernel import Kernel, format_time
+from cortex.kernel.views.timeline import fast
+from cortex.kernel.views.timeline import page as slow
+from cortex.kernel.views.timeline.cards import KINDS, Entry, stream
+from cortex.kernel.views.timeline.query import Query
 
 ACTORS = ("agent-1", "agent-2", "reviewer")
 START = 1_780_000_000.0
@@ -150,7 +150,7 @@ def test_anchors_agree(tmp_path: Path, seed: int) -> None:
 
 def test_counts_across_read_chunks_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Counts read the ledger in chunks; chunks of a few bytes split lines and actor names."""
-    from cortex.kernel import timeline_index
+    from cortex.kernel.views.timeline import index as timeline_index
 
     monkeypatch.setattr(timeline_index, "_CHUNK", 13)
     check_anchors(tmp_path, 7)

@@ -33,7 +33,8 @@ from cortex.cases.bounds import (
     TREE_FILES_MAX,
     TREE_WALK_MAX,
 )
-from cortex.kernel import artifact, raw_tree
+from cortex.kernel.views import artifact
+from cortex.workspace import raw_tree
 
 # Helpers -----------------------------------------------------------------------------------
 

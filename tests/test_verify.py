@@ -28,7 +28,7 @@ from conftest import (
 )
 
 from cortex.cases.layout import parse_raw_ref
-from cortex.kernel.worktree import capture
+from cortex.workspace.capture import capture
 
 STEPS = str(CHILDREN / "verifier_steps.py")
 LOCKS = {".lock", ".store.lock"}

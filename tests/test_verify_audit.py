@@ -6,8 +6,8 @@ produced an inconsistent batch in the first place (they are run on documents bui
 
 from __future__ import annotations
 
-from cortex.cases.audit import _audit_receipts, _Collector
 from cortex.cases.documents import Batch, Receipt, Verification
+from cortex.cases.integrity import _audit_receipts, _Collector
 
 
 def batch(binding: str = "bound") -> Batch:

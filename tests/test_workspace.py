@@ -21,7 +21,7 @@ from conftest import Cli, add_submodule, make_repo
 from conftest import git as run_git
 
 from cortex.cases.errors import InvalidInputError
-from cortex.kernel.workspace import WorkspaceIdentity, discover, git_head, store_id_for
+from cortex.workspace.identity import WorkspaceIdentity, discover, git_head, store_id_for
 
 STORE_ID = re.compile(r"[A-Za-z0-9._-]+-[0-9a-f]{12}")
 

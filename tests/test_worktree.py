@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from conftest import add_submodule, git, make_repo
 
-from cortex.kernel.worktree import DIGEST_VERSION, Capture, capture, committed_changes
+from cortex.workspace.capture import DIGEST_VERSION, Capture, capture, committed_changes
 
 Action = Callable[[Path, dict[str, str]], None]
 Snapshot = dict[str, tuple[str, int, str, int]]

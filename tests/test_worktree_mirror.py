@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import git
 
-from cortex.kernel.worktree import Capture, _mirror, capture
+from cortex.workspace.capture import Capture, _mirror, capture
 
 
 def snapshot(git_dir: Path) -> dict[str, tuple[int, int, int, str]]:

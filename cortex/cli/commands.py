@@ -12,8 +12,8 @@ from typing import IO, Any
 from cortex.cases.bounds import RAW_BLOB_MAX
 from cortex.cases.errors import InvalidInputError
 from cortex.cli.parser import UsageError
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 
 Values = dict[str, Any]
 
@@ -70,19 +70,19 @@ def _open(c: Call) -> Result:
 
 
 def _list(c: Call) -> Result:
-    from cortex.kernel.status import list_cases
+    from cortex.kernel.views.status import list_cases
 
     return list_cases(c.kernel, limit=c["limit"])
 
 
 def _status(c: Call) -> Result:
-    from cortex.kernel.status import status
+    from cortex.kernel.views.status import status
 
     return status(c.kernel, c["task"])
 
 
 def _show(c: Call) -> Result:
-    from cortex.kernel.show import show
+    from cortex.kernel.views.show import show
 
     return show(c.kernel, c["task"])
 
@@ -105,7 +105,7 @@ def _evidence_add(c: Call) -> Result:
     elif c["raw_file"] is not None:
         raw = read_raw_file(os.path.join(c.cwd, c["raw_file"]))
     elif c["raw_dir"] is not None:
-        from cortex.kernel.raw_tree import capture
+        from cortex.workspace.raw_tree import capture
 
         tree = capture(os.path.join(c.cwd, c["raw_dir"]))
     return add_evidence(
@@ -149,7 +149,7 @@ def _read_evidence(c: Call) -> Result:
 
 
 def _read_artifact(c: Call) -> Result:
-    from cortex.kernel.artifact import read_artifact
+    from cortex.kernel.views.artifact import read_artifact
 
     return read_artifact(
         c.kernel,
@@ -234,19 +234,19 @@ def _decision_list(c: Call) -> Result:
 
 
 def _block(c: Call) -> Result:
-    from cortex.kernel.terminal import close
+    from cortex.kernel.close import close
 
     return close(c.kernel, c["task"], to="blocked", reason=c["reason"], actor=c["actor"])
 
 
 def _abort(c: Call) -> Result:
-    from cortex.kernel.terminal import close
+    from cortex.kernel.close import close
 
     return close(c.kernel, c["task"], to="abandoned", reason=c["reason"], actor=c["actor"])
 
 
 def _audit(c: Call) -> Result:
-    from cortex.kernel.audit import audit
+    from cortex.kernel.views.audit import audit
 
     return Result(data=audit(c.kernel, c["task"]))
 
@@ -279,7 +279,7 @@ def _complete(c: Call) -> Result:
 
 
 def _attest(c: Call) -> Result:
-    from cortex.kernel.attest import attest
+    from cortex.kernel.views.attest import attest
 
     return attest(c.kernel, c["task"])
 
@@ -313,26 +313,26 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
 
 
 def _trust(c: Call) -> Result:
-    from cortex.kernel.trust import trust
+    from cortex.kernel.host.trust import trust
 
     return trust(c.kernel, c["name"], confirm=_confirm_at_terminal(c["name"]), revoke=c["revoke"])
 
 
 def _config(c: Call) -> Result:
-    from cortex.kernel.show_config import show_config
+    from cortex.kernel.host.show_config import show_config
 
     return show_config(c.kernel)
 
 
 def _init(c: Call) -> Result:
-    from cortex.kernel.init import init
+    from cortex.kernel.host.init import init
 
     return init(c.kernel, force=c["force"], pyproject=c["pyproject"])
 
 
 def _setup(host: str) -> Callable[[Call], Result]:
     def handler(c: Call) -> Result:
-        from cortex.kernel.setup_host import setup
+        from cortex.kernel.host.setup import setup
 
         return setup(c.kernel, host, scope=c["scope"], dry_run=c["dry_run"])
 
@@ -341,7 +341,7 @@ def _setup(host: str) -> Callable[[Call], Result]:
 
 def _timeline(c: Call) -> Result:
     from cortex.cases.bounds import TIMELINE_LIMIT_DEFAULT
-    from cortex.kernel.timeline import timeline
+    from cortex.kernel.views.timeline.page import timeline
 
     return timeline(
         c.kernel,
@@ -360,8 +360,8 @@ def _timeline(c: Call) -> Result:
 
 
 def _handoff(c: Call) -> Result:
-    from cortex.kernel.handoff import handoff
-    from cortex.kernel.handoff_file import save
+    from cortex.kernel.views.handoff.file import save
+    from cortex.kernel.views.handoff.packet import handoff
 
     if c["format"] is not None and c["output"] is None:
         raise UsageError("cortex case handoff: --format says what -o writes; give -o FILE too")
@@ -373,14 +373,14 @@ def _handoff(c: Call) -> Result:
 
 
 def _metrics(c: Call) -> Result:
-    from cortex.kernel.metrics import metrics
+    from cortex.kernel.views.metrics import metrics
 
     return metrics(c.kernel, c["task"])
 
 
 def _sessions(c: Call) -> Result:
     from cortex.cases.bounds import SESSIONS_LIMIT_DEFAULT
-    from cortex.kernel.sessions import sessions
+    from cortex.kernel.views.sessions import sessions
 
     return sessions(
         c.kernel,
@@ -394,7 +394,7 @@ def _sessions(c: Call) -> Result:
 
 
 def _overview(c: Call) -> Result:
-    from cortex.kernel.sessions import overview
+    from cortex.kernel.views.sessions import overview
 
     return overview(c.kernel)
 

@@ -2,7 +2,7 @@
 
 The Markdown goes to stdout byte for byte (not through rich), so `cortex case handoff TASK >
 FILE` and `-o FILE` give the same document. The kernel has already neutralised every value in
-it (cortex/kernel/markdown.py), and `render` passed it through `safe` as well.
+it (cortex/kernel/views/markdown.py), and `render` passed it through `safe` as well.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import msgspec
 
 from cortex.cases.documents import Receipt, Verification
 from cortex.cases.records import CaseFile
-from cortex.kernel.worktree import Capture
+from cortex.workspace.capture import Capture
 
 Verdict = Literal["verified", "partial", "failed", "unverified"]
 

@@ -12,9 +12,9 @@ from cortex.cases.errors import InvalidInputError
 from cortex.cases.records import CaseFile
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import Assessment, assess
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import release_for_close, state
 from cortex.kernel.verify import live_capture
 

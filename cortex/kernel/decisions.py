@@ -24,9 +24,9 @@ from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.records import Evidence, Source
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.kernel import Kernel
 
 if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.

@@ -29,14 +29,14 @@ from cortex.cases.records import (
     Source,
 )
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import TERMINAL
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
     from cortex.cases.txn import Transaction
-    from cortex.kernel.raw_tree import Captured
+    from cortex.workspace.raw_tree import Captured
 
 RESERVED_KINDS = frozenset({"plan"})
 """Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""

@@ -15,9 +15,9 @@ from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.records import Lease
 from cortex.kernel import lifecycle
-from cortex.kernel.context import Kernel, format_time, parse_time
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.kernel import Kernel, format_time, parse_time
 
 if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.

@@ -10,11 +10,11 @@ from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.records import CaseFile, Mode, PhaseChange, Risk, Surface, Workspace, encode
 from cortex.kernel import validate
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import TERMINAL, next_actions
-from cortex.kernel.workspace import git_head
+from cortex.workspace.identity import git_head
 
 
 def open_case(

@@ -28,9 +28,9 @@ from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder
 
 _VERIFIER = re.compile(r"[a-z][a-z0-9_-]{0,63}(?::[A-Za-z0-9][A-Za-z0-9._-]{0,127})?")

@@ -8,9 +8,9 @@ from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id
 from cortex.cases.records import Evidence
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.kernel import Kernel
 
 RESOLUTIONS = ("confirmed", "challenged", "rejected")
 

@@ -14,7 +14,7 @@ from cortex.cases.errors import CortexError
 from cortex.kernel.envelope import Envelope, Result, failure, success
 
 if TYPE_CHECKING:
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
 EXIT_INTERRUPTED = 130
 
@@ -33,7 +33,7 @@ def in_kernel(
 
     def body(seen: Seen) -> Result:
         from cortex.cases.scrub import scrub_value
-        from cortex.kernel.context import Kernel
+        from cortex.kernel.kernel import Kernel
 
         kernel = Kernel(cwd, env, default_actor=default_actor)
         seen["redactor"] = kernel.redactor

@@ -34,12 +34,12 @@ from cortex.cases.records import CaseFile, Evidence, LedgerState, Source
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder, state
-from cortex.kernel.worktree import Capture, capture, committed_changes
 from cortex.verifiers.base import Context, Outcome, Verifier, split
+from cortex.workspace.capture import Capture, capture, committed_changes
 
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
 

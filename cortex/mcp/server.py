@@ -37,7 +37,7 @@ from cortex.mcp.tools import BY_NAME, TOOLS, Tool, decode_args, object_schema, o
 from cortex.mcp.wire import INVALID, repair
 
 if TYPE_CHECKING:
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
 INSTRUCTIONS = (
     "Cortex keeps a case file for each task: open one with cortex_open_task, record evidence "

@@ -20,7 +20,7 @@ from cortex.cases.errors import InvalidInputError
 from cortex.kernel.envelope import Envelope, Result
 
 if TYPE_CHECKING:
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
 TaskId = Annotated[str, msgspec.Meta(description="the case's task id (task_...)")]
 Actor = Annotated[
@@ -290,13 +290,13 @@ def _open(k: Kernel, a: OpenTask, _env: Mapping[str, str]) -> Result:
 
 
 def _status(k: Kernel, a: TaskOnly, _env: Mapping[str, str]) -> Result:
-    from cortex.kernel.status import status
+    from cortex.kernel.views.status import status
 
     return status(k, a.task_id)
 
 
 def _list(k: Kernel, a: ListTasks, _env: Mapping[str, str]) -> Result:
-    from cortex.kernel.status import list_cases
+    from cortex.kernel.views.status import list_cases
 
     return list_cases(k, limit=a.limit)
 
@@ -313,7 +313,7 @@ def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
         if len(raw) > RAW_BLOB_MAX:
             raise InvalidInputError(f"raw is over the {RAW_BLOB_MAX}-byte raw limit")
     elif a.raw_dir is not None:
-        from cortex.kernel.raw_tree import capture
+        from cortex.workspace.raw_tree import capture
 
         tree = capture(_inside_workspace(k, a.raw_dir))
     return add_evidence(
@@ -443,7 +443,7 @@ def _complete(k: Kernel, a: Complete, env: Mapping[str, str]) -> Result:
 
 
 def _abort(k: Kernel, a: Abort, _env: Mapping[str, str]) -> Result:
-    from cortex.kernel.terminal import close
+    from cortex.kernel.close import close
 
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
 
@@ -455,7 +455,7 @@ def _read_evidence(k: Kernel, a: ReadEvidence, _env: Mapping[str, str]) -> Resul
 
 
 def _read_artifact(k: Kernel, a: ReadArtifact, _env: Mapping[str, str]) -> Result:
-    from cortex.kernel.artifact import read_artifact
+    from cortex.kernel.views.artifact import read_artifact
 
     return read_artifact(
         k, a.task_id, a.ref, max_bytes=a.max_bytes, allow_binary=a.allow_binary, path=a.path
@@ -463,7 +463,7 @@ def _read_artifact(k: Kernel, a: ReadArtifact, _env: Mapping[str, str]) -> Resul
 
 
 def _timeline(k: Kernel, a: Timeline, _env: Mapping[str, str]) -> Result:
-    from cortex.kernel.timeline import timeline
+    from cortex.kernel.views.timeline.page import timeline
 
     return timeline(
         k,
@@ -481,7 +481,7 @@ def _timeline(k: Kernel, a: Timeline, _env: Mapping[str, str]) -> Result:
 
 
 def _handoff(k: Kernel, a: Handoff, _env: Mapping[str, str]) -> Result:
-    from cortex.kernel.handoff import handoff
+    from cortex.kernel.views.handoff.packet import handoff
 
     return handoff(k, a.task_id, compact=a.compact)
 

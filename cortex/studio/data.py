@@ -21,10 +21,10 @@ import msgspec
 from cortex.cases.bounds import STUDIO_ROWS_MAX
 from cortex.cases.errors import CortexError
 from cortex.cases.scrub import scrub_value
-from cortex.kernel.context import Kernel
 from cortex.kernel.decisions import answer
-from cortex.kernel.sessions import sessions
-from cortex.kernel.show import show
+from cortex.kernel.kernel import Kernel
+from cortex.kernel.views.sessions import sessions
+from cortex.kernel.views.show import show
 
 RESPONDER = "studio"
 """Who an answer given on the board is recorded as."""

@@ -12,8 +12,8 @@ from typing import IO, Any
 
 from cortex.cases.bounds import STUDIO_REFRESH_DEFAULT, STUDIO_REFRESH_MAX, STUDIO_REFRESH_MIN
 from cortex.cases.errors import CortexError, InvalidInputError
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 
 _SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
 

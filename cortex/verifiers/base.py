@@ -14,7 +14,7 @@ import msgspec
 if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
     from cortex.kernel.config import VerifierConfig
-    from cortex.kernel.worktree import Capture
+    from cortex.workspace.capture import Capture
 
 Status = Literal["passed", "failed", "inconclusive", "blocked", "not_applicable", "not_run"]
 EvidenceKind = Literal["unit_test", "build", "lint", "terminal_run", "observation", "artifact"]

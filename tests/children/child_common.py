@@ -24,7 +24,7 @@ def stop_here(name: str) -> None:
 
 def run_commands(commands: str, workdir: str) -> None:
     """Run each argv of the JSON list `commands`, printing ACK/FAIL lines, then DONE."""
-    from cortex.cli.main import main as cortex_main
+    from cortex.main import main as cortex_main
 
     for argv in json.loads(commands):
         out = io.StringIO()

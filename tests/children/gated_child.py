@@ -33,7 +33,7 @@ def stop_self(name: str) -> None:
 
 def main() -> None:
     gate, workdir, argv = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    from cortex.cli.main import main as cortex_main
+    from cortex.main import main as cortex_main
 
     if len(sys.argv) > 4:
         from cortex.cases import _crash

@@ -40,7 +40,7 @@ def main() -> None:
         return result
 
     setattr(owner, attr, wrapper)
-    from cortex.cli.main import main as cortex_main
+    from cortex.main import main as cortex_main
 
     out, err = io.StringIO(), io.StringIO()
     code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out, stderr=err)

@@ -30,7 +30,7 @@ def main() -> None:
             sys.stdin.readline()
         return names
 
-    from cortex.cli.main import main as cortex_main
+    from cortex.main import main as cortex_main
 
     os.listdir = listdir  # type: ignore[assignment]  # fault injection: a pause
     out, err = io.StringIO(), io.StringIO()

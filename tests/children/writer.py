@@ -19,7 +19,7 @@ import sys
 
 def main() -> None:
     mode, writer, count, workdir, task = sys.argv[1:6]
-    from cortex.cli.main import main as cortex
+    from cortex.main import main as cortex
 
     def run(*argv: str) -> tuple[int, dict[str, object]]:
         out = io.StringIO()

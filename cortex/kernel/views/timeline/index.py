@@ -25,7 +25,7 @@ from cortex.cases.fsio import open_for_read
 from cortex.cases.layout import ledger_file
 from cortex.cases.ledger import parse_line
 from cortex.cases.records import LEDGER_TYPES, LedgerState
-from cortex.kernel.timeline_cards import Entry, Key, ledger_entry
+from cortex.kernel.views.timeline.cards import Entry, Key, ledger_entry
 
 _STAMP = b'"timestamp":"'
 _STAMP_WIDTH = 24  # 2026-12-01T09:30:00.120Z: the one width the store writes

@@ -11,8 +11,8 @@ from typing import Any
 from cortex.cases.errors import InvalidInputError, RefusedError
 from cortex.cases.fsio import UnsyncedReplaceError, write_atomic
 from cortex.cases.records import encode_pretty
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 
 Data = dict[str, Any]
 

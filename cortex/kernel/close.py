@@ -5,9 +5,9 @@ from __future__ import annotations
 from cortex.cases.bounds import REASON_MAX
 from cortex.cases.records import Phase
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.context import Kernel
 from cortex.kernel.decisions import withdraw_pending
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import release_for_close
 
 

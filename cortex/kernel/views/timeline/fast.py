@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 
 from cortex.cases.records import CaseFile, LedgerState
 from cortex.cases.store import CaseStore
-from cortex.kernel.timeline_cards import LEDGER_KINDS, Entry, Key, date_anchor, stream
-from cortex.kernel.timeline_index import OrderedLedger
-from cortex.kernel.timeline_query import Query
+from cortex.kernel.views.timeline.cards import LEDGER_KINDS, Entry, Key, date_anchor, stream
+from cortex.kernel.views.timeline.index import OrderedLedger
+from cortex.kernel.views.timeline.query import Query
 
 SNAPSHOT_KINDS = frozenset({"decision", "batch", "receipt"})
 

@@ -1,7 +1,8 @@
 """Reading a case for its handoff: one consistent view, the evidence streamed, all redacted.
 
-`gather` returns everything the fullest packet may hold, as plain values; `cortex.kernel.handoff`
-decides how much of it each tier keeps. Reads only: no lock, no write.
+`gather` returns everything the fullest packet may hold, as plain values;
+`cortex.kernel.views.handoff.packet` decides how much of it each tier keeps.
+Reads only: no lock, no write.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
-from cortex.kernel.context import Kernel
 from cortex.kernel.decisions import pending
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cortex.cases.audit import AuditReport, audit_case
 from cortex.cases.errors import IntegrityError
+from cortex.cases.integrity import AuditReport, audit_case
 from cortex.cases.layout import case_dir
-from cortex.kernel.context import Kernel
+from cortex.kernel.kernel import Kernel
 
 
 class AuditFailedError(IntegrityError):

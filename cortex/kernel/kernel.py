@@ -20,7 +20,7 @@ from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
 from cortex.kernel import validate
 from cortex.kernel.config import Config, load_config, state_root
-from cortex.kernel.workspace import WorkspaceIdentity, discover
+from cortex.workspace.identity import WorkspaceIdentity, discover
 
 STORE_GITIGNORE = b"""# A Cortex case store. Only the store's own files are ignored: anything
 # else put here stays visible to git, and so to the code state that
@@ -133,7 +133,7 @@ class Kernel:
         matches = [root for root in stores if os.path.isdir(case_dir(root, task_id))]
         if not matches:
             # A store a repository keeps elsewhere (cases_dir), registered when it was made.
-            from cortex.kernel.registry import registered
+            from cortex.kernel.stores import registered
 
             matches = [
                 r for r in registered(self.state_root) if os.path.isdir(case_dir(r, task_id))
@@ -170,7 +170,7 @@ class Kernel:
         make_private_dirs(root)
         if self.config.cases_dir is not None:
             # Outside the state root: readers elsewhere find it through the registry.
-            from cortex.kernel.registry import register
+            from cortex.kernel.stores import register
 
             register(self.state_root, root)
         if inside:

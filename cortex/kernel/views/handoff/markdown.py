@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cortex.kernel.markdown import code, inline, quote
+from cortex.kernel.views.markdown import code, inline, quote
 
 Data = dict[str, Any]
 

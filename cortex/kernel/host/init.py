@@ -14,9 +14,9 @@ from typing import Any
 from cortex.cases.bounds import CONFIG_FILE_MAX
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.fsio import read_bounded, write_atomic
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import ConfigError, GateRefusedError
+from cortex.kernel.kernel import Kernel
 
 
 def detect(root: str) -> dict[str, list[str]]:

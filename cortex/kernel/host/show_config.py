@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from cortex.kernel import grants
 from cortex.kernel.config import ENV_KEYS, global_config_path
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 
 
 def show_config(kernel: Kernel) -> Result:

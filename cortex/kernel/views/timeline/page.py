@@ -26,10 +26,11 @@ from cortex.cases.documents import Decisions, Receipt, Verification
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
-from cortex.kernel import timeline_fast, validate
-from cortex.kernel.context import Kernel
+from cortex.kernel import validate
 from cortex.kernel.envelope import Result
-from cortex.kernel.timeline_cards import (
+from cortex.kernel.kernel import Kernel
+from cortex.kernel.views.timeline import fast as timeline_fast
+from cortex.kernel.views.timeline.cards import (
     ANSWER_SUFFIX,
     Context,
     Entry,
@@ -40,7 +41,7 @@ from cortex.kernel.timeline_cards import (
     sort_key,
     stream,
 )
-from cortex.kernel.timeline_query import (
+from cortex.kernel.views.timeline.query import (
     ENTRY_PREFIXES,
     Query,
     canonical,
@@ -50,7 +51,7 @@ from cortex.kernel.timeline_query import (
     when,
     window,
 )
-from cortex.kernel.timeline_query import kinds as parse_kinds
+from cortex.kernel.views.timeline.query import kinds as parse_kinds
 
 
 class _Desc:

@@ -33,11 +33,11 @@ from cortex.cases.errors import CortexError, IntegrityError, InvalidInputError
 from cortex.cases.fsio import open_for_read
 from cortex.cases.store import CaseStore
 from cortex.kernel import validate
-from cortex.kernel.context import Kernel, format_time, parse_time
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lease import state
 from cortex.kernel.lifecycle import TERMINAL
-from cortex.kernel.metrics import PHASES, Captures, completion_kind, error_entry, rate
+from cortex.kernel.views.metrics import PHASES, Captures, completion_kind, error_entry, rate
 
 if TYPE_CHECKING:
     from cortex.cases.documents import Decisions
@@ -80,7 +80,7 @@ def stores(kernel: Kernel) -> list[Store]:
             found.append(Store(entry.name, _reader(kernel, entry.path)))
     if not any(s.store is kernel.store for s in found) and os.path.isdir(kernel.cases_root):
         found.append(Store(kernel.store_info.id, kernel.store))
-    from cortex.kernel.registry import registered
+    from cortex.kernel.stores import registered
 
     known = {os.path.realpath(s.store.root) for s in found}
     for root in registered(kernel.state_root):

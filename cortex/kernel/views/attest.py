@@ -11,9 +11,9 @@ from typing import Any
 from cortex.cases.documents import Verification
 from cortex.cases.errors import NotFoundError
 from cortex.kernel.assessment import assess
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.verify import live_capture
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"

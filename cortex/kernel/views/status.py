@@ -10,9 +10,9 @@ from cortex.cases.documents import Hypotheses, Plan, Verification
 from cortex.cases.errors import CortexError, InvalidInputError
 from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
-from cortex.kernel.context import Kernel, StoreInfo
 from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel, StoreInfo
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions
 

@@ -28,10 +28,10 @@ from cortex.cases.bounds import (
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.records import encode_pretty
 from cortex.cases.redact import Redactor
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
-from cortex.kernel.handoff_markdown import render
-from cortex.kernel.handoff_read import gather, redact_all
+from cortex.kernel.kernel import Kernel
+from cortex.kernel.views.handoff.markdown import render
+from cortex.kernel.views.handoff.read import gather, redact_all
 
 SCHEMA = "cortex/handoff/v1"
 Data = dict[str, Any]

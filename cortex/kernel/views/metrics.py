@@ -19,15 +19,15 @@ from cortex.cases.bounds import DAMAGED_SHOWN_MAX
 from cortex.cases.documents import Decisions, Hypotheses, Verification
 from cortex.cases.errors import CortexError, IntegrityError
 from cortex.cases.records import CaseFile, Command, Evidence, Phase, PhaseChange
-from cortex.kernel.context import Kernel, format_time, parse_time
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lifecycle import TERMINAL
-from cortex.kernel.status import _store_info
+from cortex.kernel.views.status import _store_info
 
 if TYPE_CHECKING:
     from cortex.cases.store import CaseStore
     from cortex.kernel.assessment import Assessment
-    from cortex.kernel.worktree import Capture
+    from cortex.workspace.capture import Capture
 
 PHASES: tuple[str, ...] = get_args(Phase)
 COMPLETION_KINDS = {
@@ -74,7 +74,7 @@ class Captures:
     def judge(self, case: CaseFile, doc: Verification | None) -> Assessment | None:
         """`assess` of the case's latest batch against its workspace now; None if over budget."""
         from cortex.kernel.assessment import assess
-        from cortex.kernel.worktree import Capture
+        from cortex.workspace.capture import Capture
 
         if doc is None or not doc.batches:
             # Nothing verified: the verdict does not depend on the code, so capture nothing.

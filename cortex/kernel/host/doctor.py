@@ -44,7 +44,7 @@ class DoctorFailedError(CortexError):
 
 def doctor(cwd: str, env: Mapping[str, str]) -> Result:
     """Run every check; raise DoctorFailedError (with the report) if any failed."""
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
     checks: list[Check] = [_git(env)]
     try:
@@ -215,7 +215,7 @@ def _plugins() -> Check:
 
 def _approvals(kernel: object) -> Check:
     from cortex.kernel import grants
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
     assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
     verifiers = kernel.config.verifiers
@@ -252,7 +252,7 @@ def _approvals(kernel: object) -> Check:
 
 
 def _debris(kernel: object) -> Check:
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
     assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
     store = kernel.store
@@ -287,8 +287,8 @@ _PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")
 
 def _mcp(kernel: object) -> Check:
     """Each place `cortex setup` writes: does a registration there start a working server?"""
-    from cortex.kernel import setup_host
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.host import setup as setup_host
+    from cortex.kernel.kernel import Kernel
 
     assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
     found: list[tuple[CheckStatus, str]] = []
@@ -329,8 +329,8 @@ def _registration(entry: object, where: object, kernel: object) -> tuple[CheckSt
     import subprocess
     import sys
 
-    from cortex.kernel.context import Kernel
-    from cortex.kernel.setup_host import SERVER_ARGS, Location
+    from cortex.kernel.host.setup import SERVER_ARGS, Location
+    from cortex.kernel.kernel import Kernel
 
     assert isinstance(where, Location)  # noqa: S101 - typed loosely to keep the import lazy
     assert isinstance(kernel, Kernel)  # noqa: S101

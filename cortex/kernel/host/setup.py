@@ -28,8 +28,8 @@ import msgspec
 from cortex.cases.bounds import HOST_CONFIG_MAX
 from cortex.cases.errors import BusyError, InvalidInputError, RefusedError
 from cortex.cases.fsio import CREATE_FLAGS, fsync_dir, read_bounded, temp_name, write_all
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Action, Result
+from cortex.kernel.kernel import Kernel
 
 Host = Literal["claude", "codex"]
 Scope = Literal["user", "project"]
@@ -404,7 +404,7 @@ def _dump_json(document: dict[str, Any]) -> bytes:
 def _compose_toml(
     path: str, original: bytes | None, entry: dict[str, Any]
 ) -> tuple[bytes | None, list[str]]:
-    from cortex.kernel import toml_edit
+    from cortex.kernel.host import toml_edit
 
     document = parse_toml(path, original) if original is not None else {}
     old = (document.get("mcp_servers") or {}).get(SERVER)

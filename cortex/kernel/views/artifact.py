@@ -23,9 +23,9 @@ from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, t
 from cortex.cases.ledger import line_containing
 from cortex.cases.records import LedgerState
 from cortex.cases.tree import TreeManifest, decode_manifest, member_path
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.kernel import Kernel
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _DIR_FLAGS = _READ_FLAGS | getattr(os, "O_DIRECTORY", 0)

@@ -19,7 +19,7 @@ from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import is_id
 from cortex.cases.records import encode
-from cortex.kernel.timeline_cards import ANSWER_SUFFIX, KINDS, Entry, Key, sort_key
+from cortex.kernel.views.timeline.cards import ANSWER_SUFFIX, KINDS, Entry, Key, sort_key
 
 ENTRY_PREFIXES = {
     "ph": "phases",

@@ -28,12 +28,12 @@ from cortex.cases.records import (
     LedgerState,
 )
 from cortex.cases.store import CaseStore
-from cortex.kernel.context import Kernel
 from cortex.kernel.envelope import Result
+from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
-from cortex.kernel.metrics import phase_times
-from cortex.kernel.status import describe_case
-from cortex.kernel.timeline_cards import Context, Entry, card, ledger_entry
+from cortex.kernel.views.metrics import phase_times
+from cortex.kernel.views.status import describe_case
+from cortex.kernel.views.timeline.cards import Context, Entry, card, ledger_entry
 
 
 def show(kernel: Kernel, task_id: str) -> Result:

@@ -19,7 +19,7 @@ from cortex.kernel.envelope import Envelope, Result
 from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
 
 if TYPE_CHECKING:
-    from cortex.kernel.context import Kernel
+    from cortex.kernel.kernel import Kernel
 
 
 def _body(
@@ -32,7 +32,7 @@ def _body(
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
         def run_doctor(_seen: Seen) -> Result:
-            from cortex.kernel.doctor import doctor
+            from cortex.kernel.host.doctor import doctor
 
             return doctor(cwd, env)
 
