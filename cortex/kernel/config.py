@@ -30,6 +30,7 @@ from cortex.cases.bounds import (
 from cortex.cases.errors import IntegrityError
 from cortex.cases.fsio import read_bounded
 from cortex.kernel.errors import ConfigError
+from cortex.verifiers.config import VERIFIER_KEYS, VERIFIER_KINDS, VerifierConfig
 
 SourceKind = Literal["global", "pyproject", "repo", "env"]
 
@@ -42,21 +43,6 @@ ENV_KEYS = {
     "lock_timeout": "CORTEX_LOCK_TIMEOUT",
 }
 """Environment variables that set a configuration key (they override files)."""
-
-
-VerifierKind = Literal["unit_test", "build", "lint", "terminal_run"]
-_VERIFIER_KINDS = ("unit_test", "build", "lint", "terminal_run")
-_VERIFIER_KEYS = ("argv", "timeout", "kind")
-
-
-class VerifierConfig(msgspec.Struct, kw_only=True, frozen=True):
-    """One `[verifiers.NAME]` table: the command a `command:NAME` (or pytest) verifier runs."""
-
-    argv: tuple[str, ...]
-    timeout: float = VERIFIER_TIMEOUT_DEFAULT
-    kind: VerifierKind = "unit_test"
-    """The evidence kind its runs are recorded as."""
-    source: str = ""
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -208,9 +194,9 @@ def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:
             raise ConfigError(source, key, "a verifier name is letters, digits, . _ - (<=128)")
         if not isinstance(table, dict):
             raise ConfigError(source, key, "must be a table with argv (and timeout, kind)")
-        unknown = sorted(set(table) - set(_VERIFIER_KEYS))
+        unknown = sorted(set(table) - set(VERIFIER_KEYS))
         if unknown:
-            known = ", ".join(_VERIFIER_KEYS)
+            known = ", ".join(VERIFIER_KEYS)
             raise ConfigError(source, f"{key}.{unknown[0]}", f"unknown key (known keys: {known})")
         argv = table.get("argv")
         if (
@@ -234,8 +220,8 @@ def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:
             limit = f"{VERIFIER_TIMEOUT_MAX:g}"
             raise ConfigError(source, f"{key}.timeout", f"must be more than 0 and at most {limit}")
         kind = table.get("kind", "unit_test")
-        if kind not in _VERIFIER_KINDS:
-            raise ConfigError(source, f"{key}.kind", f"must be one of {', '.join(_VERIFIER_KINDS)}")
+        if kind not in VERIFIER_KINDS:
+            raise ConfigError(source, f"{key}.kind", f"must be one of {', '.join(VERIFIER_KINDS)}")
         found[name] = VerifierConfig(
             argv=tuple(argv), timeout=float(timeout), kind=kind, source=source
         )

@@ -13,7 +13,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
-    from cortex.kernel.config import VerifierConfig
+    from cortex.verifiers.config import VerifierConfig
     from cortex.workspace.capture import Capture
 
 Status = Literal["passed", "failed", "inconclusive", "blocked", "not_applicable", "not_run"]
