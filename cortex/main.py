@@ -1,9 +1,11 @@
-"""`cortex`: parse, call the kernel, answer with one envelope (`--json`) or text for people.
+"""The process's edge: read argv, the environment and the streams, and hand them to a face.
 
-With the MCP server, this is the only place that reads the process's environment; errors become
-envelopes and exit codes in `cortex.kernel.surface`, which both surfaces share. `main(argv)`
-takes everything explicitly so tests can run it in-process; `entrypoint()` wires it to the real
-process.
+`cortex serve` goes to the MCP server and `cortex studio` to the board; every other command is
+the CLI's: parse, call the kernel, answer with one envelope (`--json`) or text for people. This
+launcher sits above the faces so that none of them imports another. With the MCP server, it is
+the only place that reads the process's environment; errors become envelopes and exit codes in
+`cortex.kernel.surface`, which every face shares. `main(argv)` takes everything explicitly so
+tests can run it in-process; `entrypoint()` wires it to the real process.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from cortex.cases.errors import CortexError
 from cortex.cli.parser import HelpRequested, Parsed, command_name, parse
 from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.errors import CortexError
 from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
 
 if TYPE_CHECKING:
@@ -29,6 +31,17 @@ def _body(
     streams: tuple[IO[bytes], IO[str], IO[str]],
 ) -> Callable[[Seen], Result]:
     """The use case a parsed command line asks for, as a body for `execute`."""
+    if parsed.command.name == "studio":
+        # Another face: the launcher hands the kernel to it; the CLI never imports the studio.
+        def run_studio(kernel: Kernel) -> Result:
+            from cortex.studio.launch import launch
+
+            refresh = parsed.values["refresh"]
+            return launch(
+                kernel, refresh=None if refresh is None else str(refresh), streams=streams
+            )
+
+        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
         def run_doctor(_seen: Seen) -> Result:

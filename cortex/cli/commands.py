@@ -295,7 +295,7 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
         except OSError:
             return False
         with tty:
-            from cortex.cli.render import safe
+            from cortex.screen.text import safe
 
             # The argv as a JSON list of ASCII strings: one line, every argument visible, no
             # newline, escape or bidi override in a repository's config can redraw the prompt.
@@ -399,12 +399,6 @@ def _overview(c: Call) -> Result:
     return overview(c.kernel)
 
 
-def _studio(c: Call) -> Result:
-    from cortex.studio.launch import launch
-
-    return launch(c.kernel, refresh=c["refresh"], streams=(c.stdin, c.stdout, c.stderr))
-
-
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -438,5 +432,4 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
-    "studio": _studio,
 }

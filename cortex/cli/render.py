@@ -6,7 +6,6 @@ claim like "[red]x[/red]" prints as written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
@@ -16,50 +15,13 @@ from rich.table import Table
 from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
+from cortex.screen.blocks import assessment_rows as _assessment_rows
+from cortex.screen.blocks import kv as _kv
+from cortex.screen.blocks import status as _status
+from cortex.screen.blocks import warnings as _warnings
+from cortex.screen.text import clean, safe
 
 Data = dict[str, Any]
-
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Terminal controls, and the bidirectional overrides that reorder how text reads."""
-
-
-def safe(text: str) -> str:
-    r"""Text with terminal control characters shown as escapes (ESC as `\x1b`), never obeyed.
-
-    Case text comes from agents, tools and repositories: an escape sequence in it must not
-    move the cursor, rewrite what was printed, or retitle the terminal.
-    """
-    return _CONTROLS.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def clean(value: Any) -> Any:
-    """Every string in plain data through `safe` (lists and dicts walked, other values kept)."""
-    if isinstance(value, str):
-        return safe(value)
-    if isinstance(value, list):
-        return [clean(item) for item in value]
-    if isinstance(value, dict):
-        return {key: clean(item) for key, item in value.items()}
-    return value
-
-
-def _kv(rows: list[tuple[str, str | Text]]) -> Table:
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")  # ids and refs must print whole, never with an ellipsis
-    for key, value in rows:
-        table.add_row(key, value if isinstance(value, Text) else Text(value))
-    return table
-
-
-def _warnings(console: Console, warnings: list[str]) -> None:
-    for warning in warnings:
-        console.print(Text("warning: ", style="yellow") + Text(warning))
 
 
 def _open(console: Console, data: Data) -> None:
@@ -79,69 +41,6 @@ def _open(console: Console, data: Data) -> None:
             ]
         )
     )
-    _warnings(console, data.get("warnings", []))
-
-
-def _status(console: Console, data: Data) -> None:
-    console.print(Text(data["taskId"], style="bold") + Text(f"  {data['status']}", style="cyan"))
-    workspace = data["workspace"]
-    where = workspace["repository"]
-    if workspace.get("branch"):
-        where += f" @ {workspace['branch']}"
-    if workspace.get("commitBefore"):
-        where += f" ({workspace['commitBefore'][:12]})"
-    store = data["store"]
-    counts = data["counts"]
-    rows: list[tuple[str, str | Text]] = [
-        ("goal", data["goal"]),
-        ("mode", f"{data['mode']} (risk {data['risk']})"),
-        ("actor", data["actor"]),
-        ("revision", str(data["revision"])),
-        ("updated", data["updatedAt"]),
-        ("workspace", where),
-        ("store", f"{store['id']} ({store['kind']})"),
-        ("records", ", ".join(f"{n} {name}" for name, n in counts.items())),
-    ]
-    rows.extend(
-        (f"criterion {c['id']}", c["statement"]) for c in data.get("acceptanceCriteria", [])
-    )
-    if data.get("statusReason"):
-        rows.insert(1, ("reason", data["statusReason"]))
-    if data.get("pausedFrom"):
-        rows.insert(1, ("paused in", data["pausedFrom"]))
-    lease = data.get("lease")
-    if lease:
-        rows.append(("lease", f"{lease['actor']} ({lease['state']}, until {lease['expiresAt']})"))
-    plan = data.get("plan")
-    if plan:
-        boundary = plan["changeBoundary"]
-        scope = ", ".join(boundary["files"] + boundary["symbols"]) or "-"
-        count = plan["hypotheses"]
-        noun = "hypothesis" if count == 1 else "hypotheses"
-        rows.append(("plan", f"revision {plan['planRevision']}: {count} {noun}"))
-        rows.append(("boundary", scope))
-        rows.append(("verify", ", ".join(plan["verificationRequired"]) or "-"))
-        rows.append(("uncertainty", plan["uncertainty"]))
-    rows.extend(
-        (f"open {h['id']}", f"[{h['status']}] {h['statement']}")
-        for h in data.get("unresolvedHypotheses", [])
-    )
-    if data.get("verification"):
-        rows.extend(_assessment_rows(data["verification"]))
-    binding = data.get("binding") or {}
-    if binding.get("possible") is False:
-        rows.append(("binding", Text(binding.get("reason") or "not possible", style="yellow")))
-    decision = data.get("pendingDecision")
-    if decision:
-        options = ", ".join(f"{o['id']}={o['label']}" for o in decision["options"])
-        rows.append(("waiting on", f"{decision['id']}: {decision['question']} ({options})"))
-    rows.extend(
-        (f"child {c['taskId']}", c.get("status") or c.get("error", {}).get("message", "?"))
-        for c in data.get("children", [])
-    )
-    console.print(_kv(rows))
-    if store.get("note"):
-        console.print(Text(store["note"], style="dim"))
     _warnings(console, data.get("warnings", []))
 
 
@@ -299,24 +198,6 @@ def _audit(console: Console, data: Data) -> None:
         )
 
 
-_VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
-
-
-def _assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
-    verdict = assessment["status"]
-    rows: list[tuple[str, str | Text]] = [
-        ("assessment", Text(verdict, style=_VERDICT_STYLE.get(verdict, "dim")))
-    ]
-    for receipt in assessment["receipts"]:
-        label = f"claim {receipt['claimId']}" if receipt.get("claimId") else receipt["requirement"]
-        mark = (
-            "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
-        )
-        rows.append((f"  {label or receipt['id']}", f"{receipt['status']} ({mark})"))
-    rows.extend(("  why", reason) for reason in assessment["reasons"])
-    return rows
-
-
 def _verified(console: Console, data: Data) -> None:
     batch = data["batch"]
     style = "bold green" if batch["binding"] == "bound" else "yellow"
@@ -463,14 +344,9 @@ def _listing(console: Console, data: Data) -> None:
 
 
 def _show(console: Console, data: Data) -> None:
-    from cortex.cli.render_show import show
+    from cortex.screen.show import show
 
-    show(console, data, _status)
-
-
-def show_case(console: Console, data: Data) -> None:
-    """`case show`'s text for data already passed through `clean` (the studio's detail pane)."""
-    _show(console, data)
+    show(console, data)
 
 
 def _studio(console: Console, data: Data) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from cortex.cli.render import clean, safe, show_case
+from cortex.screen.show import show as show_case
+from cortex.screen.text import clean, safe
 from cortex.studio.data import Board, Decision, Detail, Option, Row
 
 COLUMNS = ("repo", "status", "decision", "lease", "verdict", "idle", "goal", "task")

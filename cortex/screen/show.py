@@ -1,16 +1,19 @@
 """Text for `cortex case show`: the status block, then the stepper, time, hypotheses, activity.
 
-`render` passes the data through `safe` before it gets here, and every value goes into a
-`Text`, so nothing a case holds is obeyed as a terminal control or as rich markup.
+The CLI prints it and the studio's detail pane draws it.
+
+The faces pass the data through `clean` (cortex.screen.text) before it gets here, and every
+value goes into a `Text`, so nothing a case holds is obeyed as a terminal control or as rich markup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+
+from cortex.screen.blocks import status
 
 Data = dict[str, Any]
 
@@ -88,8 +91,12 @@ def _recent(console: Console, recent: Data) -> None:
         )
 
 
-def show(console: Console, data: Data, status: Callable[[Console, Data], None]) -> None:
-    """Print the status block, then what only `show` adds."""
+def show(console: Console, data: Data) -> None:
+    """`case show`'s text for data already passed through `clean`.
+
+    The status block, then the stepper, time per phase, hypotheses and recent activity; the
+    studio's detail pane draws the same.
+    """
     status(console, data)
     console.print(Text("phases ", style="bold") + _stepper(data["stepper"]))
     console.print(_times(data["time"]))

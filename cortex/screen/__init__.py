@@ -1,0 +1,9 @@
+"""Terminal rendering shared by the faces that draw on a terminal (the CLI and the studio).
+
+- `text`: `safe` and `clean`, the escaping every string from a case passes through;
+- `blocks`: key/value grids, warnings, the status block and the assessment rows;
+- `show`: the `case show` screen.
+
+A library of the faces, not a face: it imports the kernel's types and rich, never a face, so the
+CLI and the studio share it without importing each other.
+"""
