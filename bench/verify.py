@@ -136,7 +136,8 @@ def measure(
 def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[str]:
     """The same, without process start-up: the kernel's verify against its own captures."""
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.verify import live_capture, verify
+    from cortex.kernel.live import live_capture
+    from cortex.kernel.verify import verify
 
     kernel = Kernel(str(repo), env, default_actor="bench")
     case = kernel.store.read_case(task)

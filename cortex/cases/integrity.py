@@ -22,6 +22,7 @@ from cortex.cases.documents import AUX_TYPES, Decisions, Hypotheses, Verificatio
 from cortex.cases.errors import CortexError, IntegrityError
 from cortex.cases.fsio import TEMP_PREFIX, read_bounded
 from cortex.cases.ids import is_id
+from cortex.cases.journal import decode_journal, journal_entry_ok
 from cortex.cases.layout import (
     BACKUP_PREFIX,
     CASE_FILE,
@@ -45,7 +46,7 @@ from cortex.cases.records import (
     decode,
 )
 from cortex.cases.redact import Redactor
-from cortex.cases.store import decode_case, decode_journal, journal_entry_ok
+from cortex.cases.store import decode_case
 
 MAX_FINDINGS_PER_LEDGER = 20
 _KNOWN_ENTRIES = frozenset(

@@ -234,6 +234,15 @@ def find_lines(path: str, length: int, record_ids: list[str]) -> dict[str, bytes
         os.close(fd)
 
 
+def read_range(path: str, start: int, end: int) -> bytes:
+    """The bytes of a ledger from `start` to `end` (both committed offsets), read in one go."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, end - start, start)
+    finally:
+        os.close(fd)
+
+
 def tail_lines(path: str, length: int, count: int) -> list[bytes]:
     """The last `count` committed lines (newline stripped), oldest first, read backwards.
 

@@ -37,7 +37,6 @@ from cortex.cases.fsio import (
 )
 from cortex.cases.ids import check_id, is_id, new_id
 from cortex.cases.layout import (
-    AUX_SNAPSHOTS,
     BACKUP_PREFIX,
     CASE_FILE,
     CREATING_PREFIX,
@@ -47,7 +46,6 @@ from cortex.cases.layout import (
     RAW_DIR,
     REFS_DIR,
     STORE_LOCK_FILE,
-    WRITE_ONCE_FILES,
     case_dir,
     ledger_file,
 )
@@ -58,7 +56,6 @@ from cortex.cases.records import (
     SCHEMA_VERSION,
     CaseFile,
     Command,
-    Journal,
     KeyRecord,
     LedgerRecord,
     LedgerState,
@@ -66,7 +63,6 @@ from cortex.cases.records import (
     LockInfo,
     PhaseChange,
     SchemaProbe,
-    StagedFile,
     case_digest,
     decode,
     encode,
@@ -104,34 +100,6 @@ def decode_case(data: bytes, path: str) -> CaseFile:
     if case.revision < 1:
         raise IntegrityError(f"{path}: revision must be at least 1", path=path)
     return case
-
-
-def decode_journal(data: bytes, path: str) -> Journal:
-    """Decode a commit journal."""
-    try:
-        return decode(data, Journal)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise IntegrityError(f"{path}: not a commit journal ({exc})", path=path) from None
-
-
-def journal_entry_ok(entry: StagedFile) -> bool:
-    """A journal names only blobs, write-once files and auxiliary snapshots, under temp names.
-
-    Blobs are raw `.txt` files and tree manifests (`.tree`). Recovery deletes and renames what
-    a journal names, so a forged one must not reach outside these (used by the writer's
-    recovery and by `audit`).
-    """
-    stage_ok = entry.staged.startswith(TEMP_PREFIX) and "/" not in entry.staged
-    stage_ok = stage_ok and "\0" not in entry.staged and entry.staged not in {".", ".."}
-    if entry.final in AUX_SNAPSHOTS:
-        return stage_ok and entry.backup in {None, BACKUP_PREFIX + entry.final}
-    if entry.final in WRITE_ONCE_FILES:
-        return stage_ok and entry.backup is None
-    directory, _, name = entry.final.partition("/")
-    stem, dot, suffix = name.rpartition(".")
-    blob_ok = directory == RAW_DIR and dot == "." and suffix in {"txt", "tree"}
-    blob_ok = blob_ok and is_id(stem, "raw")
-    return stage_ok and blob_ok and entry.backup is None
 
 
 def empty_ledgers(task_id: str) -> dict[str, LedgerState]:
@@ -326,6 +294,21 @@ class CaseStore:
                 raise IntegrityError(msg, path=path)
             found[record_id] = record
         return found
+
+    def ledger_lines_between(
+        self, before: CaseFile, after: CaseFile, name: str, *, limit: int
+    ) -> list[bytes] | None:
+        """The lines a ledger gained between two committed views of a case.
+
+        None when that is over `limit` bytes, or when the ledger shrank (which two committed
+        views never show).
+        """
+        start = (before.ledgers.get(name) or LedgerState()).bytes
+        end = (after.ledgers.get(name) or LedgerState()).bytes
+        if end < start or end - start > limit:
+            return None
+        path = os.path.join(self.case_path(after.id), ledger_file(name))
+        return ledger.read_range(path, start, end).splitlines()
 
     def debris(self, case: CaseFile) -> list[str]:
         """What an interrupted writer left behind, as warnings; inspects, never repairs."""

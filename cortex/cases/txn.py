@@ -30,6 +30,7 @@ from cortex.cases.fsio import (
     write_new_file,
 )
 from cortex.cases.ids import new_id
+from cortex.cases.journal import decode_journal, journal_entry_ok
 from cortex.cases.layout import (
     AUX_SNAPSHOTS,
     BACKUP_PREFIX,
@@ -58,8 +59,6 @@ from cortex.cases.store import (
     CaseStore,
     SnapshotMovedError,
     chain,
-    decode_journal,
-    journal_entry_ok,
     monotonic_ms,
 )
 

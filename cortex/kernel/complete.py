@@ -16,7 +16,7 @@ from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import release_for_close, state
-from cortex.kernel.verify import live_capture
+from cortex.kernel.live import live_capture
 
 SUMMARY = "summary.md"
 

@@ -7,13 +7,11 @@ again and commit every output of the run together; the batch is bound only if no
 
 from __future__ import annotations
 
-import os
 import re
 
 import msgspec
 
 from cortex.cases.bounds import (
-    BATCHES_KEPT,
     CLAIM_ID_MAX,
     CLAIM_REGISTRY_MAX,
     CLAIM_STATEMENT_MAX,
@@ -25,12 +23,10 @@ from cortex.cases.bounds import (
     RAW_BLOB_MAX,
     SUMMARY_MAX,
 )
-from cortex.cases.digest import sha256_hex
-from cortex.cases.documents import Batch, ClaimTerms, Receipt, ReceiptStatus, Verification
+from cortex.cases.documents import Batch, ClaimTerms, Verification
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import new_id
-from cortex.cases.layout import raw_name, raw_ref
-from cortex.cases.records import CaseFile, Evidence, LedgerState, Source
+from cortex.cases.records import CaseFile
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
@@ -38,51 +34,12 @@ from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder, state
-from cortex.verifiers.base import Context, Outcome, Verifier, split
-from cortex.workspace.capture import Capture, capture, committed_changes
+from cortex.kernel.live import live_capture
+from cortex.kernel.receipts import Claim, Run, stage_runs, trim
+from cortex.verifiers.base import Context, Outcome, Verifier
+from cortex.workspace.capture import Capture, committed_changes
 
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
-
-
-class Claim(msgspec.Struct, kw_only=True):
-    """A named claim as given: `--claim ID=STATEMENT` with `--contract ID=REQ[#SELECTOR]`."""
-
-    id: str
-    statement: str
-    requirement: str
-    selector: str | None
-
-    @property
-    def contract(self) -> str:
-        """The contract as stored."""
-        return self.requirement + (f"#{self.selector}" if self.selector else "")
-
-
-class _Run(msgspec.Struct, kw_only=True):
-    requirement: str
-    verifier: Verifier
-    outcome: Outcome
-
-
-def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capture:
-    """The workspace as it is now, for the case's own workspace (or why it cannot be bound).
-
-    Writers keep the index mirror fresh; readers (`writer=False`) use it only if it is already
-    there, and write nothing.
-    """
-    if case.workspace.kind != "git":
-        return Capture(reason="the workspace is not a git repository")
-    from cortex.cases.digest import sha256_hex
-
-    key = sha256_hex(os.fsencode(case.workspace.root))[:16]
-    mirror = os.path.join(kernel.state_root, "index-mirror", key)
-    return capture(
-        case.workspace.root,
-        kernel.env,
-        exclude=kernel.cases_root,
-        mirror_dir=mirror,
-        refresh=writer,
-    )
 
 
 def parse_claims(
@@ -259,8 +216,8 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
     return None if problem is None else str(problem)[:SUMMARY_MAX]
 
 
-def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[_Run]:
-    runs: list[_Run] = []
+def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Run]:
+    runs: list[Run] = []
     for requirement, verifier in verifiers:
         try:
             outcome = _checked(verifier.run(requirement, context))
@@ -270,7 +227,7 @@ def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[_R
                 summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
                 notes=[str(exc)[:500]],
             )
-        runs.append(_Run(requirement=requirement, verifier=verifier, outcome=outcome))
+        runs.append(Run(requirement=requirement, verifier=verifier, outcome=outcome))
     return runs
 
 
@@ -368,7 +325,7 @@ def verify(
             plan_sha256=_plan_digest(txn.case),
             acknowledged=[name for name, on in (("no-op", no_op), ("drift", ack_drift)) if on],
         )
-        receipts = _stage_runs(txn, batch, runs, wanted)
+        receipts = stage_runs(txn, batch, runs, wanted)
         doc = txn.snapshot("verification.json", Verification) or Verification()
         _check_claims(kernel, txn.case, wanted, doc)  # a concurrent batch may have used an id
         doc.batches.append(batch)
@@ -378,7 +335,7 @@ def verify(
                 claim.id,
                 ClaimTerms(statement=kernel.redactor(claim.statement), contract=claim.contract),
             )
-        _trim(doc)
+        trim(doc)
         txn.stage_snapshot("verification.json", doc)
         if txn.case.status != "verifying":
             lifecycle.move(
@@ -409,19 +366,10 @@ def _plan_digest(case: CaseFile) -> str | None:
 
 def _only_renewals(store: CaseStore, before: CaseFile, now: CaseFile) -> bool:
     """Whether every commit between two revisions was a `lease renew` (read from the audit)."""
-    from cortex.cases.layout import ledger_file
     from cortex.cases.records import Command, decode
 
-    start = (before.ledgers.get("commands") or LedgerState()).bytes
-    end = (now.ledgers.get("commands") or LedgerState()).bytes
-    if end - start > LEDGER_RECORD_MAX * 64:
-        return False
-    path = os.path.join(store.case_path(now.id), ledger_file("commands"))
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        data = handle.read(end - start)
-    lines = data.splitlines()
-    if len(lines) != now.revision - before.revision:
+    lines = store.ledger_lines_between(before, now, "commands", limit=LEDGER_RECORD_MAX * 64)
+    if lines is None or len(lines) != now.revision - before.revision:
         return False
     try:
         operations = {decode(line, Command).operation for line in lines}
@@ -443,177 +391,6 @@ def _binding_reasons(start: Capture, end: Capture, before: int, now: int) -> lis
     if before != now:
         reasons.append(f"the case changed during the run (revision {before} -> {now})")
     return reasons
-
-
-def _stage_runs(txn: object, batch: Batch, runs: list[_Run], claims: list[Claim]) -> list[Receipt]:
-    from cortex.cases.txn import Transaction
-
-    assert isinstance(txn, Transaction)  # noqa: S101 - typed loosely to keep imports lazy
-    now = batch.finished_at
-    receipts: list[Receipt] = []
-    statuses: dict[str, tuple[Outcome, list[str]]] = {}
-    for run in runs:
-        outcome = run.outcome
-        evidence_ids: list[str] = []
-        artifact = None
-        sensitive = False
-        digest = None
-        if outcome.raw is not None:
-            raw_id = new_id("raw")
-            stored, sensitive = txn.stage_blob(raw_name(raw_id), outcome.raw)
-            artifact = raw_ref(txn.task_id, raw_id)
-            digest = sha256_hex(stored)
-        status = _bind(outcome.status, batch)
-        run_evidence = txn.append(
-            "evidence",
-            Evidence(
-                id=new_id("ev"),
-                timestamp=now,
-                kind=outcome.evidence_kind,
-                source=Source(tool=f"cortex-verify:{run.requirement}", actor=batch.actor),
-                claim=f"[{status}] {outcome.summary}",
-                confidence="high" if batch.binding == "bound" else "low",
-                sensitivity="sensitive" if sensitive else "normal",
-                raw_ref=artifact,
-                raw_sha256=digest,
-            ),
-        )
-        evidence_ids.append(run_evidence.id)
-        for finding in outcome.findings:
-            record = txn.append(
-                "evidence",
-                Evidence(
-                    id=new_id("ev"),
-                    timestamp=now,
-                    kind=finding.kind,
-                    source=Source(tool=f"cortex-verify:{run.requirement}", actor=batch.actor),
-                    claim=finding.claim,
-                    confidence=finding.confidence,
-                    derived_from=[run_evidence.id],
-                ),
-            )
-            evidence_ids.append(record.id)
-        statuses[run.requirement] = (outcome, evidence_ids)
-        receipts.append(
-            _receipt(
-                batch,
-                purpose="verifier_run",
-                requirement=run.requirement,
-                claim=outcome.summary,
-                tool=run.verifier.kind,
-                version=run.verifier.version,
-                status=status,
-                evidence=evidence_ids,
-                artifact=artifact,
-                sensitive=sensitive,
-                notes=[*outcome.notes, *_unbound_notes(outcome.status, status, batch)],
-            )
-        )
-    for claim in claims:
-        found = statuses.get(claim.requirement)
-        if found is None:
-            raw_status: ReceiptStatus = "not_run"
-            evidence: list[str] = []
-            notes = [f"{claim.requirement} did not run in this batch"]
-        else:
-            outcome, evidence = found
-            if claim.selector is None:
-                raw_status = outcome.status
-                notes = []
-            else:
-                raw_status = outcome.contracts.get(claim.selector, "not_run")
-                notes = (
-                    []
-                    if claim.selector in outcome.contracts
-                    else [f"{claim.requirement} did not report {claim.selector!r}"]
-                )
-        status = _bind(raw_status, batch)
-        receipts.append(
-            _receipt(
-                batch,
-                purpose="named_claim",
-                requirement=claim.requirement,
-                claim=claim.statement,
-                claim_id=claim.id,
-                contract=claim.contract,
-                tool=split(claim.requirement)[0],
-                status=status,
-                evidence=evidence,
-                notes=[*notes, *_unbound_notes(raw_status, status, batch)],
-            )
-        )
-    if not receipts:
-        receipts.append(
-            _receipt(
-                batch,
-                purpose="marker",
-                claim="no verifier ran and no claim was made in this batch",
-                tool="cortex",
-                status="not_run",
-                notes=["the plan requires no verifier; this marker masks any older proof"],
-            )
-        )
-    return receipts
-
-
-def _bind(status: ReceiptStatus, batch: Batch) -> ReceiptStatus:
-    """An unbound batch cannot show that anything passed or failed on known code."""
-    if batch.binding == "unbound" and status in ("passed", "failed"):
-        return "inconclusive"
-    return status
-
-
-def _unbound_notes(raw: ReceiptStatus, status: ReceiptStatus, batch: Batch) -> list[str]:
-    if raw == status:
-        return []
-    return [f"{raw} on code that was not stable during the run: " + "; ".join(batch.reasons)]
-
-
-def _receipt(
-    batch: Batch,
-    *,
-    purpose: str,
-    claim: str,
-    tool: str,
-    status: ReceiptStatus,
-    requirement: str | None = None,
-    claim_id: str | None = None,
-    contract: str | None = None,
-    version: str | None = None,
-    evidence: list[str] | None = None,
-    artifact: str | None = None,
-    sensitive: bool = False,
-    notes: list[str] | None = None,
-) -> Receipt:
-    return Receipt(
-        id=new_id("vr"),
-        batch_id=batch.id,
-        purpose=purpose,  # type: ignore[arg-type]
-        requirement=requirement,
-        claim=claim,
-        claim_id=claim_id,
-        contract=contract,
-        actor=batch.actor,
-        tool=tool,
-        verifier_version=version,
-        status=status,
-        evidence=evidence or [],
-        artifact=artifact,
-        sensitive=sensitive,
-        notes=notes or [],
-        revision=batch.revision,
-        dirty_digest=batch.dirty_digest,
-        binding=batch.binding,
-        timestamp=batch.finished_at,
-    )
-
-
-def _trim(doc: Verification) -> None:
-    if len(doc.batches) <= BATCHES_KEPT:
-        return
-    doc.batches = doc.batches[-BATCHES_KEPT:]
-    kept = {b.id for b in doc.batches}
-    doc.receipts = [r for r in doc.receipts if r.batch_id in kept]
 
 
 def _actions(case: CaseFile, verdict: str) -> list[Action]:

@@ -14,7 +14,7 @@ from cortex.kernel.assessment import assess
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.verify import live_capture
+from cortex.kernel.live import live_capture
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"

@@ -85,7 +85,7 @@ class Captures:
             if git and self.limit is not None and len(self._seen) >= self.limit:
                 self.skipped += 1
                 return None
-            from cortex.kernel.verify import live_capture
+            from cortex.kernel.live import live_capture
 
             live = live_capture(self.kernel, case, writer=False)
             self._seen[case.workspace.root] = live

@@ -102,7 +102,7 @@ def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> d
     if not verified and case.workspace.commit_before is not None:
         return {"verification": None, "binding": {"possible": True, "reason": None}}
     from cortex.kernel.assessment import assess
-    from cortex.kernel.verify import live_capture
+    from cortex.kernel.live import live_capture
 
     live = live_capture(kernel, case, writer=False)
     binding = {"possible": live.bound, "reason": live.reason}

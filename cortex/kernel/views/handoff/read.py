@@ -153,7 +153,7 @@ def _hypothesis(hypothesis: Hypothesis) -> Data:
 def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> Data:
     """The assessment `assess` gives (the only judge), with each receipt's own words added."""
     from cortex.kernel.assessment import assess
-    from cortex.kernel.verify import live_capture
+    from cortex.kernel.live import live_capture
 
     live = live_capture(kernel, case, writer=False)
     assessment = assess(case, doc, live)

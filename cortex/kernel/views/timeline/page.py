@@ -281,7 +281,7 @@ def _context(
     standings: dict[str, str] = {}
     if verification is not None and any(entry.kind == "receipt" for entry in shown):
         from cortex.kernel.assessment import assess
-        from cortex.kernel.verify import live_capture
+        from cortex.kernel.live import live_capture
 
         assessment = assess(case, verification, live_capture(kernel, case, writer=False))
         for view in assessment.receipts:

@@ -1,0 +1,35 @@
+"""The workspace as it is now, for a case: the one capture every surface judges proof against.
+
+Writers (verify, complete) keep the index mirror fresh; views pass `writer=False` and write
+nothing. Every view that shows whether proof is current calls this, so they all see the same code
+state the same way.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cortex.cases.records import CaseFile
+from cortex.kernel.kernel import Kernel
+from cortex.workspace.capture import Capture, capture
+
+
+def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capture:
+    """The workspace as it is now, for the case's own workspace (or why it cannot be bound).
+
+    Writers keep the index mirror fresh; readers (`writer=False`) use it only if it is already
+    there, and write nothing.
+    """
+    if case.workspace.kind != "git":
+        return Capture(reason="the workspace is not a git repository")
+    from cortex.cases.digest import sha256_hex
+
+    key = sha256_hex(os.fsencode(case.workspace.root))[:16]
+    mirror = os.path.join(kernel.state_root, "index-mirror", key)
+    return capture(
+        case.workspace.root,
+        kernel.env,
+        exclude=kernel.cases_root,
+        mirror_dir=mirror,
+        refresh=writer,
+    )
