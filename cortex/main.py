@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from cortex.cli.parser import HelpRequested, Parsed, command_name, parse
+from cortex.cli.parser import HelpRequested, Parsed, command_name, parse, spelling
 from cortex.kernel.envelope import Envelope, Result
 from cortex.kernel.errors import CortexError
 from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
@@ -95,7 +95,11 @@ def main(
 
         return serve(directory, env, stderr=stderr)
     envelope, exit_status = execute(
-        name, _body(parsed, env, directory, (stdin, stdout, stderr)), env=env, debug=stderr
+        name,
+        _body(parsed, env, directory, (stdin, stdout, stderr)),
+        env=env,
+        debug=stderr,
+        spelling=spelling(parsed.command),
     )
     _emit(envelope, parsed.json, stdout, stderr, env)
     return exit_status

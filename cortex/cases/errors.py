@@ -3,6 +3,7 @@
     CortexError                 internal_error       1
     ├── NotFoundError           not_found            3
     ├── InvalidInputError       invalid_input        4
+    │   └── ArgumentError           invalid_input        4  (names arguments per face)
     ├── IntegrityError          integrity_error      4
     │   └── UnsupportedSchemaError  unsupported_schema  4
     ├── RefusedError            refused              5
@@ -16,6 +17,8 @@ error cannot be forgotten by one of them. The kernel adds its own subclasses in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class CortexError(Exception):
     """Base of every error Cortex raises on purpose."""
@@ -23,10 +26,34 @@ class CortexError(Exception):
     code = "internal_error"
     exit_status = 1
     retryable = False
+    template: str | None = None
+    """The message with `{name}` where it names an argument; see `spell`."""
+    arguments: tuple[str, ...] = ()
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def spell(self, name_of: Callable[[str], str]) -> None:
+        """Name each argument the way the caller's face spells it (`--raw-file`, `raw_file`).
+
+        A rule lives in the kernel once, and its message still speaks the caller's language:
+        the CLI names options, the MCP server names tool arguments.
+        """
+        if self.template is not None:
+            self.message = _fill(self.template, self.arguments, name_of)
+
+
+def _fill(template: str, arguments: tuple[str, ...], name_of: Callable[[str], str]) -> str:
+    # Plain replacement, not str.format: a template quotes user input, braces and all.
+    for argument in arguments:
+        template = template.replace("{" + argument + "}", name_of(argument))
+    return template
+
+
+def option_spelling(argument: str) -> str:
+    """How the CLI spells an argument: `raw_file` is `--raw-file`."""
+    return "--" + argument.replace("_", "-")
 
 
 class NotFoundError(CortexError):
@@ -41,6 +68,18 @@ class InvalidInputError(CortexError):
 
     code = "invalid_input"
     exit_status = 4
+
+
+class ArgumentError(InvalidInputError):
+    """Bad input that a message names by argument: `{raw_file}` in the template.
+
+    Until a face spells it, the message names options the CLI's way.
+    """
+
+    def __init__(self, template: str, *arguments: str) -> None:
+        self.template = template
+        self.arguments = arguments
+        super().__init__(_fill(template, arguments, option_spelling))
 
 
 class IntegrityError(CortexError):

@@ -9,8 +9,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from cortex.cases.bounds import RAW_BLOB_MAX
-from cortex.cases.errors import InvalidInputError
 from cortex.cli.parser import UsageError
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
@@ -43,14 +41,6 @@ class Call:
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
-
-    def lease_actor(self) -> str:
-        """Lease commands need a real identity: an explicit --actor or $CORTEX_ACTOR."""
-        actor = self.values.get("actor") or self.env.get("CORTEX_ACTOR")
-        if not actor:
-            msg = "the change lease needs an identity: pass --actor NAME or set CORTEX_ACTOR"
-            raise UsageError(msg)
-        return str(actor)
 
 
 def _open(c: Call) -> Result:
@@ -87,27 +77,13 @@ def _show(c: Call) -> Result:
     return show(c.kernel, c["task"])
 
 
-def _read_stdin(stdin: IO[bytes]) -> bytes:
-    data = stdin.read(RAW_BLOB_MAX + 1)
-    if len(data) > RAW_BLOB_MAX:
-        raise InvalidInputError(f"stdin is over the {RAW_BLOB_MAX}-byte raw limit")
-    return data
-
-
 def _evidence_add(c: Call) -> Result:
-    from cortex.kernel.evidence import add_evidence, read_raw_file
+    from cortex.kernel.evidence import add_evidence
+    from cortex.kernel.raw_input import gather
 
-    raw = tree = None
-    if c["raw_file"] is not None and c["raw_dir"] is not None:
-        raise UsageError("--raw-file and --raw-dir cannot be combined: give one raw output")
-    if c["raw_file"] == "-":
-        raw = _read_stdin(c.stdin)
-    elif c["raw_file"] is not None:
-        raw = read_raw_file(os.path.join(c.cwd, c["raw_file"]))
-    elif c["raw_dir"] is not None:
-        from cortex.workspace.raw_tree import capture
-
-        tree = capture(os.path.join(c.cwd, c["raw_dir"]))
+    raw, tree = gather(
+        c.kernel, raw_file=c["raw_file"], raw_dir=c["raw_dir"], stdin=c.stdin, cwd=c.cwd
+    )
     return add_evidence(
         c.kernel,
         c["task"],
@@ -198,19 +174,19 @@ def _resolve(c: Call) -> Result:
 def _begin_change(c: Call) -> Result:
     from cortex.kernel.lease import begin_change
 
-    return begin_change(c.kernel, c["task"], actor=c.lease_actor(), ttl=c["ttl"])
+    return begin_change(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"])
 
 
 def _lease_renew(c: Call) -> Result:
     from cortex.kernel.lease import renew
 
-    return renew(c.kernel, c["task"], actor=c.lease_actor(), ttl=c["ttl"])
+    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"])
 
 
 def _lease_release(c: Call) -> Result:
     from cortex.kernel.lease import release
 
-    return release(c.kernel, c["task"], actor=c.lease_actor())
+    return release(c.kernel, c["task"], actor=c["actor"])
 
 
 def _decision_request(c: Call) -> Result:
@@ -257,7 +233,7 @@ def _verify(c: Call) -> Result:
     return verify(
         c.kernel,
         c["task"],
-        actor=c["actor"] or c.env.get("CORTEX_ACTOR") or None,
+        actor=c["actor"],
         claims=c["claim"],
         contracts=c["contract"],
         ack_drift=c["ack_drift"],
@@ -274,7 +250,7 @@ def _complete(c: Call) -> Result:
         outcome=c["outcome"],
         accept_failed=c["accept_failed"],
         verification_not_possible=c["verification_not_possible"],
-        actor=c["actor"] or c.env.get("CORTEX_ACTOR") or None,
+        actor=c["actor"],
     )
 
 
@@ -340,7 +316,6 @@ def _setup(host: str) -> Callable[[Call], Result]:
 
 
 def _timeline(c: Call) -> Result:
-    from cortex.cases.bounds import TIMELINE_LIMIT_DEFAULT
     from cortex.kernel.views.timeline.page import timeline
 
     return timeline(
@@ -353,8 +328,7 @@ def _timeline(c: Call) -> Result:
         anchor=c["anchor"],
         before=c["before"],
         after=c["after"],
-        # The default lives in bounds.py with the limit, not in the grammar.
-        limit=TIMELINE_LIMIT_DEFAULT if c["limit"] is None else c["limit"],
+        limit=c["limit"],
         cursor=c["cursor"],
     )
 
@@ -379,7 +353,6 @@ def _metrics(c: Call) -> Result:
 
 
 def _sessions(c: Call) -> Result:
-    from cortex.cases.bounds import SESSIONS_LIMIT_DEFAULT
     from cortex.kernel.views.sessions import sessions
 
     return sessions(
@@ -388,8 +361,7 @@ def _sessions(c: Call) -> Result:
         active=c["active"],
         stale_after=c["stale_after"],
         query=c["query"],
-        # The default lives in bounds.py with the limit, not in the grammar.
-        limit=SESSIONS_LIMIT_DEFAULT if c["limit"] is None else c["limit"],
+        limit=c["limit"],
     )
 
 

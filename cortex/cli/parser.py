@@ -10,13 +10,14 @@ the command (so `--claim --json` is a missing value, while `--claim "-1 is wrong
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import msgspec
 
 from cortex import __version__
-from cortex.cases.errors import InvalidInputError
+from cortex.kernel import defaults
+from cortex.kernel.errors import InvalidInputError, option_spelling
 
 Kind = Literal["value", "flag", "repeat"]
 
@@ -90,7 +91,7 @@ _EXPECT = Opt(
     integer=True,
 )
 _TASK = ("task", "task id (task_...)")
-_ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default="agent")
+_ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default=defaults.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
 _HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar="NAME")
@@ -104,8 +105,8 @@ COMMANDS: tuple[Cmd, ...] = (
         "open a case for a goal",
         positionals=(("goal", "what the task should achieve"),),
         options=(
-            Opt("--mode", "change|investigate|review", default="change"),
-            Opt("--risk", "low|medium|high", default="medium"),
+            Opt("--mode", "change|investigate|review", default=defaults.MODE),
+            Opt("--risk", "low|medium|high", default=defaults.RISK),
             Opt("--surface", "code|browser|terminal|artifact|secret", kind="repeat"),
             Opt("--criterion", "an acceptance criterion", kind="repeat", metavar="ID=STATEMENT"),
             Opt(
@@ -120,7 +121,11 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "list"),
         "cases in this workspace's store, newest first",
-        options=(Opt("--limit", "at most N cases", metavar="N", default=50, integer=True),),
+        options=(
+            Opt(
+                "--limit", "at most N cases", metavar="N", default=defaults.LIST_LIMIT, integer=True
+            ),
+        ),
     ),
     Cmd(("case", "status"), "where a case stands and what can be done next", positionals=(_TASK,)),
     Cmd(
@@ -134,14 +139,19 @@ COMMANDS: tuple[Cmd, ...] = (
         positionals=(_TASK,),
         options=(
             Opt("--claim", "what the evidence shows", metavar="TEXT", required=True),
-            Opt("--kind", "evidence kind (default observation)", default="observation"),
-            Opt("--source", "the tool that produced it", metavar="TOOL", default="agent"),
+            Opt("--kind", "evidence kind", default=defaults.EVIDENCE_KIND),
+            Opt(
+                "--source",
+                "the tool that produced it",
+                metavar="TOOL",
+                default=defaults.EVIDENCE_SOURCE,
+            ),
             Opt("--uri", "where the source can be found", metavar="URI"),
             _ORIGIN,
             Opt("--file", "repository-relative file", metavar="PATH"),
             Opt("--line", "line or line range", metavar="N[-M]"),
             Opt("--symbol", "symbol the claim is about", metavar="NAME"),
-            Opt("--confidence", "high|medium|low|unknown", default="unknown"),
+            Opt("--confidence", "high|medium|low|unknown", default=defaults.CONFIDENCE),
             Opt("--sensitive", "mark the record sensitive", kind="flag"),
             Opt("--raw-file", "raw tool output to keep ('-' reads stdin)", metavar="PATH"),
             Opt(
@@ -377,7 +387,13 @@ COMMANDS: tuple[Cmd, ...] = (
                 "only entries at or before this ISO date or time (a date covers its whole day)",
                 metavar="WHEN",
             ),
-            Opt("--limit", "entries per page (default 50, at most 500)", metavar="N", integer=True),
+            Opt(
+                "--limit",
+                "entries per page (at most 500)",
+                metavar="N",
+                default=defaults.TIMELINE_LIMIT,
+                integer=True,
+            ),
             Opt("--cursor", "the next page: the token the previous page printed", metavar="TOKEN"),
             Opt(
                 "--anchor",
@@ -421,7 +437,13 @@ COMMANDS: tuple[Cmd, ...] = (
                 metavar="DURATION",
             ),
             Opt("--query", "only cases whose goal or id contains TEXT (any case)", metavar="TEXT"),
-            Opt("--limit", "at most N cases (default 50, at most 500)", metavar="N", integer=True),
+            Opt(
+                "--limit",
+                "at most N cases (at most 500)",
+                metavar="N",
+                default=defaults.SESSIONS_LIMIT,
+                integer=True,
+            ),
         ),
     ),
     Cmd(
@@ -588,11 +610,23 @@ def _is_option(token: str, allowed: Sequence[Opt]) -> bool:
     return name in {"-h", "--help"} or any(name in {o.name, o.short} for o in allowed)
 
 
+def spelling(command: Cmd) -> Callable[[str], str]:
+    """How this command's messages name an argument: `--raw-file`, or `<task>` if positional."""
+    names = {opt.dest: opt.name for opt in (*command.options, *GLOBAL)}
+    names.update({name: f"<{name}>" for name, _ in command.positionals})
+
+    def spell(argument: str) -> str:
+        return names.get(argument) or option_spelling(argument)
+
+    return spell
+
+
 def _option_line(opt: Opt) -> str:
     names = f"{opt.short}, {opt.name}" if opt.short else opt.name
     if opt.kind != "flag":
         names += f" {opt.metavar}"
-    suffix = " (repeatable)" if opt.kind == "repeat" else ""
+    suffix = f" (default: {opt.default})" if opt.kind == "value" and opt.default is not None else ""
+    suffix += " (repeatable)" if opt.kind == "repeat" else ""
     suffix += " (required)" if opt.required else ""
     return f"  {names:<28} {opt.help}{suffix}"
 

@@ -41,6 +41,7 @@ def complete(
         verification_not_possible = validate.text(
             verification_not_possible, "--verification-not-possible", OUTCOME_MAX
         )
+    actor = kernel.acting(actor)
     who = kernel.actor(actor)
     store = kernel.writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.complete") as txn:

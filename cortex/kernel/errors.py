@@ -6,6 +6,7 @@ See `cortex.cases.errors` for the tree, codes and exit statuses.
 from __future__ import annotations
 
 from cortex.cases.errors import (
+    ArgumentError,
     BusyError,
     CortexError,
     IntegrityError,
@@ -14,10 +15,12 @@ from cortex.cases.errors import (
     RefusedError,
     RevisionConflictError,
     UnsupportedSchemaError,
+    option_spelling,
 )
 from cortex.kernel.envelope import Action
 
 __all__ = [
+    "ArgumentError",
     "BusyError",
     "ConfigError",
     "CortexError",
@@ -29,6 +32,7 @@ __all__ = [
     "RefusedError",
     "RevisionConflictError",
     "UnsupportedSchemaError",
+    "option_spelling",
 ]
 
 

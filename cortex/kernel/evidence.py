@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from typing import TYPE_CHECKING
 
 from cortex.cases.bounds import (
@@ -28,7 +26,7 @@ from cortex.cases.records import (
     Origin,
     Source,
 )
-from cortex.kernel import lifecycle, validate
+from cortex.kernel import defaults, lifecycle, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import TERMINAL
@@ -40,35 +38,6 @@ if TYPE_CHECKING:
 
 RESERVED_KINDS = frozenset({"plan"})
 """Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
-
-
-def read_raw_file(path: str) -> bytes:
-    """Read a regular file for `--raw-file`, bounded; FIFOs, devices and directories refused."""
-    try:
-        # O_NONBLOCK: opening a FIFO must not hang waiting for a writer before we refuse it.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise InvalidInputError(f"--raw-file {path!r} does not exist") from None
-    except OSError as exc:
-        raise InvalidInputError(f"--raw-file {path!r} cannot be read ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(f"--raw-file {path!r} is not a regular file")
-        if info.st_size > RAW_BLOB_MAX:
-            msg = f"--raw-file is {info.st_size} bytes, over the {RAW_BLOB_MAX}-byte limit"
-            raise InvalidInputError(msg)
-        try:
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                data = handle.read(RAW_BLOB_MAX + 1)
-        except OSError as exc:
-            msg = f"--raw-file {path!r} cannot be read ({exc.strerror})"
-            raise InvalidInputError(msg) from None
-    finally:
-        os.close(fd)
-    if len(data) > RAW_BLOB_MAX:
-        raise InvalidInputError(f"--raw-file grew past the {RAW_BLOB_MAX}-byte limit")
-    return data
 
 
 def _stage_tree(txn: Transaction, tree: Captured, redactor: Redactor) -> tuple[str, str, bool]:
@@ -135,14 +104,14 @@ def add_evidence(
     task_id: str,
     *,
     claim: str,
-    kind: str = "observation",
-    tool: str = "agent",
+    kind: str = defaults.EVIDENCE_KIND,
+    tool: str = defaults.EVIDENCE_SOURCE,
     uri: str | None = None,
-    origin: str = "agent",
+    origin: str = defaults.ORIGIN,
     file: str | None = None,
     line: str | None = None,
     symbol: str | None = None,
-    confidence: str = "unknown",
+    confidence: str = defaults.CONFIDENCE,
     sensitive: bool = False,
     raw: bytes | None = None,
     raw_tree: Captured | None = None,
@@ -247,7 +216,7 @@ def add_note(
     task_id: str,
     *,
     text: str,
-    origin: str = "agent",
+    origin: str = defaults.ORIGIN,
     actor: str | None = None,
     expected_revision: int | None = None,
 ) -> Result:

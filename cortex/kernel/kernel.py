@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import msgspec
 
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id
 from cortex.cases.layout import case_dir
@@ -112,6 +112,25 @@ class Kernel:
             root=self.cases_root,
             note=self.workspace.note,
         )
+
+    def acting(self, given: str | None) -> str | None:
+        """Who acts where the use case may choose: the one given, else $CORTEX_ACTOR, else None.
+
+        Given None, verify and complete take the lease holder.
+        """
+        return given or self.env.get("CORTEX_ACTOR") or None
+
+    def lease_actor(self, given: str | None) -> str:
+        """Who takes or gives up the change lease: a real identity, never a face's default name.
+
+        Two agents that both fell back to "cli" would share one lease, which would then keep
+        nobody apart; so the lease needs the actor given, or $CORTEX_ACTOR.
+        """
+        actor = self.acting(given)
+        if actor is None:
+            msg = "the change lease needs an identity: give {actor} or set CORTEX_ACTOR"
+            raise ArgumentError(msg, "actor")
+        return actor
 
     def actor(self, given: str | None) -> str:
         """The acting identity: the one given, else the surface default; validated."""

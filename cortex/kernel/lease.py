@@ -117,10 +117,12 @@ def _new_lease(actor: str, now: float, ttl: int) -> Lease:
     )
 
 
-def begin_change(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -> Result:
+def begin_change(
+    kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = None
+) -> Result:
     """Take (or renew) the change lease and enter `changing`."""
     seconds = parse_ttl(ttl)
-    who = kernel.actor(actor)
+    who = kernel.actor(kernel.lease_actor(actor))
     store = kernel.writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.begin-change") as txn:
         case = txn.case
@@ -153,10 +155,10 @@ def begin_change(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = 
     return _lease_result(kernel, txn, verb)
 
 
-def renew(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -> Result:
+def renew(kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = None) -> Result:
     """Extend an active lease held by `actor`."""
     seconds = parse_ttl(ttl)
-    who = kernel.actor(actor)
+    who = kernel.actor(kernel.lease_actor(actor))
     store = kernel.writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.renew") as txn:
         lease = txn.case.change_lease
@@ -186,9 +188,9 @@ def renew(kernel: Kernel, task_id: str, *, actor: str, ttl: str | None = None) -
     return _lease_result(kernel, txn, "renewed")
 
 
-def release(kernel: Kernel, task_id: str, *, actor: str) -> Result:
+def release(kernel: Kernel, task_id: str, *, actor: str | None) -> Result:
     """Give the lease up; idempotent, and the record stays for audit."""
-    who = kernel.actor(actor)
+    who = kernel.actor(kernel.lease_actor(actor))
     store = kernel.writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.release") as txn:
         lease = txn.case.change_lease

@@ -9,7 +9,7 @@ from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.records import CaseFile, Mode, PhaseChange, Risk, Surface, Workspace, encode
-from cortex.kernel import validate
+from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -21,8 +21,8 @@ def open_case(
     kernel: Kernel,
     *,
     goal: str,
-    mode: str = "change",
-    risk: str = "medium",
+    mode: str = defaults.MODE,
+    risk: str = defaults.RISK,
     surfaces: list[str] | None = None,
     criteria: list[str] | None = None,
     idempotency_key: str | None = None,

@@ -46,18 +46,34 @@ def in_kernel(
     return body
 
 
+def redacted(kernel: Kernel, value: Any) -> Any:
+    """Plain data as a face may show it: redacted the way stored text is.
+
+    For faces that call use cases without `execute`, such as the studio's board.
+    """
+    from cortex.cases.scrub import scrub_value
+
+    return scrub_value(value, kernel.redactor)
+
+
 def execute(
     command: str,
     body: Callable[[Seen], Result],
     *,
     env: Mapping[str, str],
     debug: IO[str] | None = None,
+    spelling: Callable[[str], str] | None = None,
 ) -> tuple[Envelope, int]:
-    """Run `body` and return its envelope and exit status; never raises but for SystemExit."""
+    """Run `body` and return its envelope and exit status; never raises but for SystemExit.
+
+    `spelling` names an argument the way the caller's face does, for messages that name one.
+    """
     seen: Seen = {}
     try:
         return success(command, body(seen)), 0
     except CortexError as exc:
+        if spelling is not None:
+            exc.spell(spelling)
         return refusal(command, exc, seen), exc.exit_status
     except KeyboardInterrupt as exc:
         # Ctrl-C, or SIGTERM during a verifier run (which carries its own status, 143).

@@ -42,6 +42,13 @@ from cortex.workspace.capture import Capture, committed_changes
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
 
 
+def stop_running() -> None:
+    """Kill every verifier process group still running (a face's signal handler calls this)."""
+    from cortex.verifiers.runner import kill_running
+
+    kill_running()
+
+
 def parse_claims(
     kernel: Kernel, claims: list[str], contracts: list[str], required: list[str]
 ) -> list[Claim]:
@@ -273,7 +280,7 @@ def verify(
     if case.workspace.root != kernel.workspace.root:
         msg = f"case {task_id} belongs to the worktree {case.workspace.root}; verify from there"
         raise InvalidInputError(msg)
-    who = _lease_actor(kernel, case, actor)
+    who = _lease_actor(kernel, case, kernel.acting(actor))
     required = list(case.verification_required)
     wanted = parse_claims(kernel, claims or [], contracts or [], required)
     _check_claims(kernel, case, wanted, old)

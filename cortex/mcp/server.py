@@ -30,10 +30,18 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from cortex import __version__
-from cortex.cases.errors import InvalidInputError
 from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.errors import InvalidInputError
 from cortex.kernel.surface import execute, in_kernel, to_json
-from cortex.mcp.tools import BY_NAME, TOOLS, Tool, decode_args, object_schema, output_schema
+from cortex.mcp.tools import (
+    BY_NAME,
+    TOOLS,
+    Tool,
+    decode_args,
+    object_schema,
+    output_schema,
+    spelling,
+)
 from cortex.mcp.wire import INVALID, repair
 
 if TYPE_CHECKING:
@@ -90,10 +98,10 @@ def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) ->
         # Arguments are decoded inside the kernel, so an error quoting them is redacted with
         # this workspace's configured literals, as the CLI's are.
         def use_case(kernel: Kernel) -> Result:
-            return tool.call(kernel, decode_args(tool, arguments), env)
+            return tool.call(kernel, decode_args(tool, arguments))
 
         body = in_kernel(cwd, env, default_actor, use_case)
-        return execute(tool.command, body, env=env, debug=stderr)
+        return execute(tool.command, body, env=env, debug=stderr, spelling=spelling(tool))
 
     def refuse(message: str) -> tuple[Envelope, int]:
         def use_case(_kernel: Kernel) -> Result:
@@ -148,9 +156,9 @@ def _stop(signum: int, _frame: object) -> None:
     Calls run in worker threads, where the verifier runner cannot take signals itself. A commit
     interrupted here is an interrupted commit like any other: the next writer recovers it.
     """
-    from cortex.verifiers.runner import kill_running
+    from cortex.kernel.verify import stop_running
 
-    kill_running()
+    stop_running()
     os._exit(128 + signum)
 
 

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
-from cortex.cases.errors import InvalidInputError
+from cortex.kernel import defaults
 from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
@@ -42,8 +43,8 @@ class OpenTask(_Args):
     """Arguments of cortex_open_task."""
 
     goal: Annotated[str, msgspec.Meta(description="what the task should achieve")]
-    mode: Literal["change", "investigate", "review"] = "change"
-    risk: Literal["low", "medium", "high"] = "medium"
+    mode: Literal["change", "investigate", "review"] = defaults.MODE
+    risk: Literal["low", "medium", "high"] = defaults.RISK
     surfaces: Annotated[
         list[str], msgspec.Meta(description="code|browser|terminal|artifact|secret")
     ] = msgspec.field(default_factory=list)
@@ -66,7 +67,9 @@ class TaskOnly(_Args):
 class ListTasks(_Args):
     """Arguments of cortex_list_tasks."""
 
-    limit: Annotated[int, msgspec.Meta(description="at most this many cases, newest first")] = 50
+    limit: Annotated[int, msgspec.Meta(description="at most this many cases, newest first")] = (
+        defaults.LIST_LIMIT
+    )
 
 
 class RecordEvidence(_Args):
@@ -74,14 +77,16 @@ class RecordEvidence(_Args):
 
     task_id: TaskId
     claim: Annotated[str, msgspec.Meta(description="what the evidence shows")]
-    kind: Annotated[str, msgspec.Meta(description="evidence kind")] = "observation"
-    source: Annotated[str, msgspec.Meta(description="the tool that produced it")] = "agent"
+    kind: Annotated[str, msgspec.Meta(description="evidence kind")] = defaults.EVIDENCE_KIND
+    source: Annotated[str, msgspec.Meta(description="the tool that produced it")] = (
+        defaults.EVIDENCE_SOURCE
+    )
     uri: Annotated[str | None, msgspec.Meta(description="where the source can be found")] = None
-    origin: Origin = "agent"
+    origin: Origin = defaults.ORIGIN
     file: Annotated[str | None, msgspec.Meta(description="repository-relative file")] = None
     line: Annotated[str | None, msgspec.Meta(description="line or range, N or N-M")] = None
     symbol: Annotated[str | None, msgspec.Meta(description="symbol the claim is about")] = None
-    confidence: Literal["high", "medium", "low", "unknown"] = "unknown"
+    confidence: Literal["high", "medium", "low", "unknown"] = defaults.CONFIDENCE
     sensitive: bool = False
     raw: Annotated[
         str | None,
@@ -106,7 +111,7 @@ class Note(_Args):
 
     task_id: TaskId
     text: Annotated[str, msgspec.Meta(description="the note")]
-    origin: Origin = "agent"
+    origin: Origin = defaults.ORIGIN
     actor: Actor = None
     expect_revision: Expect = None
 
@@ -241,7 +246,7 @@ class Timeline(_Args):
     anchor: Annotated[str | None, msgspec.Meta(description="an entry id or a date")] = None
     before: int | None = None
     after: int | None = None
-    limit: int = 50
+    limit: int = defaults.TIMELINE_LIMIT
     cursor: Annotated[str | None, msgspec.Meta(description="nextCursor of the last page")] = None
 
 
@@ -259,21 +264,13 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
     command: str
     description: str
     args: type[_Args]
-    call: Callable[[Kernel, Any, Mapping[str, str]], Result]
+    call: Callable[[Kernel, Any], Result]
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
 
 
-def _lease_actor(given: str | None, env: Mapping[str, str]) -> str:
-    actor = given or env.get("CORTEX_ACTOR")
-    if not actor:
-        msg = "the change lease needs an identity: pass actor, or set CORTEX_ACTOR for the server"
-        raise InvalidInputError(msg)
-    return actor
-
-
-def _open(k: Kernel, a: OpenTask, _env: Mapping[str, str]) -> Result:
+def _open(k: Kernel, a: OpenTask) -> Result:
     from cortex.kernel.open_case import open_case
 
     return open_case(
@@ -289,33 +286,23 @@ def _open(k: Kernel, a: OpenTask, _env: Mapping[str, str]) -> Result:
     )
 
 
-def _status(k: Kernel, a: TaskOnly, _env: Mapping[str, str]) -> Result:
+def _status(k: Kernel, a: TaskOnly) -> Result:
     from cortex.kernel.views.status import status
 
     return status(k, a.task_id)
 
 
-def _list(k: Kernel, a: ListTasks, _env: Mapping[str, str]) -> Result:
+def _list(k: Kernel, a: ListTasks) -> Result:
     from cortex.kernel.views.status import list_cases
 
     return list_cases(k, limit=a.limit)
 
 
-def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
-    from cortex.cases.bounds import RAW_BLOB_MAX
+def _evidence(k: Kernel, a: RecordEvidence) -> Result:
     from cortex.kernel.evidence import add_evidence
+    from cortex.kernel.raw_input import gather
 
-    raw = tree = None
-    if a.raw is not None and a.raw_dir is not None:
-        raise InvalidInputError("raw and raw_dir cannot be combined: give one raw output")
-    if a.raw is not None:
-        raw = a.raw.encode("utf-8", "surrogateescape")
-        if len(raw) > RAW_BLOB_MAX:
-            raise InvalidInputError(f"raw is over the {RAW_BLOB_MAX}-byte raw limit")
-    elif a.raw_dir is not None:
-        from cortex.workspace.raw_tree import capture
-
-        tree = capture(_inside_workspace(k, a.raw_dir))
+    raw, tree = gather(k, raw=a.raw, raw_dir=a.raw_dir, confine=True)
     return add_evidence(
         k,
         a.task_id,
@@ -337,26 +324,7 @@ def _evidence(k: Kernel, a: RecordEvidence, _env: Mapping[str, str]) -> Result:
     )
 
 
-def _inside_workspace(k: Kernel, relative: str) -> str:
-    """`raw_dir` resolved in the workspace, refused if it is absolute or leads out of it.
-
-    The server may run with more access than the agent calling it; a tool argument must not
-    reach past the repository it serves (through `..`, an absolute path or a symlinked parent).
-    """
-    import os
-
-    from cortex.cases.tree import member_path
-
-    member_path(relative.removesuffix("/"), "raw_dir")  # relative, no `..`, no controls
-    root = os.path.realpath(k.workspace.root)
-    target = os.path.realpath(os.path.join(root, relative))
-    if target != root and not target.startswith(root + os.sep):
-        msg = f"raw_dir {relative!r} leads out of the workspace"
-        raise InvalidInputError(msg)
-    return os.path.join(root, relative)
-
-
-def _note(k: Kernel, a: Note, _env: Mapping[str, str]) -> Result:
+def _note(k: Kernel, a: Note) -> Result:
     from cortex.kernel.evidence import add_note
 
     return add_note(
@@ -369,7 +337,7 @@ def _note(k: Kernel, a: Note, _env: Mapping[str, str]) -> Result:
     )
 
 
-def _plan(k: Kernel, a: PlanArgs, _env: Mapping[str, str]) -> Result:
+def _plan(k: Kernel, a: PlanArgs) -> Result:
     from cortex.kernel.plan import plan
 
     return plan(
@@ -388,7 +356,7 @@ def _plan(k: Kernel, a: PlanArgs, _env: Mapping[str, str]) -> Result:
     )
 
 
-def _resolve(k: Kernel, a: Resolve, _env: Mapping[str, str]) -> Result:
+def _resolve(k: Kernel, a: Resolve) -> Result:
     from cortex.kernel.resolve import resolve
 
     return resolve(
@@ -403,19 +371,19 @@ def _resolve(k: Kernel, a: Resolve, _env: Mapping[str, str]) -> Result:
     )
 
 
-def _begin_change(k: Kernel, a: BeginChange, env: Mapping[str, str]) -> Result:
+def _begin_change(k: Kernel, a: BeginChange) -> Result:
     from cortex.kernel.lease import begin_change
 
-    return begin_change(k, a.task_id, actor=_lease_actor(a.actor, env), ttl=a.ttl)
+    return begin_change(k, a.task_id, actor=a.actor, ttl=a.ttl)
 
 
-def _verify(k: Kernel, a: Verify, env: Mapping[str, str]) -> Result:
+def _verify(k: Kernel, a: Verify) -> Result:
     from cortex.kernel.verify import verify
 
     return verify(
         k,
         a.task_id,
-        actor=a.actor or env.get("CORTEX_ACTOR") or None,
+        actor=a.actor,
         claims=a.claims,
         contracts=a.contracts,
         ack_drift=a.ack_drift,
@@ -423,13 +391,13 @@ def _verify(k: Kernel, a: Verify, env: Mapping[str, str]) -> Result:
     )
 
 
-def _request(k: Kernel, a: RequestDecision, _env: Mapping[str, str]) -> Result:
+def _request(k: Kernel, a: RequestDecision) -> Result:
     from cortex.kernel.decisions import request
 
     return request(k, a.task_id, question=a.question, options=a.options, actor=a.actor)
 
 
-def _complete(k: Kernel, a: Complete, env: Mapping[str, str]) -> Result:
+def _complete(k: Kernel, a: Complete) -> Result:
     from cortex.kernel.complete import complete
 
     return complete(
@@ -438,23 +406,23 @@ def _complete(k: Kernel, a: Complete, env: Mapping[str, str]) -> Result:
         outcome=a.outcome,
         accept_failed=a.accept_failed,
         verification_not_possible=a.verification_not_possible,
-        actor=a.actor or env.get("CORTEX_ACTOR") or None,
+        actor=a.actor,
     )
 
 
-def _abort(k: Kernel, a: Abort, _env: Mapping[str, str]) -> Result:
+def _abort(k: Kernel, a: Abort) -> Result:
     from cortex.kernel.close import close
 
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
 
 
-def _read_evidence(k: Kernel, a: ReadEvidence, _env: Mapping[str, str]) -> Result:
+def _read_evidence(k: Kernel, a: ReadEvidence) -> Result:
     from cortex.kernel.evidence import read_evidence
 
     return read_evidence(k, a.task_id, a.evidence_id)
 
 
-def _read_artifact(k: Kernel, a: ReadArtifact, _env: Mapping[str, str]) -> Result:
+def _read_artifact(k: Kernel, a: ReadArtifact) -> Result:
     from cortex.kernel.views.artifact import read_artifact
 
     return read_artifact(
@@ -462,7 +430,7 @@ def _read_artifact(k: Kernel, a: ReadArtifact, _env: Mapping[str, str]) -> Resul
     )
 
 
-def _timeline(k: Kernel, a: Timeline, _env: Mapping[str, str]) -> Result:
+def _timeline(k: Kernel, a: Timeline) -> Result:
     from cortex.kernel.views.timeline.page import timeline
 
     return timeline(
@@ -480,7 +448,7 @@ def _timeline(k: Kernel, a: Timeline, _env: Mapping[str, str]) -> Result:
     )
 
 
-def _handoff(k: Kernel, a: Handoff, _env: Mapping[str, str]) -> Result:
+def _handoff(k: Kernel, a: Handoff) -> Result:
     from cortex.kernel.views.handoff.packet import handoff
 
     return handoff(k, a.task_id, compact=a.compact)
@@ -623,6 +591,40 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 BY_NAME = {tool.name: tool for tool in TOOLS}
+
+ALIASES: dict[str, str] = {
+    "task_id": "task",
+    "surfaces": "surface",
+    "criteria": "criterion",
+    "hypotheses": "hypothesis",
+    "supports": "support",
+    "files": "file",
+    "symbols": "symbol",
+    "hypothesis_id": "hypothesis",
+    "claims": "claim",
+    "contracts": "contract",
+    "options": "option",
+    "evidence_id": "evidence",
+    "kinds": "kind",
+}
+"""MCP argument -> the CLI option (or positional) it stands for, where the names differ.
+
+Tool arguments are plural where they hold a list and name the id they hold; CLI options are
+singular because each is repeated. Everything else has the same name on both faces (the kernel's
+messages use the CLI's names, and each face spells them its own way); tests/test_parity.py
+checks through this table that both faces take the same arguments with the same defaults.
+"""
+
+
+def spelling(tool: Tool) -> Callable[[str], str]:
+    """How this tool's messages name an argument: by its own argument name."""
+    fields = {field.name for field in msgspec.structs.fields(tool.args)}
+    names = {ALIASES.get(field, field): field for field in fields}
+
+    def spell(argument: str) -> str:
+        return names.get(argument, argument)
+
+    return spell
 
 
 def object_schema(type_: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cortex.cases.bounds import SESSIONS_QUERY_MAX, STUDIO_REFRESH_DEFAULT
+from cortex.kernel import defaults
 from cortex.studio import view
 from cortex.studio.data import Answered, Board, Decision, Detail, Failure, Source, choose
 
@@ -88,7 +88,7 @@ class StudioApp(App[None]):
     ]
     _MODAL_BLOCKED = frozenset({"search", "toggle_active", "answer", "refresh", "leave_search"})
 
-    def __init__(self, source: Source, *, refresh: float = STUDIO_REFRESH_DEFAULT) -> None:
+    def __init__(self, source: Source, *, refresh: float = defaults.STUDIO_REFRESH) -> None:
         super().__init__()
         self.source = source
         self.refresh_seconds = refresh
@@ -106,7 +106,7 @@ class StudioApp(App[None]):
         # screen has dropped its children, and a query would then raise instead of a no-op.
         self.search = Input(
             placeholder="search goals and task ids (/ to search, enter or escape to go back)",
-            max_length=SESSIONS_QUERY_MAX,
+            max_length=defaults.QUERY_MAX,
             id="search",
         )
         self.table: DataTable[Text] = DataTable(id="board", cursor_type="row", zebra_stripes=True)

@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from cortex.cases.bounds import STUDIO_ROWS_MAX
-from cortex.cases.errors import CortexError
-from cortex.cases.scrub import scrub_value
+from cortex.kernel import defaults
 from cortex.kernel.decisions import answer
+from cortex.kernel.errors import CortexError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.surface import redacted
 from cortex.kernel.views.sessions import sessions
 from cortex.kernel.views.show import show
 
@@ -110,7 +110,7 @@ def choose(rows: tuple[Row, ...], selected: str | None) -> str | None:
 class Source:
     """The kernel calls behind the board, one at a time (a Kernel is not meant to be shared)."""
 
-    def __init__(self, kernel: Kernel, *, limit: int = STUDIO_ROWS_MAX) -> None:
+    def __init__(self, kernel: Kernel, *, limit: int = defaults.STUDIO_ROWS) -> None:
         self.kernel = kernel
         self.limit = limit
         self._lock = threading.Lock()
@@ -120,7 +120,7 @@ class Source:
         with self._lock:
             try:
                 result = sessions(self.kernel, active=active, query=query, limit=self.limit)
-                data = scrub_value(msgspec.to_builtins(result.data), self.kernel.redactor)
+                data = redacted(self.kernel, msgspec.to_builtins(result.data))
                 rows = tuple(_row(item) for item in data["items"])
             except Exception as exc:  # noqa: BLE001 - any failure keeps the last good view
                 return Failure(self._message(exc))
@@ -136,7 +136,7 @@ class Source:
     def _detail(self, task_id: str) -> Detail:
         try:
             raw = msgspec.to_builtins(show(self.kernel, task_id).data)
-            data = scrub_value(raw, self.kernel.redactor)
+            data = redacted(self.kernel, raw)
             return Detail(task_id, data, None, raw["workspace"]["root"], _decision(raw))
         except Exception as exc:  # noqa: BLE001 - one unreadable case must not stop the board
             return Detail(task_id, None, self._message(exc), None, None)

@@ -10,9 +10,9 @@ import re
 from collections.abc import Sequence
 from typing import IO, Any
 
-from cortex.cases.bounds import STUDIO_REFRESH_DEFAULT, STUDIO_REFRESH_MAX, STUDIO_REFRESH_MIN
-from cortex.cases.errors import CortexError, InvalidInputError
+from cortex.kernel import defaults
 from cortex.kernel.envelope import Result
+from cortex.kernel.errors import CortexError, InvalidInputError
 from cortex.kernel.kernel import Kernel
 
 _SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
@@ -20,14 +20,12 @@ _SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
 
 def refresh_seconds(text: str | None) -> float:
     """`--refresh`: seconds between two refreshes, a plain decimal number within the bounds."""
+    low, high = defaults.STUDIO_REFRESH_RANGE
     if text is None:
-        return STUDIO_REFRESH_DEFAULT
+        return defaults.STUDIO_REFRESH
     seconds = float(text) if _SECONDS.fullmatch(text) else None
-    if seconds is None or not STUDIO_REFRESH_MIN <= seconds <= STUDIO_REFRESH_MAX:
-        msg = (
-            f"--refresh must be a number of seconds from {STUDIO_REFRESH_MIN:g} to "
-            f"{STUDIO_REFRESH_MAX:g}, not {text[:40]!r}"
-        )
+    if seconds is None or not low <= seconds <= high:
+        msg = f"--refresh must be a number of seconds from {low:g} to {high:g}, not {text[:40]!r}"
         raise InvalidInputError(msg)
     return seconds
 

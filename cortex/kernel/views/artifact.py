@@ -15,7 +15,7 @@ import stat
 
 import msgspec
 
-from cortex.cases.bounds import PREVIEW_DEFAULT, PREVIEW_MAX, SNAPSHOT_MAX, TREE_FILES_MAX
+from cortex.cases.bounds import PREVIEW_MAX, SNAPSHOT_MAX, TREE_FILES_MAX
 from cortex.cases.documents import Verification
 from cortex.cases.errors import IntegrityError, InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id
@@ -23,6 +23,7 @@ from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, t
 from cortex.cases.ledger import line_containing
 from cortex.cases.records import LedgerState
 from cortex.cases.tree import TreeManifest, decode_manifest, member_path
+from cortex.kernel import defaults
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -41,7 +42,7 @@ def read_artifact(
     path: str | None = None,
 ) -> Result:
     """The preview of `ref`, or of the member `path` of a tree `ref` (module docstring)."""
-    limit = PREVIEW_DEFAULT if max_bytes is None else max_bytes
+    limit = defaults.PREVIEW_BYTES if max_bytes is None else max_bytes
     if not 1 <= limit <= PREVIEW_MAX:
         raise InvalidInputError(f"--max-bytes must be 1 to {PREVIEW_MAX}")
     if path is not None:

@@ -22,7 +22,6 @@ from cortex.cases.bounds import (
     DAMAGED_SHOWN_MAX,
     SESSIONS_CAPTURES_MAX,
     SESSIONS_GOAL_MAX,
-    SESSIONS_LIMIT_DEFAULT,
     SESSIONS_LIMIT_MAX,
     SESSIONS_QUERY_MAX,
     STALE_AFTER_DEFAULT,
@@ -32,7 +31,7 @@ from cortex.cases.bounds import (
 from cortex.cases.errors import CortexError, IntegrityError, InvalidInputError
 from cortex.cases.fsio import open_for_read
 from cortex.cases.store import CaseStore
-from cortex.kernel import validate
+from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lease import state
@@ -196,7 +195,7 @@ def sessions(
     active: bool = False,
     stale_after: str | int | None = None,
     query: str | None = None,
-    limit: int = SESSIONS_LIMIT_DEFAULT,
+    limit: int = defaults.SESSIONS_LIMIT,
 ) -> Result:
     """Cases across every store, newest update first, filtered, with an exact total.
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from cortex.cases.bounds import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from cortex.cases.bounds import LIST_LIMIT_MAX
 from cortex.cases.documents import Hypotheses, Plan, Verification
 from cortex.cases.errors import CortexError, InvalidInputError
 from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
+from cortex.kernel import defaults
 from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, StoreInfo
@@ -141,7 +142,7 @@ def _children(store: CaseStore, case: CaseFile) -> list[dict[str, object]]:
     return children
 
 
-def list_cases(kernel: Kernel, *, limit: int = LIST_LIMIT_DEFAULT) -> Result:
+def list_cases(kernel: Kernel, *, limit: int = defaults.LIST_LIMIT) -> Result:
     """The cases of the current workspace's store, newest first, with an exact total."""
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise InvalidInputError(f"--limit must be between 1 and {LIST_LIMIT_MAX}")

@@ -26,7 +26,7 @@ from cortex.cases.documents import Decisions, Receipt, Verification
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
-from cortex.kernel import validate
+from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.views.timeline import fast as timeline_fast
@@ -97,20 +97,20 @@ def timeline(
     kernel: Kernel,
     task_id: str,
     *,
-    kinds: list[str],
-    actor: str | None,
-    since: str | None,
-    until: str | None,
-    anchor: str | None,
-    before: int | None,
-    after: int | None,
-    limit: int,
-    cursor: str | None,
+    kinds: list[str] | None = None,
+    actor: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    anchor: str | None = None,
+    before: int | None = None,
+    after: int | None = None,
+    limit: int = defaults.TIMELINE_LIMIT,
+    cursor: str | None = None,
 ) -> Result:
     """One page of a case's timeline, or the entries around an anchor (module docstring)."""
     lower, upper = window(since, until)
     query = Query(
-        kinds=parse_kinds(kinds),
+        kinds=parse_kinds(kinds or []),
         actor=None if actor is None else validate.identifier(actor, "--actor", kernel.redactor),
         lower=lower,
         upper=upper,
