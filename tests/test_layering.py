@@ -1,16 +1,23 @@
-"""Architecture rules, enforced by reading the source (and by running the hot path)."""
+"""Architecture rules, enforced by reading the source (and by running the hot path).
+
+The layer table, the library table and the exceptions are read from docs/design/architecture.md,
+so the page that explains the layers is the rule the suite enforces.
+"""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, Cli
 
-CORE = [ROOT / "cortex" / "cases", ROOT / "cortex" / "kernel"]
+CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "kernel")]
 FORBIDDEN_IMPORTS = ("rich", "mcp", "cortex.cli", "cortex.mcp", "git")
 
 
@@ -105,3 +112,153 @@ def test_envelopes_are_plain_json(cli: Cli, task: str) -> None:
     """The JSON envelope survives a round trip through the standard library parser."""
     out = cli("case", "status", task)
     assert json.loads(out.stdout)["data"]["taskId"] == task
+
+
+# The layer table ----------------------------------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "design" / "architecture.md"
+
+
+def _table(name: str) -> list[list[str]]:
+    """The rows of the table between `<!-- name -->` and `<!-- /name -->` (header dropped)."""
+    text = ARCHITECTURE.read_text()
+    match = re.search(rf"<!-- {name} -->\n(.*?)<!-- /{name} -->", text, re.DOTALL)
+    assert match, f"docs/design/architecture.md has no {name} table"
+    rows = [line for line in match.group(1).splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def _names(cell: str) -> list[str]:
+    return [name.strip().strip("`") for name in cell.split(",") if name.strip()]
+
+
+class Layers:
+    """The tables of docs/design/architecture.md, and a checker of a source tree against them."""
+
+    def __init__(self) -> None:
+        self.owner: list[tuple[str, str]] = []
+        self.allowed: dict[str, set[str]] = {}
+        for layer, modules, imports in _table("layers"):
+            self.allowed[layer] = {layer, *_names(imports)}
+            self.owner.extend((module, layer) for module in _names(modules))
+        self.owner.sort(key=lambda pair: len(pair[0]), reverse=True)
+        self.libraries = {lib.strip("`"): set(_names(where)) for lib, where in _table("libraries")}
+        self.exceptions = {
+            (importer.strip("`"), imported.strip("`"))
+            for importer, imported, _ in _table("exceptions")
+        }
+
+    def layer(self, module: str) -> str | None:
+        for prefix, layer in self.owner:
+            if module == prefix or module.startswith(prefix + "."):
+                return layer
+        return None
+
+    def violations(self, root: Path) -> list[str]:
+        """Every import under root/cortex that the tables forbid, as `module: why` lines."""
+        found: list[str] = []
+        for path in sorted((root / "cortex").rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            layer = self.layer(module)
+            if layer is None:
+                found.append(f"{module}: in no layer of the table")
+                continue
+            tree = ast.parse(path.read_text(), str(path))
+            for name, line in _imported(tree):
+                if (module, name) in self.exceptions:
+                    continue
+                found.extend(f"{module}:{line}: {why}" for why in self._judge(layer, name) if why)
+            if layer == "views":
+                found.extend(f"{module}:{line}: a view {why}" for line, why in _transactions(tree))
+        return found
+
+    def _judge(self, layer: str, name: str) -> list[str | None]:
+        top = name.split(".", maxsplit=1)[0]
+        if top == "cortex":
+            target = self.layer(name)
+            if target is not None and target not in self.allowed[layer]:
+                return [f"{layer} imports {name} ({target})"]
+            return []
+        if top in self.libraries and layer not in self.libraries[top]:
+            return [f"{layer} imports the library {top}"]
+        return []
+
+
+def _imported(tree: ast.AST) -> list[tuple[str, int]]:
+    """Every module an import names, TYPE_CHECKING blocks and function bodies included."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.module, node.lineno))
+            # `from cortex.kernel import views` imports a module too.
+            found.extend((f"{node.module}.{alias.name}", node.lineno) for alias in node.names)
+    return found
+
+
+def _transactions(tree: ast.AST) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "transaction":
+            found.append((node.lineno, "opens a transaction"))
+        if isinstance(node, ast.ImportFrom) and node.module == "cortex.cases.txn":
+            found.append((node.lineno, "imports cortex.cases.txn"))
+        if isinstance(node, ast.Import) and any(a.name == "cortex.cases.txn" for a in node.names):
+            found.append((node.lineno, "imports cortex.cases.txn"))
+    return found
+
+
+LAYERS = Layers()
+
+
+def test_every_import_follows_the_layer_table() -> None:
+    """Each module imports only the layers its row allows, and each library only where named."""
+    assert LAYERS.violations(ROOT) == []
+
+
+def test_every_exception_is_still_needed() -> None:
+    """An allow-list entry that no import uses any more is stale: remove it."""
+    used: set[tuple[str, str]] = set()
+    for path in (ROOT / "cortex").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        used.update((module, name) for name, _ in _imported(ast.parse(path.read_text())))
+    assert sorted(LAYERS.exceptions - used) == []
+
+
+PLANTED = [
+    ("cortex/verifiers/planted.py", "from cortex.kernel.kernel import Kernel\n", "verifiers"),
+    (
+        "cortex/verifiers/planted.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cortex.kernel import x\n",
+        "verifiers imports cortex.kernel",
+    ),
+    ("cortex/kernel/views/planted.py", "from cortex.cases.txn import Transaction\n", "a view"),
+    ("cortex/kernel/views/planted.py", "def f(s):\n    s.transaction('t')\n", "a view"),
+    ("cortex/kernel/planted.py", "from cortex.kernel.host import doctor\n", "(host)"),
+    ("cortex/kernel/views/planted.py", "import cortex.kernel.host.init\n", "(host)"),
+    ("cortex/cli/planted.py", "from cortex.studio.app import StudioApp\n", "(studio)"),
+    ("cortex/mcp/planted.py", "import cortex.cli.render\n", "(cli)"),
+    ("cortex/studio/planted.py", "from cortex.mcp import tools\n", "(mcp)"),
+    ("cortex/studio/planted.py", "from cortex.cases.bounds import X\n", "(cases)"),
+    ("cortex/kernel/planted.py", "import textual\n", "library textual"),
+    ("cortex/kernel/planted.py", "from rich.text import Text\n", "library rich"),
+    ("cortex/kernel/views/planted.py", "def f():\n    import mcp\n", "library mcp"),
+    ("cortex/cases/planted.py", "from cortex.workspace.capture import Capture\n", "(workspace)"),
+    ("cortex/workspace/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
+    ("cortex/cli/planted.py", "import git\n", "library git"),
+]
+
+
+@pytest.mark.parametrize(("path", "source", "expected"), PLANTED)
+def test_the_checker_catches_a_planted_violation(
+    tmp_path: Path, path: str, source: str, expected: str
+) -> None:
+    """A test of the test: each forbidden arrow, planted in a copy of the tree, is reported."""
+    shutil.copytree(ROOT / "cortex", tmp_path / "cortex")
+    (tmp_path / path).write_text(source)
+    found = LAYERS.violations(tmp_path)
+    assert len(found) >= 1, source
+    assert all("planted" in line for line in found), found
+    assert any(expected in line for line in found), found
