@@ -187,7 +187,7 @@ class RequestDecision(_Args):
     question: str
     options: Annotated[
         list[str], msgspec.Meta(description="2 to 16 answers, each 'ID=LABEL[|CONSEQUENCE]'")
-    ]
+    ] = msgspec.field(default_factory=list)
     actor: Actor = None
 
 
