@@ -87,3 +87,10 @@ def test_design_docs_name_every_crash_point() -> None:
 def test_changelog_has_an_unreleased_section() -> None:
     """Users can read what changed."""
     assert "## [Unreleased]" in (Path(ROOT) / "CHANGELOG.md").read_text()
+
+
+def test_the_reference_page_is_the_command_tables_written_out() -> None:
+    """docs/reference.md is generated from the grammar and the tool table: drift fails here."""
+    from reference_doc import PAGE, render
+
+    assert PAGE.read_text() == render(), "regenerate: python tests/reference_doc.py --write"
