@@ -17,10 +17,7 @@ from cortex.cases.bounds import (
     CLAIM_STATEMENT_MAX,
     CLAIMS_MAX,
     CONTRACT_MAX,
-    CONTRACTS_MAX,
     LEDGER_RECORD_MAX,
-    NOTES_MAX,
-    RAW_BLOB_MAX,
     SUMMARY_MAX,
 )
 from cortex.cases.documents import Batch, ClaimTerms, Verification
@@ -36,7 +33,7 @@ from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder, state
 from cortex.kernel.live import live_capture
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
-from cortex.verifiers.base import Context, Outcome, Verifier
+from cortex.verifiers.base import Context, Outcome, Verifier, validated
 from cortex.workspace.capture import Capture, committed_changes
 
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
@@ -227,7 +224,7 @@ def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Ru
     runs: list[Run] = []
     for requirement, verifier in verifiers:
         try:
-            outcome = _checked(verifier.run(requirement, context))
+            outcome = validated(verifier.run(requirement, context))
         except Exception as exc:  # noqa: BLE001 - a broken verifier blocks, it does not crash us
             outcome = Outcome(
                 status="blocked",
@@ -236,28 +233,6 @@ def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Ru
             )
         runs.append(Run(requirement=requirement, verifier=verifier, outcome=outcome))
     return runs
-
-
-def _checked(outcome: object) -> Outcome:
-    """A plugin's outcome, validated and bounded like input (a bad one raises)."""
-    if not isinstance(outcome, Outcome):
-        msg = f"run() returned {type(outcome).__name__}, not an Outcome"
-        raise TypeError(msg)
-    valid = msgspec.convert(msgspec.to_builtins(outcome, builtin_types=(bytes,)), Outcome)
-    valid.summary = valid.summary[:SUMMARY_MAX]
-    valid.notes = [note[:SUMMARY_MAX] for note in valid.notes[:NOTES_MAX]]
-    valid.findings = valid.findings[:NOTES_MAX]
-    for finding in valid.findings:
-        finding.claim = finding.claim[:CLAIM_STATEMENT_MAX]
-    if len(valid.contracts) > CONTRACTS_MAX:
-        valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
-        valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
-    valid.details = dict(list(valid.details.items())[:NOTES_MAX])
-    msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
-    if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
-        valid.raw = valid.raw[:RAW_BLOB_MAX]
-        valid.notes.append(f"the raw output was cut at {RAW_BLOB_MAX} bytes")
-    return valid
 
 
 def verify(

@@ -11,6 +11,14 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import msgspec
 
+from cortex.cases.bounds import (
+    CLAIM_STATEMENT_MAX,
+    CONTRACTS_MAX,
+    NOTES_MAX,
+    RAW_BLOB_MAX,
+    SUMMARY_MAX,
+)
+
 if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
     from cortex.verifiers.config import VerifierConfig
@@ -80,6 +88,33 @@ class Verifier(Protocol):
     def run(self, requirement: str, context: Context) -> Outcome:
         """Run once and report; must not raise for an ordinary failure of the thing verified."""
         ...
+
+
+def validated(outcome: object) -> Outcome:
+    """A verifier's outcome, validated and bounded like input (a bad one raises).
+
+    The kernel passes every `run()` result through this before storing it (a raise becomes a
+    `blocked` receipt), and `cortex.verifiers.testing.run` does the same, so a plugin's tests see
+    exactly what would be kept.
+    """
+    if not isinstance(outcome, Outcome):
+        msg = f"run() returned {type(outcome).__name__}, not an Outcome"
+        raise TypeError(msg)
+    valid = msgspec.convert(msgspec.to_builtins(outcome, builtin_types=(bytes,)), Outcome)
+    valid.summary = valid.summary[:SUMMARY_MAX]
+    valid.notes = [note[:SUMMARY_MAX] for note in valid.notes[:NOTES_MAX]]
+    valid.findings = valid.findings[:NOTES_MAX]
+    for finding in valid.findings:
+        finding.claim = finding.claim[:CLAIM_STATEMENT_MAX]
+    if len(valid.contracts) > CONTRACTS_MAX:
+        valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
+        valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
+    valid.details = dict(list(valid.details.items())[:NOTES_MAX])
+    msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
+    if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
+        valid.raw = valid.raw[:RAW_BLOB_MAX]
+        valid.notes.append(f"the raw output was cut at {RAW_BLOB_MAX} bytes")
+    return valid
 
 
 def split(requirement: str) -> tuple[str, str | None]:
