@@ -169,11 +169,24 @@ def append_latency(case_dir: Path, task: str, appends: int) -> list[float]:
     return samples
 
 
+def _baseline(script: str | None, args: list[str]) -> dict[str, list[str]]:
+    """The same command from another installation, if one was given."""
+    if script is None:
+        return {}
+    return {f"baseline: cortex {' '.join(args[:3])} --json": [script, *args, "--json"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--big", type=int, default=1_000_000, help="lines in the big ledger")
     parser.add_argument("--appends", type=int, default=300)
+    parser.add_argument(
+        "--baseline",
+        metavar="CORTEX",
+        help="another installation's cortex script, timed beside this one in the same rounds "
+        "(before/after a change)",
+    )
     options = parser.parse_args()
     if not Path(CORTEX).exists():
         raise SystemExit(f"no cortex console script next to {PY}; install the project first")
@@ -221,6 +234,7 @@ def main() -> None:
                     "x",
                     "--json",
                 ],
+                **_baseline(options.baseline, ["case", "evidence", "add", task, "--claim", "x"]),
             },
             env,
             repo,
@@ -231,6 +245,7 @@ def main() -> None:
             {
                 "floor: read, decode, print": [PY, str(HERE / "floor_status.py"), str(case_dir)],
                 "cortex case status --json": [CORTEX, "case", "status", task, "--json"],
+                **_baseline(options.baseline, ["case", "status", task]),
             },
             env,
             repo,

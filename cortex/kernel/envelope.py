@@ -2,7 +2,7 @@
 
 `{"schema": "cortex/v1", "ok", "command", "data", "error": {code, message} | null}`, plus
 `actions` (machine-usable next steps) when there is one. The CLI prints it with `--json`; the MCP
-server (a later issue) returns it as structured content.
+server returns it as each tool's structured content.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The MCP stdio server (`cortex serve`).
+"""The MCP stdio server (`cortex serve`), on the official SDK.
 
-Not built yet: the server arrives with the MCP issue and will call the same kernel functions as
-the CLI. Nothing in this package is imported by any other command.
+`tools` is the tool table: each tool's arguments (msgspec types, from which the schemas are
+generated), hints and the kernel call it makes; it imports no SDK. `server` wires the table to
+the SDK's low-level server and runs calls in worker threads; `wire` repairs what a client sends
+before the SDK parses it. Only `cortex serve` imports this package.
 """
