@@ -169,11 +169,11 @@ def append_latency(case_dir: Path, task: str, appends: int) -> list[float]:
     return samples
 
 
-def _baseline(script: str | None, args: list[str]) -> dict[str, list[str]]:
+def _baseline(script: str | None, name: str, args: list[str]) -> dict[str, list[str]]:
     """The same command from another installation, if one was given."""
     if script is None:
         return {}
-    return {f"baseline: cortex {' '.join(args[:3])} --json": [script, *args, "--json"]}
+    return {f"baseline: cortex {name} --json": [script, *args, "--json"]}
 
 
 def main() -> None:
@@ -234,7 +234,11 @@ def main() -> None:
                     "x",
                     "--json",
                 ],
-                **_baseline(options.baseline, ["case", "evidence", "add", task, "--claim", "x"]),
+                **_baseline(
+                    options.baseline,
+                    "case evidence add",
+                    ["case", "evidence", "add", task, "--claim", "x"],
+                ),
             },
             env,
             repo,
@@ -245,7 +249,7 @@ def main() -> None:
             {
                 "floor: read, decode, print": [PY, str(HERE / "floor_status.py"), str(case_dir)],
                 "cortex case status --json": [CORTEX, "case", "status", task, "--json"],
-                **_baseline(options.baseline, ["case", "status", task]),
+                **_baseline(options.baseline, "case status", ["case", "status", task]),
             },
             env,
             repo,
