@@ -9,9 +9,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import TYPE_CHECKING
 
 from cortex.cases import _crash
 from cortex.cases.errors import IntegrityError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -72,10 +76,15 @@ def temp_name(directory: str, final_name: str) -> str:
     return os.path.join(directory, f"{TEMP_PREFIX}{final_name}-{os.getpid()}-{os.urandom(4).hex()}")
 
 
-def write_new_file(path: str, data: bytes, *, sync: bool = True) -> None:
-    """Create `path` exclusively (never through a symlink), write it and fsync it."""
+def write_new_file(path: str, data: bytes, *, sync: bool = True, mode: int | None = None) -> None:
+    """Create `path` exclusively (never through a symlink), write it and fsync it.
+
+    `mode`, if given, is set exactly (whatever the umask) before any byte is written.
+    """
     fd = os.open(path, CREATE_FLAGS, FILE_MODE)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         write_all(fd, data)
         if sync:
             os.fsync(fd)
@@ -83,12 +92,24 @@ def write_new_file(path: str, data: bytes, *, sync: bool = True) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(
+    path: str,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    unchanged: Callable[[], bool] | None = None,
+) -> bool:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix.
 
     Temp file in the same directory, fsync, rename over the target, fsync the directory: without
     the first fsync a crash can leave a zero-length file under the final name (the ext4
     delayed-allocation case); without the last, the rename itself can be lost.
+
+    `mode` is set exactly on the temp file, so the file is never visible under its name with
+    other permissions; without it the file is private (0600, less what the umask removes).
+    `unchanged`, called after the temp file is synced and just before the rename, says whether
+    the target is still what the caller read; if not, nothing is replaced and the result is
+    False (the caller reads again and retries). Otherwise the result is True.
     """
     directory = os.path.dirname(path)
     tmp = temp_name(directory, os.path.basename(path))
@@ -97,11 +118,16 @@ def write_atomic(path: str, data: bytes) -> None:
         try:
             _crash.point("snapshot.tmp_created")
             write_all(fd, data)
+            if mode is not None:
+                os.fchmod(fd, mode)
             _crash.point("snapshot.tmp_written")
             os.fsync(fd)
             _crash.point("snapshot.tmp_synced")
         finally:
             os.close(fd)
+        if unchanged is not None and not unchanged():
+            _unlink_quietly(tmp)
+            return False
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
@@ -113,6 +139,47 @@ def write_atomic(path: str, data: bytes) -> None:
         # Past the rename there is no undoing: say precisely what is uncertain.
         raise UnsyncedReplaceError(exc.errno, f"{directory}: {exc.strerror}") from exc
     _crash.point("snapshot.dir_synced")
+    return True
+
+
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
+"""How link(2) fails on file systems without hard links (some FUSE and network mounts)."""
+
+
+def write_once(path: str, data: bytes, *, mode: int) -> bool:
+    """Create `path` holding `data`, whole or not at all, unless the name is taken already.
+
+    For a file a later run trusts as it finds it (a backup): one torn by a crash must never
+    appear under its name, and the first one written is the one kept. Returns whether this
+    call's file is the one now there.
+    """
+    directory = os.path.dirname(path)
+    tmp = temp_name(directory, os.path.basename(path))
+    fd = os.open(tmp, CREATE_FLAGS, FILE_MODE)
+    ours = True
+    try:
+        write_all(fd, data)
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+        try:
+            # A hard link, unlike a rename, fails if the name exists (even as a symlink): the
+            # first file is the one kept, and a planted link is never written through.
+            os.link(tmp, path)
+        except FileExistsError:
+            ours = False  # a concurrent writer made it a moment earlier: theirs stands
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            # No hard links here: rename instead. A concurrent writer's file could be replaced
+            # in between, but only by another whole one; a link is replaced, not followed.
+            ours = not os.path.lexists(path)
+            if ours:
+                os.replace(tmp, path)
+    finally:
+        _unlink_quietly(tmp)
+        os.close(fd)
+    fsync_dir(directory)
+    return ours
 
 
 def _unlink_quietly(path: str) -> None:

@@ -123,8 +123,7 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
         msg = f"adding the verifiers would make {path} invalid TOML ({exc}); nothing was written"
         raise GateRefusedError(msg, []) from None
     mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-    write_atomic(path, text.encode("utf-8"))
-    os.chmod(path, mode)
+    write_atomic(path, text.encode("utf-8"), mode=mode)
     return Result(
         data={
             "file": path,
