@@ -476,3 +476,24 @@ class TestDurableWriter:
         assert path.read_bytes() == b"first\n"
         assert path.stat().st_mode & 0o777 == 0o600
         assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+    def test_a_writers_temp_is_locked_until_renamed_and_only_abandoned_ones_go(
+        self, tmp_path: Path
+    ) -> None:
+        """remove_stale_temps keeps a temp whose writer holds it, whatever its pid says."""
+        path = tmp_path / "config.toml"
+        abandoned = tmp_path / f".tmp-config.toml-{os.getpid()}-0123abcd"
+        abandoned.write_bytes(b"a dead writer's copy\n")
+        during: list[tuple[int, list[str]]] = []
+
+        def unchanged() -> bool:  # called with the temp written, just before the rename
+            removed = fsio.remove_stale_temps(str(tmp_path), {"config.toml"})
+            during.append((removed, sorted(p.name for p in tmp_path.iterdir())))
+            return True
+
+        assert fsio.write_atomic(str(path), b"x = 1\n", unchanged=unchanged) is True
+        [(removed, names)] = during
+        assert removed == 1
+        assert len(names) == 1
+        assert names[0].startswith(".tmp-config.toml-")
+        assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]

@@ -26,7 +26,13 @@ import msgspec
 
 from cortex.cases.bounds import HOST_CONFIG_MAX
 from cortex.cases.errors import BusyError, InvalidInputError, RefusedError
-from cortex.cases.fsio import fsync_dir, read_bounded, write_atomic, write_once
+from cortex.cases.fsio import (
+    fsync_dir,
+    read_bounded,
+    remove_stale_temps,
+    write_atomic,
+    write_once,
+)
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.kernel import Kernel
 
@@ -41,8 +47,6 @@ BACKUP_SUFFIX = ".cortex-backup"
 _ATTEMPTS = 3
 OWNED_KEYS = ("type", "command", "args")
 """What setup sets in a Claude Code entry; every other key of an existing entry is kept."""
-# fsio.temp_name's `.tmp-<final name>-<pid>-<8 hex>`.
-_TEMP = re.compile(r"\.tmp-(.+)-([0-9]+)-[0-9a-f]{8}")
 
 
 class Location(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,7 +145,10 @@ def setup(
     where = location(host, scope, kernel.env, kernel.workspace.root)
     entry = server_entry(interpreter)
     if not dry_run and _directory_ready(where):
-        _remove_stale_temps(where)
+        # A run killed before its rename leaves a temp file, a full copy of the file, that
+        # nothing else removes.
+        name = os.path.basename(where.path)
+        remove_stale_temps(os.path.dirname(where.path), {name, name + BACKUP_SUFFIX})
     for _ in range(_ATTEMPTS):
         original = _read_target(where)
         try:
@@ -465,36 +472,3 @@ def _write_backup(path: str, data: bytes, mode: int) -> None:
     backup's name; a concurrent run that backed up the same file a moment earlier wins.
     """
     write_once(path, data, mode=mode & 0o600)
-
-
-def _remove_stale_temps(where: Location) -> None:
-    """Remove the temp files of killed runs next to the file and its backup; never a live run's.
-
-    A run killed before its rename leaves one, a full copy of the file, that nothing else removes.
-    """
-    directory = os.path.dirname(where.path)
-    name = os.path.basename(where.path)
-    ours = {name, name + BACKUP_SUFFIX}
-    try:
-        entries = os.listdir(directory)
-    except OSError:
-        return  # tidying up is not worth failing over; the run itself reports real trouble
-    for entry in entries:
-        match = _TEMP.fullmatch(entry)
-        if match is not None and match.group(1) in ours and _gone(int(match.group(2))):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, entry))
-    # No directory fsync: a removal lost to a crash only means the next run removes it again.
-
-
-def _gone(pid: int) -> bool:
-    """Whether no process has this pid (so the run that named a temp file after it is over)."""
-    if pid <= 0:
-        return False  # never a run's pid, and kill(0) would signal our own process group
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, OverflowError):
-        return False  # PermissionError: alive, another user's; or not a pid at all
-    return False
