@@ -109,3 +109,36 @@ def test_a_write_that_would_break_the_file_is_refused(cli: Cli, repo: Path) -> N
     write(repo / "pyproject.toml", original)
     assert cli("init", "--pyproject").error_code == "refused"
     assert (repo / "pyproject.toml").read_text() == original
+
+
+def test_force_replaces_only_the_verifier_table_keeping_comments_and_layout(
+    cli: Cli, repo: Path
+) -> None:
+    """--force edits cortex.toml as text: comments, blank lines and other tables stay as written."""
+    write(repo / "conftest.py", "")
+    head = (
+        "# Cortex settings for this repository.\n"
+        "lock_timeout = 3  # seconds\n"
+        "\n"
+        "\n"
+        "[verifiers.lint]  # the linter\n"
+        "argv = ['ruff', 'check']\n"
+        "\n"
+        "# The tests, as CI runs them:\n"
+    )
+    tail = "\n# Kept for the release job.\n[verifiers.docs]\nargv = [ 'mkdocs',  'build' ]\n"
+    old_table = "[verifiers.pytest]\nargv = ['pytest', '-x']\ntimeout = 9\n"
+    write(repo / "cortex.toml", head + old_table + tail)
+    data = cli("init", "--force").data
+    assert data["replaced"] == ["pytest"]
+    new_table = '[verifiers.pytest]\nargv = ["python", "-m", "pytest", "-q"]\n'
+    assert (repo / "cortex.toml").read_text() == head + new_table + tail
+
+
+def test_force_refuses_a_verifier_it_cannot_edit_as_text(cli: Cli, repo: Path) -> None:
+    """A verifier written with dotted keys cannot be replaced in place: nothing is written."""
+    write(repo / "conftest.py", "")
+    original = "# mine\nverifiers.pytest.argv = ['old']\n"
+    write(repo / "cortex.toml", original)
+    assert cli("init", "--force").error_code == "refused"
+    assert (repo / "cortex.toml").read_text() == original

@@ -1730,11 +1730,11 @@ def test_a_crash_leaves_no_temp_file_behind_after_the_next_run(
 
 CRASH_MID_BACKUP = """
 import os, signal, sys
-import cortex.kernel.host.setup as setup_host
+import cortex.cases.fsio as fsio  # setup's first write is the backup's
 def torn(fd, data):
     os.write(fd, data[: len(data) // 2])
     os.kill(os.getpid(), signal.SIGKILL)
-setup_host.write_all = torn
+fsio.write_all = torn
 from cortex.main import entrypoint
 sys.exit(entrypoint())
 """

@@ -6,18 +6,23 @@ test's own) and asserts on their bytes, modes and the exit status.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import sys
 import sysconfig
+import threading
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Cli, run_cortex
+from conftest import CHILDREN, ROOT, Cli, run_cortex
 
 from cortex.kernel.host import setup as setup_host
 from cortex.kernel.kernel import Kernel
@@ -66,6 +71,13 @@ def run_setup(env: dict[str, str], repo: Path, host: str, **options: Any) -> dic
 
 
 ALL = [("claude", "project"), ("claude", "user"), ("codex", "user"), ("codex", "project")]
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
 
 
 class TestFirstAndSecondRun:
@@ -599,18 +611,23 @@ class TestSafety:
 
     def test_only_the_temp_files_of_finished_runs_are_removed(self, cli: Cli, repo: Path) -> None:
         """A killed run's temp file goes; a live run's, or another file's, stays."""
-        live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()  # reaped: its pid names no process now
+        names = {
+            "dead": f".tmp-.mcp.json-{dead.pid}-0123abcd",
+            "dead-backup": f".tmp-.mcp.json.cortex-backup-{dead.pid}-0123abcd",
+            "live": f".tmp-.mcp.json-{dead.pid}-4567cdef",  # the pid says nothing; the lock does
+            "other-file": f".tmp-other.json-{dead.pid}-0123abcd",
+        }
+        for name in names.values():
+            (repo / name).write_text("{}")
+        # A live run is one that holds the lock on its temp file, as every writer does.
+        live = subprocess.Popen(
+            [sys.executable, "-c", HOLD_LOCK, str(repo / names["live"])], stdout=subprocess.PIPE
+        )
         try:
-            names = {
-                "dead": f".tmp-.mcp.json-{dead.pid}-0123abcd",
-                "dead-backup": f".tmp-.mcp.json.cortex-backup-{dead.pid}-0123abcd",
-                "live": f".tmp-.mcp.json-{live.pid}-0123abcd",
-                "other-file": f".tmp-other.json-{dead.pid}-0123abcd",
-            }
-            for name in names.values():
-                (repo / name).write_text("{}")
+            assert live.stdout is not None
+            assert live.stdout.readline() == b"held\n"
             (repo / ".mcp.json").write_text("{}")
             assert cli("setup", "claude", "--dry-run").code == 0
             assert len(stray_temps(repo)) == 4  # a dry run writes and removes nothing
@@ -618,7 +635,7 @@ class TestSafety:
             assert stray_temps(repo) == sorted([names["live"], names["other-file"]])
         finally:
             live.kill()
-            live.wait()
+            live.communicate()
 
     def test_a_file_rewritten_by_the_host_meanwhile_is_not_clobbered(
         self, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
@@ -659,3 +676,86 @@ class TestRealProcess:
         assert again.returncode == 0
         assert b"Already registered" in again.stdout
         assert snapshot(path) == before
+
+
+UNSHARE = ["unshare", "--user", "--pid", "--fork", "--map-root-user", "--mount-proc"]
+# The namespace's init (this sh, pid 1 there) starts the writer at the pid after the one it is
+# given. The pid is chosen free outside, so there kill(pid, 0) says "no such process" while the
+# writer runs: what a PID check sees of a writer in another container. The trailing `exit`
+# keeps sh from exec-ing the writer in its own place (as pid 1).
+IN_NAMESPACE = 'echo "$1" > /proc/sys/kernel/ns_last_pid 2>/dev/null; shift; "$@"; exit $?'
+
+
+def free_pid() -> int:
+    """A pid no process has here (and, below the default pid_max, one a namespace can give)."""
+    for pid in range(30000, 1000, -1):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            continue
+    pytest.skip("no free pid below 30000 to give the writer")
+
+
+def require_pid_namespaces() -> None:
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare(1) is not installed, so the writer cannot run in its own namespace")
+    probe = subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=30, check=False)
+    if probe.returncode != 0:
+        reason = probe.stderr.decode(errors="replace").strip()
+        pytest.skip(f"unshare cannot create a user and PID namespace here ({reason})")
+
+
+def wait_for_group_to_end(pgid: int) -> None:
+    """Until no process of the group is left (a SIGKILL takes effect asynchronously)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+
+
+class TestStaleTempsAcrossPidNamespaces:
+    def test_a_live_writers_temp_stays_and_a_killed_writers_goes(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        """The writer runs in its own PID namespace, paused with its temp file written.
+
+        Another run must leave that temp alone, whatever the writer's pid means here; once the
+        writer is killed, the next run removes it.
+        """
+        require_pid_namespaces()
+        pid = free_pid()
+        commands = json.dumps([["setup", "claude"]])
+        child = [sys.executable, str(CHILDREN / "crash_child.py"), "snapshot.tmp_synced", "0"]
+        writer = subprocess.Popen(
+            [*UNSHARE, "sh", "-c", IN_NAMESPACE, "sh", str(pid - 1), *child, str(repo), commands],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        watchdog = threading.Timer(60, os.killpg, (writer.pid, signal.SIGKILL))
+        watchdog.start()
+        try:
+            assert writer.stdout is not None
+            line = writer.stdout.readline()
+            if line != b"AT snapshot.tmp_synced\n":
+                os.killpg(writer.pid, signal.SIGKILL)
+                _, err = writer.communicate()
+                pytest.fail(f"the writer did not pause: {line!r} {err.decode(errors='replace')}")
+            [live] = stray_temps(repo)
+            assert cli("setup", "claude").data["changed"] is True
+            assert stray_temps(repo) == [live]
+        finally:
+            watchdog.cancel()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(writer.pid, signal.SIGKILL)
+            writer.communicate()
+            wait_for_group_to_end(writer.pid)
+        assert stray_temps(repo) == [live]  # a killed writer leaves its temp behind
+        assert cli("setup", "claude").data["changed"] is False
+        assert stray_temps(repo) == []

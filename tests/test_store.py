@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
-from cortex.cases import ids, ledger
+from cortex.cases import fsio, ids, ledger
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import (
     IntegrityError,
@@ -436,3 +436,64 @@ class TestMultiFileCommit:
         plan = store.read_snapshot(case.id, "plan.json", Plan)
         assert plan is not None
         assert plan.summary == "kept"
+
+
+class TestDurableWriter:
+    """fsio's writers: what the store, setup, init and the handoff file rely on."""
+
+    def test_a_given_mode_is_the_files_from_its_first_appearance(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = tmp_path / "config.toml"
+        seen: list[int] = []
+        real = os.replace
+
+        def replace(src: str, dst: str) -> None:
+            seen.append(os.stat(src).st_mode & 0o777)
+            real(src, dst)
+
+        monkeypatch.setattr(os, "replace", replace)
+        old = os.umask(0o077)
+        try:
+            assert fsio.write_atomic(str(path), b"x = 1\n", mode=0o644) is True
+        finally:
+            os.umask(old)
+        assert seen == [0o644]  # already, under the temp name: never visible otherwise
+        assert path.stat().st_mode & 0o777 == 0o644
+
+    def test_a_target_changed_since_it_was_read_is_not_replaced(self, tmp_path: Path) -> None:
+        path = tmp_path / "config.toml"
+        path.write_bytes(b"theirs\n")
+        written = fsio.write_atomic(str(path), b"ours\n", unchanged=lambda: False)
+        assert written is False
+        assert path.read_bytes() == b"theirs\n"
+        assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]
+
+    def test_write_once_keeps_the_first_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "config.toml.cortex-backup"
+        assert fsio.write_once(str(path), b"first\n", mode=0o600) is True
+        assert fsio.write_once(str(path), b"second\n", mode=0o600) is False
+        assert path.read_bytes() == b"first\n"
+        assert path.stat().st_mode & 0o777 == 0o600
+        assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+    def test_a_writers_temp_is_locked_until_renamed_and_only_abandoned_ones_go(
+        self, tmp_path: Path
+    ) -> None:
+        """remove_stale_temps keeps a temp whose writer holds it, whatever its pid says."""
+        path = tmp_path / "config.toml"
+        abandoned = tmp_path / f".tmp-config.toml-{os.getpid()}-0123abcd"
+        abandoned.write_bytes(b"a dead writer's copy\n")
+        during: list[tuple[int, list[str]]] = []
+
+        def unchanged() -> bool:  # called with the temp written, just before the rename
+            removed = fsio.remove_stale_temps(str(tmp_path), {"config.toml"})
+            during.append((removed, sorted(p.name for p in tmp_path.iterdir())))
+            return True
+
+        assert fsio.write_atomic(str(path), b"x = 1\n", unchanged=unchanged) is True
+        [(removed, names)] = during
+        assert removed == 1
+        assert len(names) == 1
+        assert names[0].startswith(".tmp-config.toml-")
+        assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]

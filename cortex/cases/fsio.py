@@ -9,9 +9,20 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import TYPE_CHECKING
 
 from cortex.cases import _crash
 from cortex.cases.errors import IntegrityError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - only on platforms without fcntl (Windows)
+    _FLOCK = False
+else:
+    _FLOCK = True
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -24,6 +35,9 @@ _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+# Read-write: where flock is emulated with POSIX locks (NFS), an exclusive lock needs it.
+_PROBE_FLAGS = os.O_RDWR | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_TEMP_ATTEMPTS = 3
 
 
 class UnsyncedReplaceError(OSError):
@@ -72,10 +86,15 @@ def temp_name(directory: str, final_name: str) -> str:
     return os.path.join(directory, f"{TEMP_PREFIX}{final_name}-{os.getpid()}-{os.urandom(4).hex()}")
 
 
-def write_new_file(path: str, data: bytes, *, sync: bool = True) -> None:
-    """Create `path` exclusively (never through a symlink), write it and fsync it."""
+def write_new_file(path: str, data: bytes, *, sync: bool = True, mode: int | None = None) -> None:
+    """Create `path` exclusively (never through a symlink), write it and fsync it.
+
+    `mode`, if given, is set exactly (whatever the umask) before any byte is written.
+    """
     fd = os.open(path, CREATE_FLAGS, FILE_MODE)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         write_all(fd, data)
         if sync:
             os.fsync(fd)
@@ -83,26 +102,44 @@ def write_new_file(path: str, data: bytes, *, sync: bool = True) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(
+    path: str,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    unchanged: Callable[[], bool] | None = None,
+) -> bool:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix.
 
     Temp file in the same directory, fsync, rename over the target, fsync the directory: without
     the first fsync a crash can leave a zero-length file under the final name (the ext4
     delayed-allocation case); without the last, the rename itself can be lost.
+
+    `mode` is set exactly on the temp file, so the file is never visible under its name with
+    other permissions; without it the file is private (0600, less what the umask removes).
+    `unchanged`, called after the temp file is synced and just before the rename, says whether
+    the target is still what the caller read; if not, nothing is replaced and the result is
+    False (the caller reads again and retries). Otherwise the result is True.
     """
     directory = os.path.dirname(path)
-    tmp = temp_name(directory, os.path.basename(path))
-    fd = os.open(tmp, CREATE_FLAGS, FILE_MODE)
+    tmp, fd = _create_temp(directory, os.path.basename(path))
     try:
+        # The descriptor stays open until the temp name is gone: its lock is what tells
+        # remove_stale_temps that this temp file has a live writer.
         try:
             _crash.point("snapshot.tmp_created")
             write_all(fd, data)
+            if mode is not None:
+                os.fchmod(fd, mode)
             _crash.point("snapshot.tmp_written")
             os.fsync(fd)
             _crash.point("snapshot.tmp_synced")
+            if unchanged is not None and not unchanged():
+                _unlink_quietly(tmp)
+                return False
+            os.replace(tmp, path)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
@@ -113,6 +150,158 @@ def write_atomic(path: str, data: bytes) -> None:
         # Past the rename there is no undoing: say precisely what is uncertain.
         raise UnsyncedReplaceError(exc.errno, f"{directory}: {exc.strerror}") from exc
     _crash.point("snapshot.dir_synced")
+    return True
+
+
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
+"""How link(2) fails on file systems without hard links (some FUSE and network mounts)."""
+
+
+def write_once(path: str, data: bytes, *, mode: int) -> bool:
+    """Create `path` holding `data`, whole or not at all, unless the name is taken already.
+
+    For a file a later run trusts as it finds it (a backup): one torn by a crash must never
+    appear under its name, and the first one written is the one kept. Returns whether this
+    call's file is the one now there.
+    """
+    directory = os.path.dirname(path)
+    tmp, fd = _create_temp(directory, os.path.basename(path))
+    ours = True
+    try:
+        write_all(fd, data)
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+        try:
+            # A hard link, unlike a rename, fails if the name exists (even as a symlink): the
+            # first file is the one kept, and a planted link is never written through.
+            os.link(tmp, path)
+        except FileExistsError:
+            ours = False  # a concurrent writer made it a moment earlier: theirs stands
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            # No hard links here: rename instead. A concurrent writer's file could be replaced
+            # in between, but only by another whole one; a link is replaced, not followed.
+            ours = not os.path.lexists(path)
+            if ours:
+                os.replace(tmp, path)
+    finally:
+        _unlink_quietly(tmp)
+        os.close(fd)
+    fsync_dir(directory)
+    return ours
+
+
+def _create_temp(directory: str, final_name: str) -> tuple[str, int]:
+    """A new temp file for `final_name` and its descriptor, which holds the file's lock.
+
+    The lock lasts as long as the descriptor, so as long as the writer lives: it is how
+    remove_stale_temps tells a live writer's temp from a dead one's, in any PID namespace and on
+    any machine sharing the file system, where a pid means nothing. Between the creation and the
+    lock, a cleanup can take the new file for a dead writer's and remove it; then it is made
+    again under a new name.
+    """
+    for _ in range(_TEMP_ATTEMPTS):
+        tmp = temp_name(directory, final_name)
+        fd = os.open(tmp, CREATE_FLAGS, FILE_MODE)
+        try:
+            held = try_lock(fd)
+            if held is None or (held and _still_named(tmp, fd)):
+                return tmp, fd
+            if not held:
+                _unlink_quietly(tmp)  # a cleanup holds it and is removing it
+        except BaseException:
+            _unlink_quietly(tmp)
+            os.close(fd)
+            raise
+        os.close(fd)
+    msg = f"{directory}: each temp file was removed by a cleanup as soon as it was created"
+    raise OSError(errno.EBUSY, msg)
+
+
+def try_lock(fd: int) -> bool | None:
+    """Take `fd`'s exclusive flock without waiting; released when the descriptor is closed.
+
+    True if taken, False if someone holds it, None where the file system (or the platform) has
+    no such lock, so that nobody can hold it either.
+    """
+    if not _FLOCK:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None  # ENOLCK, EOPNOTSUPP, ...: some FUSE and network mounts
+    return True
+
+
+def _still_named(path: str, fd: int) -> bool:
+    """Whether `path` is still the file open as `fd` (not removed, not replaced)."""
+    try:
+        named = os.lstat(path)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def remove_stale_temps(directory: str, final_names: Collection[str]) -> int:
+    """Remove the temp files that dead writers left for `final_names`; never a live writer's.
+
+    A writer holds its temp file's lock for as long as the file exists (see `_create_temp`),
+    so a temp whose lock can be taken without waiting has no writer left. One whose lock cannot
+    be tested (no flock here, another user's file) is left. Returns how many were removed; the
+    directory is not synced (a removal lost to a crash is only done again by the next call).
+    """
+    import re  # only for this clean-up, never on the per-call path
+
+    pattern = re.compile(re.escape(TEMP_PREFIX) + r"(.+)-[0-9]+-[0-9a-f]{8}")  # temp_name's
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return 0  # tidying up is not worth failing over; the caller reports real trouble
+    removed = 0
+    for entry in entries:
+        match = pattern.fullmatch(entry)
+        if match is not None and match.group(1) in final_names:
+            removed += _remove_if_abandoned(os.path.join(directory, entry))
+    return removed
+
+
+def _remove_if_abandoned(path: str) -> bool:
+    try:
+        kind = os.lstat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISDIR(kind):
+        return False  # not something a writer makes; not ours to remove
+    if not stat.S_ISREG(kind):
+        # A writer's temp is a regular file: a link (or FIFO) under such a name has no writer.
+        return _unlink_if_there(path)
+    try:
+        fd = os.open(path, _PROBE_FLAGS)
+    except PermissionError:
+        try:
+            fd = os.open(path, READ_FLAGS)  # a read-only temp (a read-only file's backup)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        # Unlinked while the lock is held: a writer that locks this file later finds its name
+        # gone (see `_create_temp`); and only if the name is still the file that was locked.
+        return try_lock(fd) is True and _still_named(path, fd) and _unlink_if_there(path)
+    finally:
+        os.close(fd)
+
+
+def _unlink_if_there(path: str) -> bool:
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
 
 
 def _unlink_quietly(path: str) -> None:

@@ -196,10 +196,10 @@ class Kernel:
             ignore_file = os.path.join(root, ".gitignore")
             if not os.path.lexists(ignore_file):
                 try:
-                    write_new_file(ignore_file, STORE_GITIGNORE)
+                    # Readable like the repository's other files, from the moment it exists.
+                    write_new_file(ignore_file, STORE_GITIGNORE, mode=0o644)
                 except FileExistsError:
                     return
-                os.chmod(ignore_file, 0o644)
                 fsync_dir(root)
 
     def _refuse_foreign_directory(self, root: str) -> None:

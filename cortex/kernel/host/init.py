@@ -2,14 +2,14 @@
 
 It writes `[verifiers.NAME]` tables to cortex.toml (or `[tool.cortex.verifiers.NAME]` to
 pyproject.toml with `--pyproject`), never replaces a verifier that exists unless `--force`, and
-checks that the file it writes still parses before replacing it atomically.
+edits the file as `setup codex` does (toml_edit: every comment, blank line and other table stays,
+and the result must read back as intended) before replacing it atomically.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from cortex.cases.bounds import CONFIG_FILE_MAX
 from cortex.cases.errors import InvalidInputError, NotFoundError
@@ -106,25 +106,19 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
         how = "edit pyproject.toml by hand" if pyproject else "pass --force to replace them"
         msg = f"{path} already configures {', '.join(clashes)}; {how}"
         raise GateRefusedError(msg, [Action(command="cortex config", reason="see what is set")])
-    if clashes:
-        # Replacing a table means rewriting cortex.toml from its parsed form (comments go).
-        for name in clashes:
-            del table["verifiers"][name]
-        original = _dump(table)
-    prefix = "tool.cortex.verifiers" if pyproject else "verifiers"
-    blocks = [
-        f"[{prefix}.{name}]\nargv = {json.dumps(argv)}\n" for name, argv in sorted(found.items())
-    ]
-    text = original + ("\n" if original and not original.endswith("\n") else "")
-    text += ("\n" if text else "") + "\n".join(blocks)
+    from cortex.kernel.host import toml_edit
+
+    prefix = ("tool", "cortex", "verifiers") if pyproject else ("verifiers",)
+    text = original
     try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg = f"adding the verifiers would make {path} invalid TOML ({exc}); nothing was written"
+        for name, argv in sorted(found.items()):
+            # Replaced whole: the old table's other keys (a timeout, ...) were for its command.
+            text = toml_edit.set_table(text, (*prefix, name), {"argv": argv}, keep_others=False)
+    except toml_edit.UnsafeEditError as exc:
+        msg = f"cannot safely add the verifiers to {path} ({exc}); nothing was written"
         raise GateRefusedError(msg, []) from None
     mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
-    write_atomic(path, text.encode("utf-8"))
-    os.chmod(path, mode)
+    write_atomic(path, text.encode("utf-8"), mode=mode)
     return Result(
         data={
             "file": path,
@@ -138,21 +132,3 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
             for name in sorted(found)
         ],
     )
-
-
-def _dump(table: dict[str, Any]) -> str:
-    """cortex.toml from its parsed keys (the format's few value types only)."""
-    lines = [f"{key} = {_value(value)}" for key, value in table.items() if key != "verifiers"]
-    for name, verifier in table.get("verifiers", {}).items():
-        lines += ["", f"[verifiers.{name}]"]
-        lines += [f"{key} = {_value(value)}" for key, value in verifier.items()]
-    return "\n".join(lines).lstrip("\n") + "\n" if lines else ""
-
-
-def _value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str | list):
-        return json.dumps(value)
-    msg = f"cannot rewrite a value of type {type(value).__name__} in cortex.toml"
-    raise InvalidInputError(msg)

@@ -13,21 +13,26 @@ installed where `cortex setup` ran.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
 import stat
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import msgspec
 
 from cortex.cases.bounds import HOST_CONFIG_MAX
 from cortex.cases.errors import BusyError, InvalidInputError, RefusedError
-from cortex.cases.fsio import CREATE_FLAGS, fsync_dir, read_bounded, temp_name, write_all
+from cortex.cases.fsio import (
+    fsync_dir,
+    read_bounded,
+    remove_stale_temps,
+    write_atomic,
+    write_once,
+)
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.kernel import Kernel
 
@@ -42,10 +47,6 @@ BACKUP_SUFFIX = ".cortex-backup"
 _ATTEMPTS = 3
 OWNED_KEYS = ("type", "command", "args")
 """What setup sets in a Claude Code entry; every other key of an existing entry is kept."""
-# fsio.temp_name's `.tmp-<final name>-<pid>-<8 hex>`.
-_TEMP = re.compile(r"\.tmp-(.+)-([0-9]+)-[0-9a-f]{8}")
-# link(2) fails so on file systems without hard links (some FUSE and network mounts).
-_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
 
 class Location(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,7 +145,10 @@ def setup(
     where = location(host, scope, kernel.env, kernel.workspace.root)
     entry = server_entry(interpreter)
     if not dry_run and _directory_ready(where):
-        _remove_stale_temps(where)
+        # A run killed before its rename leaves a temp file, a full copy of the file, that
+        # nothing else removes.
+        name = os.path.basename(where.path)
+        remove_stale_temps(os.path.dirname(where.path), {name, name + BACKUP_SUFFIX})
     for _ in range(_ATTEMPTS):
         original = _read_target(where)
         try:
@@ -443,7 +447,8 @@ def _write(where: Location, original: bytes | None, new: bytes, backup: str | No
     def unchanged() -> bool:
         return _current(where.path) == original
 
-    return _replace(where.path, new, mode, unchanged)
+    # The mode is set before the rename: the file is never visible with other permissions.
+    return write_atomic(where.path, new, mode=mode, unchanged=unchanged)
 
 
 def _make_dir(where: Location) -> None:
@@ -464,91 +469,6 @@ def _write_backup(path: str, data: bytes, mode: int) -> None:
     """The original bytes, never group-readable, and whole or absent.
 
     A later run trusts any backup it finds, so one torn by a crash must never appear under the
-    backup's name.
+    backup's name; a concurrent run that backed up the same file a moment earlier wins.
     """
-    directory = os.path.dirname(path)
-    tmp = temp_name(directory, os.path.basename(path))
-    fd = os.open(tmp, CREATE_FLAGS, 0o600)
-    try:
-        try:
-            write_all(fd, data)
-            os.fchmod(fd, mode & 0o600)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            # A hard link, unlike a rename, fails if the name exists (even as a symlink): the
-            # first backup is the one kept, and a planted link is never written through.
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # a concurrent run backed up the same file a moment earlier: carry on
-        except OSError as exc:
-            if exc.errno not in _NO_HARD_LINKS:
-                raise
-            # No hard links here: rename instead. A concurrent run's backup could be replaced
-            # in between, but only by another whole one; a link is replaced, not followed.
-            if not os.path.lexists(path):
-                os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    fsync_dir(directory)
-
-
-def _remove_stale_temps(where: Location) -> None:
-    """Remove the temp files of killed runs next to the file and its backup; never a live run's.
-
-    A run killed before its rename leaves one, a full copy of the file, that nothing else removes.
-    """
-    directory = os.path.dirname(where.path)
-    name = os.path.basename(where.path)
-    ours = {name, name + BACKUP_SUFFIX}
-    try:
-        entries = os.listdir(directory)
-    except OSError:
-        return  # tidying up is not worth failing over; the run itself reports real trouble
-    for entry in entries:
-        match = _TEMP.fullmatch(entry)
-        if match is not None and match.group(1) in ours and _gone(int(match.group(2))):
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(directory, entry))
-    # No directory fsync: a removal lost to a crash only means the next run removes it again.
-
-
-def _gone(pid: int) -> bool:
-    """Whether no process has this pid (so the run that named a temp file after it is over)."""
-    if pid <= 0:
-        return False  # never a run's pid, and kill(0) would signal our own process group
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, OverflowError):
-        return False  # PermissionError: alive, another user's; or not a pid at all
-    return False
-
-
-def _replace(path: str, data: bytes, mode: int, still_unchanged: Callable[[], bool]) -> bool:
-    """Temp file in the same directory, fsync, rename, fsync the directory (like fsio's)."""
-    directory = os.path.dirname(path)
-    tmp = temp_name(directory, os.path.basename(path))
-    fd = os.open(tmp, CREATE_FLAGS, 0o600)
-    try:
-        try:
-            write_all(fd, data)
-            os.fchmod(fd, mode)  # before the rename: never visible with other permissions
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if not still_unchanged():
-            os.unlink(tmp)
-            return False
-        os.replace(tmp, path)
-    except BaseException:
-        try:  # noqa: SIM105 - a failed cleanup must not hide the first error
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(directory)
-    return True
+    write_once(path, data, mode=mode & 0o600)

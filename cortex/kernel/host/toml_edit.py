@@ -1,10 +1,11 @@
 """Set one table of a TOML document by editing its text, so comments and layout elsewhere stay.
 
-The standard library reads TOML but cannot write it, and rewriting a person's file from its
-parsed form would drop every comment. So the edit is textual: the table's own lines are
-replaced when it has a `[a.b]` header, or a new table is appended when it is absent. What makes
-that safe is the check at the end: the new text must parse, and read back as the old document
-with exactly that table changed; otherwise nothing is returned.
+The one way Cortex edits a person's TOML (`setup codex`, `init`). The standard library reads
+TOML but cannot write it, and rewriting a person's file from its parsed form would drop every
+comment. So the edit is textual: the table's own lines are replaced when it has a `[a.b]`
+header, or a new table is appended when it is absent. What makes that safe is the check at the
+end: the new text must parse, and read back as the old document with exactly that table
+changed; otherwise nothing is returned.
 """
 
 from __future__ import annotations
@@ -22,16 +23,25 @@ class UnsafeEditError(Exception):
     """The table is written in a form a textual edit cannot change safely; says why."""
 
 
-def set_table(text: str, keys: tuple[str, str], values: dict[str, Any]) -> str:
-    """`text` with table `keys` holding `values` (its other keys kept); raises UnsafeEditError."""
+def set_table(
+    text: str, keys: tuple[str, ...], values: dict[str, Any], *, keep_others: bool = True
+) -> str:
+    """`text` with table `keys` holding `values`; raises UnsafeEditError.
+
+    The table's other keys are kept, unless `keep_others` is false: then `values` is the whole
+    table.
+    """
     document = tomllib.loads(text)
-    parent = document.get(keys[0], {})
-    old = parent.get(keys[1]) if isinstance(parent, dict) else None
+    name = ".".join(keys)
+    parent: Any = document
+    for key in keys[:-1]:
+        parent = parent.get(key, {}) if isinstance(parent, dict) else None
+    old = parent.get(keys[-1]) if isinstance(parent, dict) else None
     if not isinstance(parent, dict) or (old is not None and not isinstance(old, dict)):
-        raise UnsafeEditError(f"{'.'.join(keys)} would not be a table")
+        raise UnsafeEditError(f"{name} would not be a table")
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines(keepends=True)
-    wanted_header: dict[str, Any] = {keys[0]: {keys[1]: {}}}
+    wanted_header = _nested(keys, {})
     # With no such table in the document, a line that looks like its header is inside a
     # multi-line string: appending the table is the edit, and the check below confirms it.
     ours = (
@@ -39,11 +49,10 @@ def set_table(text: str, keys: tuple[str, str], values: dict[str, Any]) -> str:
         if old is None
         else [index for index, line in enumerate(lines) if _header(line) == wanted_header]
     )
-    name = ".".join(keys)
     if len(ours) > 1:
         raise UnsafeEditError(f"[{name}] appears more than once")
     if ours:
-        new_text = _replace_table(lines, ours[0], keys, values, newline)
+        new_text = _replace_table(lines, ours[0], keys, values, newline, keep_others=keep_others)
     else:
         block = [f"[{'.'.join(_key(key) for key in keys)}]", *_assignments(values)]
         prefix = text
@@ -53,7 +62,10 @@ def set_table(text: str, keys: tuple[str, str], values: dict[str, Any]) -> str:
             prefix += newline
         new_text = prefix + "".join(line + newline for line in block)
     expected = document
-    expected.setdefault(keys[0], {})[keys[1]] = {**(old or {}), **values}
+    table = expected
+    for key in keys[:-1]:
+        table = table.setdefault(key, {})
+    table[keys[-1]] = {**(old or {}), **values} if keep_others else values
     try:
         readback = tomllib.loads(new_text)
     except tomllib.TOMLDecodeError as exc:
@@ -66,6 +78,13 @@ def set_table(text: str, keys: tuple[str, str], values: dict[str, Any]) -> str:
     if not same(readback, expected):
         raise UnsafeEditError(f"the edit would change more than {name}")
     return new_text
+
+
+def _nested(keys: tuple[str, ...], leaf: Any) -> Any:
+    """`{k1: {k2: ... leaf}}`: what a header naming `keys` parses to."""
+    for key in reversed(keys):
+        leaf = {key: leaf}
+    return leaf
 
 
 def same(a: object, b: object) -> bool:
@@ -100,7 +119,13 @@ def _header(line: str) -> dict[str, Any] | None:
 
 
 def _replace_table(
-    lines: list[str], start: int, keys: tuple[str, str], values: dict[str, Any], newline: str
+    lines: list[str],
+    start: int,
+    keys: tuple[str, ...],
+    values: dict[str, Any],
+    newline: str,
+    *,
+    keep_others: bool,
 ) -> str:
     """The table at `start` rewritten; the lines up to the next header are its body."""
     end = next((i for i in range(start + 1, len(lines)) if _header(lines[i]) is not None), None)
@@ -110,14 +135,16 @@ def _replace_table(
     while body_end > start + 1 and lines[body_end - 1].strip()[:1] in {"", "#"}:
         body_end -= 1
     try:
-        table = tomllib.loads("".join(lines[start:body_end]))[keys[0]][keys[1]]
-    except (tomllib.TOMLDecodeError, KeyError, TypeError):
+        table: Any = tomllib.loads("".join(lines[start:body_end]))
+        for key in keys:
+            table = table[key]
+        kept = {key: value for key, value in table.items() if key not in values}
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError):
         # A multi-line value holding a header-like line cut it short: the final check would
         # refuse anyway, this says why.
         raise UnsafeEditError("its table cannot be read on its own") from None
-    kept = {key: value for key, value in table.items() if key not in values}
     header = lines[start] if lines[start].endswith("\n") else lines[start] + newline
-    body = [line + newline for line in _assignments({**values, **kept})]
+    body = [line + newline for line in _assignments({**values, **kept} if keep_others else values)]
     return "".join([*lines[:start], header, *body, *lines[body_end:]])
 
 
