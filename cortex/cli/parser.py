@@ -531,11 +531,13 @@ def parse(argv: Sequence[str]) -> Parsed:
             raise UsageError(f"{prog}: {opt.name} is required")
         default = [] if opt.kind == "repeat" else (False if opt.kind == "flag" else opt.default)
         values[opt.dest] = state.values.get(opt.dest, default)
+    workspace = state.values.get("workspace")
+    assert workspace is None or isinstance(workspace, str)  # noqa: S101 - a value option is text
     return Parsed(
         command=command,
         values=values,
         json=bool(state.values.get("json", False)),
-        workspace=state.values.get("workspace"),  # type: ignore[arg-type]
+        workspace=workspace,
     )
 
 

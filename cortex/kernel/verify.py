@@ -26,7 +26,14 @@ from cortex.cases.bounds import (
     SUMMARY_MAX,
 )
 from cortex.cases.digest import sha256_hex
-from cortex.cases.documents import Batch, ClaimTerms, Receipt, ReceiptStatus, Verification
+from cortex.cases.documents import (
+    Batch,
+    ClaimTerms,
+    Purpose,
+    Receipt,
+    ReceiptStatus,
+    Verification,
+)
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref
@@ -572,7 +579,7 @@ def _unbound_notes(raw: ReceiptStatus, status: ReceiptStatus, batch: Batch) -> l
 def _receipt(
     batch: Batch,
     *,
-    purpose: str,
+    purpose: Purpose,
     claim: str,
     tool: str,
     status: ReceiptStatus,
@@ -588,7 +595,7 @@ def _receipt(
     return Receipt(
         id=new_id("vr"),
         batch_id=batch.id,
-        purpose=purpose,  # type: ignore[arg-type]
+        purpose=purpose,
         requirement=requirement,
         claim=claim,
         claim_id=claim_id,
