@@ -16,6 +16,7 @@ from typing import Literal
 import msgspec
 
 from cortex import __version__
+from cortex.cases.bounds import INTEGER_DIGITS_MAX
 from cortex.cases.errors import InvalidInputError
 
 Kind = Literal["value", "flag", "repeat"]
@@ -582,6 +583,11 @@ def _integer(text: str, name: str, prog: str) -> int:
     digits = text.removeprefix("-")
     if not (digits.isascii() and digits.isdigit()):
         raise UsageError(f"{prog}: {name} must be an integer, not {text!r}")
+    # Counted before int() runs: past 4,300 digits it raises, and its cost grows with the square
+    # of the length. The number itself is not quoted back: it may be a megabyte long.
+    if len(digits) > INTEGER_DIGITS_MAX:
+        msg = f"{prog}: {name} must be at most {INTEGER_DIGITS_MAX} digits, not {len(digits)}"
+        raise UsageError(msg)
     return int(text)
 
 
