@@ -128,6 +128,15 @@ def test_the_digit_bound_is_where_it_says(cli: Cli, task: str) -> None:
     assert over.error_code == "invalid_input"
 
 
+def test_a_negative_expected_revision_is_invalid_input(cli: Cli, task: str) -> None:
+    """No case is ever at a negative revision: asking for one is bad input, not a conflict."""
+    out = cli("case", "note", task, "x", "--expect-revision", "-1")
+    assert out.code == 4
+    assert out.error_code == "invalid_input"
+    assert "-1" in out.envelope["error"]["message"]
+    assert cli("case", "note", task, "x", "--expect-revision", "0").code == 6
+
+
 @pytest.mark.parametrize("index", [*("9" * n for n in SIZES), "\u00b2", "\u0661"], ids=len)
 def test_a_support_index_is_ascii_digits_bounded_before_conversion(
     cli: Cli, task: str, index: str
@@ -183,6 +192,15 @@ def test_an_overlong_integer_argument_is_answered_with_an_error(
     assert reply["result"]["isError"] is True
     assert envelope["error"]["code"] == "invalid_input"
     assert f"{INTEGER_DIGITS_MAX} digits" in envelope["error"]["message"]
+
+
+def test_a_negative_expected_revision_is_invalid_input_over_mcp(server: RawServer) -> None:
+    opened = server.call("cortex_open_task", {"goal": "negative revision"})
+    task = envelope_of(opened)[0]["data"]["taskId"]
+    reply = server.call("cortex_note", {"task_id": task, "text": "x", "expect_revision": -1})
+    envelope, status = envelope_of(reply)
+    assert status == 4
+    assert envelope["error"]["code"] == "invalid_input"
 
 
 @pytest.mark.parametrize("number", ["9" * 4_301, "-" + "9" * 4_301, "9" * 5_000 + ".5"])
