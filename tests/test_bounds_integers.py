@@ -148,6 +148,16 @@ def test_a_support_index_is_ascii_digits_bounded_before_conversion(
     assert out.stderr == ""
 
 
+def test_setup_keeps_a_json_number_of_any_length_exactly(cli: Cli, repo: Path) -> None:
+    """README: Claude Code's JSON numbers are never converted, so their length is no hazard."""
+    number = "9" * 100_000
+    path = repo / ".mcp.json"
+    path.write_text('{"x": ' + number + "}")
+    out = cli("setup", "claude")
+    assert out.code == 0, out.stdout[:300]
+    assert f'"x": {number}' in path.read_text()
+
+
 # ---------------------------------------------------------------------------------------------
 # The MCP server: one server answers every call, each within ANSWER_WITHIN seconds.
 # ---------------------------------------------------------------------------------------------
