@@ -134,6 +134,63 @@ class TestFailClosed:
         assert variable in out.envelope["error"]["message"]
 
 
+HOSTILE_TOML = [
+    pytest.param("a = " + "[" * 5_000 + "]" * 5_000 + "\n", "nested too deeply", id="arrays-5000"),
+    pytest.param(
+        "a = " + "{b = " * 2_000 + "1" + "}" * 2_000 + "\n", "nested too deeply", id="tables-2000"
+    ),
+    pytest.param(
+        "a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply", id="arrays-100000"
+    ),
+    pytest.param(
+        "a = " + "{b = " * 100_000 + "1" + "}" * 100_000 + "\n",
+        "nested too deeply",
+        id="tables-100000",
+    ),
+    pytest.param("# x\nlock_timeout = " + "9" * 5_000 + "\n", "line 2", id="lock_timeout-5000"),
+    pytest.param(
+        "[verifiers.unit]\nargv = ['x']\ntimeout = 1" + "0" * 5_000 + "\n",
+        "line 3",
+        id="verifier-timeout-5000",
+    ),
+]
+"""Configuration files that used to answer `internal_error` (RecursionError, ValueError)."""
+
+
+class TestBoundedParsing:
+    """Any file a TOML parser cannot take is a `config_error` naming it, from every source."""
+
+    @pytest.mark.parametrize(("text", "says"), HOSTILE_TOML)
+    @pytest.mark.parametrize("source", ["cortex.toml", "pyproject.toml", "global"])
+    def test_a_file_too_deep_or_with_a_huge_integer_is_a_config_error(
+        self, cli: Cli, repo: Path, source: str, text: str, says: str
+    ) -> None:
+        if source == "global":
+            path = write(Path(cli.env["XDG_CONFIG_HOME"]) / "cortex" / "config.toml", text)
+        elif source == "pyproject.toml":
+            # The table header is one more line: the huge integer moves down one.
+            text = "[tool.cortex]\n" + text.replace("[verifiers.", "[tool.cortex.verifiers.")
+            says = says.replace("line 3", "line 4").replace("line 2", "line 3")
+            path = write(repo / source, text)
+        else:
+            path = write(repo / source, text)
+        out = cli("case", "list")
+        assert out.code == 4, out.stdout[:300]
+        assert out.error_code == "config_error"
+        message = out.envelope["error"]["message"]
+        assert str(path) in message
+        assert says in message
+        assert out.stderr == ""
+        assert not Path(cli.env["CORTEX_STATE_DIR"]).exists()
+
+    def test_an_integer_python_reads_is_checked_by_its_key(self, cli: Cli, repo: Path) -> None:
+        """Below Python's limit the value is read, and the range check names the key."""
+        write(repo / "cortex.toml", "lock_timeout = " + "9" * 4_299 + "\n")
+        out = cli("case", "list")
+        assert out.error_code == "config_error"
+        assert "cortex.toml: lock_timeout: must be more than 0" in out.envelope["error"]["message"]
+
+
 class TestStateRoot:
     def test_resolution_order(self, tmp_path: Path) -> None:
         """CORTEX_STATE_DIR, else $XDG_STATE_HOME/cortex, else ~/.local/state/cortex."""

@@ -142,3 +142,31 @@ def test_force_refuses_a_verifier_it_cannot_edit_as_text(cli: Cli, repo: Path) -
     write(repo / "cortex.toml", original)
     assert cli("init", "--force").error_code == "refused"
     assert (repo / "cortex.toml").read_text() == original
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param("[" * 100_000 + "]" * 100_000, id="100000-deep"),
+        pytest.param('{"scripts": {"test": "x"}, "n": ' + "9" * 5_000 + "}", id="5000-digits"),
+    ],
+)
+def test_a_hostile_package_json_never_crashes_detection(cli: Cli, repo: Path, content: str) -> None:
+    """Too deep to read is no test script; a long number is just a number (never converted)."""
+    write(repo / "tests" / "test_app.py", "def test_ok() -> None:\n    assert True\n")
+    write(repo / "package.json", content)
+    data = cli("init").data
+    assert "pytest" in data["written"]
+    assert ("js" in data["written"]) is content.startswith("{")
+
+
+def test_a_pyproject_too_deep_to_read_is_a_config_error(cli: Cli, repo: Path) -> None:
+    """`init --pyproject` reads a pyproject the configuration skipped (it never says cortex)."""
+    write(repo / "tests" / "test_app.py", "def test_ok() -> None:\n    assert True\n")
+    original = "a = " + "[" * 100_000 + "]" * 100_000 + "\n"
+    write(repo / "pyproject.toml", original)
+    out = cli("init", "--pyproject")
+    assert out.code == 4
+    assert out.error_code == "config_error"
+    assert str(repo / "pyproject.toml") in out.envelope["error"]["message"]
+    assert (repo / "pyproject.toml").read_text() == original

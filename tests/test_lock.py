@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, tree_state
@@ -88,3 +89,12 @@ def test_fcntl_and_portalocker_exclude_each_other(cli: Cli, task: str) -> None:
         assert busy_cli(cli)("case", "note", task, "x").code == 6
     finally:
         stop(holder)
+
+
+def test_a_holder_note_too_deep_to_read_is_no_holder(tmp_path: Path) -> None:
+    """The note is read only for a `busy` message: one nested too deeply must not crash it."""
+    from cortex.cases.lock import read_holder
+
+    path = tmp_path / ".lock"
+    path.write_bytes(b"[" * 2_000 + b"]" * 2_000)
+    assert read_holder(str(path)) == {}

@@ -619,6 +619,8 @@ def normalise(value: Any, task: str) -> Any:
 PARITY: list[tuple[list[str], str, dict[str, Any]]] = [
     (["case", "note", "T", "x", "--expect-revision", "-1"], "cortex_note",
      {"task_id": "T", "text": "x", "expect_revision": -1}),
+    (["case", "note", "T", "x", "--expect-revision", "99"], "cortex_note",
+     {"task_id": "T", "text": "x", "expect_revision": 99}),
     (["case", "evidence", "add", "T", "--claim", "c", "--line", "0"], "cortex_record_evidence",
      {"task_id": "T", "claim": "c", "line": "0"}),
     (["case", "evidence", "add", "T", "--claim", f"saw {TOKEN}", "--file", "app.py"],

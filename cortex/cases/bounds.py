@@ -75,6 +75,10 @@ SURFACES_MAX = 16
 DERIVED_FROM_MAX = 64
 LINE_NUMBER_MAX = 10_000_000
 LIST_LIMIT_MAX = 1000
+INTEGER_DIGITS_MAX = 18
+"""Digits of an integer a caller gives (a CLI option, an MCP argument, a JSON number), counted
+before it is converted: 18 always fits a signed 64-bit integer, and Python refuses (or, with its
+limit lifted, takes quadratic time) to convert past 4,300."""
 LIST_LIMIT_DEFAULT = 50
 
 # Waiting.

@@ -78,7 +78,7 @@ def read_holder(path: str) -> dict[str, Any]:
     for candidate in (data, data[:_RECORD_SIZE]):
         try:
             info = msgspec.json.decode(candidate)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):  # msgspec raises this one for deep nesting
             continue
         return info if isinstance(info, dict) else {}
     return {}

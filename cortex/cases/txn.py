@@ -80,6 +80,10 @@ class Transaction:
         operation: str,
         expected_revision: int | None,
     ) -> None:
+        if expected_revision is not None and expected_revision < 0:
+            # No case is ever at a negative revision: this is bad input, not a conflict to retry.
+            msg = f"the expected revision must be 0 or more, not {expected_revision}"
+            raise InvalidInputError(msg)
         self.store = store
         self.task_id = task_id
         self.actor = actor

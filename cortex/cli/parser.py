@@ -553,11 +553,13 @@ def parse(argv: Sequence[str]) -> Parsed:
             raise UsageError(f"{prog}: {opt.name} is required")
         default = [] if opt.kind == "repeat" else (False if opt.kind == "flag" else opt.default)
         values[opt.dest] = state.values.get(opt.dest, default)
+    workspace = state.values.get("workspace")
+    assert workspace is None or isinstance(workspace, str)  # noqa: S101 - a value option is text
     return Parsed(
         command=command,
         values=values,
         json=bool(state.values.get("json", False)),
-        workspace=state.values.get("workspace"),  # type: ignore[arg-type]
+        workspace=workspace,
     )
 
 
@@ -602,6 +604,11 @@ def _integer(text: str, name: str, prog: str) -> int:
     digits = text.removeprefix("-")
     if not (digits.isascii() and digits.isdigit()):
         raise UsageError(f"{prog}: {name} must be an integer, not {text!r}")
+    # Counted before int() runs: past 4,300 digits it raises, and its cost grows with the square
+    # of the length. The number itself is not quoted back: it may be a megabyte long.
+    if len(digits) > defaults.INTEGER_DIGITS:
+        msg = f"{prog}: {name} must be at most {defaults.INTEGER_DIGITS} digits, not {len(digits)}"
+        raise UsageError(msg)
     return int(text)
 
 

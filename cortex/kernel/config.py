@@ -116,12 +116,11 @@ def _read_toml(path: str, *, table_path: tuple[str, ...] | None) -> dict[str, An
     # keeps it (and the tomllib import) off the per-call path of most repositories.
     if table_path is not None and b"cortex" not in data:
         return None
-    import tomllib
-
     try:
-        document = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(path, None, f"is not valid TOML ({exc})") from None
+    document = parse_toml(text, path)
     if table_path is None:
         return document
     value: Any = document
@@ -132,6 +131,44 @@ def _read_toml(path: str, *, table_path: tuple[str, ...] | None) -> dict[str, An
     if not isinstance(value, dict):
         raise ConfigError(path, ".".join(table_path), "must be a table")
     return value
+
+
+def parse_toml(text: str, path: str) -> dict[str, Any]:
+    """A TOML document, or ConfigError naming `path`; never RecursionError or ValueError.
+
+    Failures are caught here, at the parse boundary, instead of being prevented by a scan
+    first: a scan would be a second TOML lexer (strings, multi-line strings, comments), and
+    wherever it disagreed with tomllib it would refuse a valid file or pass one that crashes.
+    Catching cannot disagree, and cannot crash: tomllib is pure Python, so nesting past the
+    recursion limit raises RecursionError and unwinds (no C stack is used up, whatever the
+    depth), and tomllib converts integers itself, so one past Python's conversion limit raises
+    ValueError. The limit on depth is therefore Python's recursion limit (a few hundred levels).
+    """
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(path, None, f"is not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(path, None, "is nested too deeply to be read") from None
+    except ValueError as exc:
+        raise ConfigError(path, None, _unconvertible(text, exc)) from None
+
+
+def _unconvertible(text: str, exc: ValueError) -> str:
+    """Why tomllib raised a plain ValueError: an integer Python will not convert, and where."""
+    import re
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    # The first decimal run past the limit (TOML allows `_` between digits): its line, not its
+    # key, is what can be told without parsing the file.
+    found = re.search(rf"[0-9](?:_?[0-9]){{{limit},}}", text) if limit else None
+    if found is None:
+        return f"cannot be read ({exc})"
+    line = text.count("\n", 0, found.start()) + 1
+    return f"holds an integer of more than {limit} digits (line {line}), which Python will not read"
 
 
 def _from_env(key: str, variable: str, raw: str) -> object:

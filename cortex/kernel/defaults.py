@@ -11,6 +11,7 @@ themselves are bounds and live with their limits in `cortex.cases.bounds`.
 from __future__ import annotations
 
 from cortex.cases.bounds import (
+    INTEGER_DIGITS_MAX,
     LIST_LIMIT_DEFAULT,
     PREVIEW_DEFAULT,
     SESSIONS_LIMIT_DEFAULT,
@@ -41,6 +42,9 @@ EVIDENCE_SOURCE = "agent"
 """`evidence add --source`: the tool that produced the evidence."""
 ORIGIN: Origin = "agent"
 CONFIDENCE: Confidence = "unknown"
+
+INTEGER_DIGITS = INTEGER_DIGITS_MAX
+"""Digits an integer argument may have; checked before it is converted, on every face."""
 
 STUDIO_REFRESH = STUDIO_REFRESH_DEFAULT
 """`cortex studio --refresh`: seconds between two refreshes of the board."""

@@ -19,11 +19,8 @@ from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import raw_name, raw_ref, tree_name
 from cortex.cases.records import (
     CaseFile,
-    Confidence,
     Evidence,
-    EvidenceKind,
     Location,
-    Origin,
     Source,
 )
 from cortex.kernel import defaults, lifecycle, validate
@@ -123,12 +120,12 @@ def add_evidence(
     """Append one evidence record (and its raw blob or tree, if any) in one commit."""
     redactor = kernel.redactor
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
-    validate.choice(kind, "--kind", EvidenceKind)
-    if kind in RESERVED_KINDS:
+    checked_kind = validate.choice(kind, "--kind", validate.EVIDENCE_KINDS)
+    if checked_kind in RESERVED_KINDS:
         msg = f"--kind {kind} records are written by `cortex case plan` only"
         raise InvalidInputError(msg)
-    validate.choice(origin, "--origin", Origin)
-    validate.choice(confidence, "--confidence", Confidence)
+    checked_origin = validate.choice(origin, "--origin", validate.ORIGINS)
+    checked_confidence = validate.choice(confidence, "--confidence", validate.CONFIDENCES)
     tool = validate.identifier(tool, "--source", redactor, max_bytes=IDENTIFIER_MAX)
     if uri is not None:
         uri = validate.short_text(uri, "--uri", URI_MAX)
@@ -186,11 +183,11 @@ def add_evidence(
         record = Evidence(
             id=new_id("ev"),
             timestamp=kernel.now(),
-            kind=kind,  # type: ignore[arg-type]  # validated above
-            source=Source(tool=tool, uri=uri, actor=who, origin=origin),  # type: ignore[arg-type]
+            kind=checked_kind,
+            source=Source(tool=tool, uri=uri, actor=who, origin=checked_origin),
             claim=claim,
             location=location,
-            confidence=confidence,  # type: ignore[arg-type]  # validated above
+            confidence=checked_confidence,
             sensitivity="sensitive" if sensitive or redacted_raw else "normal",
             raw_ref=reference,
             raw_sha256=digest,

@@ -8,7 +8,7 @@ from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import check_id, new_id
-from cortex.cases.records import CaseFile, Mode, PhaseChange, Risk, Surface, Workspace, encode
+from cortex.cases.records import CaseFile, PhaseChange, Workspace, encode
 from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
@@ -32,13 +32,12 @@ def open_case(
     """Open a case for `goal` in the current workspace's store (under `parent`, if given)."""
     redactor = kernel.redactor
     goal = validate.text(goal, "goal", GOAL_MAX)
-    mode = validate.choice(mode, "--mode", Mode)
-    risk = validate.choice(risk, "--risk", Risk)
-    chosen = surfaces or ["code"]
-    if len(chosen) > SURFACES_MAX:
+    checked_mode = validate.choice(mode, "--mode", validate.MODES)
+    checked_risk = validate.choice(risk, "--risk", validate.RISKS)
+    given = surfaces or ["code"]
+    if len(given) > SURFACES_MAX:
         raise InvalidInputError(f"at most {SURFACES_MAX} surfaces")
-    for surface in chosen:
-        validate.choice(surface, "--surface", Surface)
+    chosen = [validate.choice(s, "--surface", validate.SURFACES) for s in given]
     if len(set(chosen)) != len(chosen):
         raise InvalidInputError("a surface is given twice")
     acceptance = validate.criteria(criteria or [], redactor)
@@ -66,8 +65,8 @@ def open_case(
         created_at=now,
         updated_at=now,
         goal=goal,
-        mode=mode,  # type: ignore[arg-type]  # validated against Mode above
-        risk=risk,  # type: ignore[arg-type]  # validated against Risk above
+        mode=checked_mode,
+        risk=checked_risk,
         actor=who,
         idempotency_key=key,
         parent_task_id=parent,
@@ -79,7 +78,7 @@ def open_case(
             branch=branch,
             commit_before=commit,
         ),
-        surfaces=chosen,  # type: ignore[arg-type]  # validated against Surface above
+        surfaces=chosen,
         acceptance_criteria=acceptance,
     )
     # What makes two opens "the same request": a retry must ask for the same case. It is taken

@@ -16,6 +16,7 @@ from cortex.cases.bounds import (
     BOUNDARY_ENTRIES_MAX,
     HYPOTHESES_MAX,
     HYPOTHESIS_TEXT_MAX,
+    INTEGER_DIGITS_MAX,
     REASON_MAX,
     SUPPORTS_MAX,
     SYMBOL_MAX,
@@ -64,10 +65,16 @@ def _hypotheses(specs: list[str], supports: list[str]) -> list[_Draft]:
         )
     for spec in supports:
         index_text, sep, ids = spec.partition("=")
-        if not sep or not index_text.strip().isdigit():
+        index_text = index_text.strip()
+        # ASCII only: isdigit() alone admits `²`, which int() then refuses with a ValueError.
+        if not sep or not (index_text.isascii() and index_text.isdigit()):
             raise InvalidInputError(
                 f"--support must be HYPOTHESIS_INDEX=ev_...,ev_..., not {spec!r}"
             )
+        if len(index_text) > INTEGER_DIGITS_MAX:  # counted before int() converts it
+            digits = len(index_text)
+            msg = f"--support index must be at most {INTEGER_DIGITS_MAX} digits, not {digits}"
+            raise InvalidInputError(msg)
         index = int(index_text)
         if not 1 <= index <= len(drafts):
             raise InvalidInputError(f"--support names hypothesis {index}, which is not given")

@@ -7,7 +7,7 @@ Nothing here rewrites a value except trimming surrounding whitespace from free t
 from __future__ import annotations
 
 import re
-from typing import get_args
+from typing import TypeVar, get_args
 
 from cortex.cases.bounds import (
     CRITERIA_MAX,
@@ -18,7 +18,15 @@ from cortex.cases.bounds import (
     LOCATION_PATH_MAX,
 )
 from cortex.cases.errors import InvalidInputError
-from cortex.cases.records import Criterion
+from cortex.cases.records import (
+    Confidence,
+    Criterion,
+    EvidenceKind,
+    Mode,
+    Origin,
+    Risk,
+    Surface,
+)
 from cortex.cases.redact import Redactor
 
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
@@ -81,12 +89,23 @@ def identifier(
     return value
 
 
-def choice(value: str, field: str, allowed: object) -> str:
-    """One of a fixed set of words (a Literal type's values)."""
-    options = get_args(allowed)
-    if value not in options:
-        raise InvalidInputError(f"{field} must be one of {', '.join(options)}, not {value!r}")
-    return value
+_Word = TypeVar("_Word", bound=str)
+
+# The words of each Literal, typed as that Literal, so `choice` can return what it checked.
+MODES: tuple[Mode, ...] = get_args(Mode)
+RISKS: tuple[Risk, ...] = get_args(Risk)
+SURFACES: tuple[Surface, ...] = get_args(Surface)
+EVIDENCE_KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
+ORIGINS: tuple[Origin, ...] = get_args(Origin)
+CONFIDENCES: tuple[Confidence, ...] = get_args(Confidence)
+
+
+def choice(value: str, field: str, allowed: tuple[_Word, ...]) -> _Word:
+    """One of a fixed set of words, returned as the allowed word: the caller gets the Literal."""
+    for option in allowed:
+        if value == option:
+            return option
+    raise InvalidInputError(f"{field} must be one of {', '.join(allowed)}, not {value!r}")
 
 
 def location_path(value: str, redactor: Redactor, *, directory: bool = False) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from cortex.verifiers import runner
-from cortex.verifiers.base import Context, Outcome, split
+from cortex.verifiers.base import Context, EvidenceKind, Outcome, split
+
+_RUN_KINDS: tuple[EvidenceKind, ...] = ("unit_test", "build", "lint", "terminal_run")
 
 
 class CommandVerifier:
@@ -51,9 +53,8 @@ def run_configured(
 ) -> Outcome:
     """Shared by `command` and `pytest`: approval, then one bounded run."""
     shown = " ".join(argv)
-    evidence_kind = (
-        kind if kind in ("unit_test", "build", "lint", "terminal_run") else "terminal_run"
-    )
+    # The configured kind, as the word it matched; any other kind records a plain terminal run.
+    evidence_kind: EvidenceKind = next((k for k in _RUN_KINDS if k == kind), "terminal_run")
     if not context.approve(name, argv):
         return Outcome(
             status="blocked",
@@ -78,7 +79,7 @@ def run_configured(
             summary=f"{name}: could not start `{shown}`",
             notes=[result.spawn_error],
             raw=raw,
-            evidence_kind=evidence_kind,  # type: ignore[arg-type]
+            evidence_kind=evidence_kind,
         )
     if result.timed_out:
         return Outcome(
@@ -86,13 +87,13 @@ def run_configured(
             summary=f"{name}: `{shown}` was killed after {timeout:g} s",
             notes=[f"timed out after {timeout:g} s; raise [verifiers.{name}].timeout if needed"],
             raw=raw,
-            evidence_kind=evidence_kind,  # type: ignore[arg-type]
+            evidence_kind=evidence_kind,
         )
     passed = result.exit_code == 0
     return Outcome(
         status="passed" if passed else "failed",
         summary=f"{name}: `{shown}` exited {result.exit_code} in {result.seconds:.2f} s",
         raw=raw,
-        evidence_kind=evidence_kind,  # type: ignore[arg-type]
+        evidence_kind=evidence_kind,
         details={"exitCode": int(result.exit_code or 0)},
     )

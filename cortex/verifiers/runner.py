@@ -13,6 +13,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
+from typing import Any
 
 import msgspec
 
@@ -239,21 +241,26 @@ class Terminated(KeyboardInterrupt):
     exit_status = 128 + signal.SIGTERM
 
 
-def _on_terminate() -> object:
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers
+"""A SIGTERM disposition that can be put back (`signal.signal` refuses None)."""
+
+
+def _on_terminate() -> _Handler | None:
     """Turn SIGTERM into an exception for the duration of a run, so the group gets killed."""
 
     def handler(signum: int, frame: object) -> None:  # noqa: ARG001
         raise _Terminated
 
     try:
+        # None here means the disposition was set outside Python: it cannot be put back.
         return signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread: leave signals alone
         return None
 
 
-def _restore(previous: object) -> None:
+def _restore(previous: _Handler | None) -> None:
     if previous is not None:
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -14,6 +14,7 @@ import os
 from cortex.cases.bounds import CONFIG_FILE_MAX
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.fsio import read_bounded, write_atomic
+from cortex.kernel.config import parse_toml
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import ConfigError, GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -72,8 +73,10 @@ def _has_python_tests(directory: str) -> bool:
 
 def _package_test_script(root: str) -> bool:
     try:
-        package = json.loads(read_bounded(os.path.join(root, "package.json"), CONFIG_FILE_MAX))
-    except (OSError, InvalidInputError, ValueError):
+        # Numbers stay text (none is needed here), so no length of one can make int() raise.
+        data = read_bounded(os.path.join(root, "package.json"), CONFIG_FILE_MAX)
+        package = json.loads(data, parse_int=str)
+    except (OSError, InvalidInputError, ValueError, RecursionError):
         return False
     scripts = package.get("scripts") if isinstance(package, dict) else None
     return isinstance(scripts, dict) and isinstance(scripts.get("test"), str)
@@ -81,8 +84,6 @@ def _package_test_script(root: str) -> bool:
 
 def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Result:
     """Detect test runners and write their verifiers (see the module docstring)."""
-    import tomllib
-
     root = kernel.workspace.root
     found = detect(root)
     if not found:
@@ -98,7 +99,7 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
         original = ""
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, None, f"cannot be read ({exc})") from None
-    document = tomllib.loads(original)
+    document = parse_toml(original, path)
     table = document.get("tool", {}).get("cortex", {}) if pyproject else document
     existing = set(table.get("verifiers", {}))
     clashes = sorted(existing & set(found))
