@@ -15,6 +15,7 @@ from cortex.kernel.envelope import Envelope, Result, failure, success
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
+    from cortex.kernel.progress import Progress
 
 EXIT_INTERRUPTED = 130
 
@@ -27,15 +28,23 @@ class InternalError(CortexError):
 
 
 def in_kernel(
-    cwd: str, env: Mapping[str, str], default_actor: str, use_case: Callable[[Kernel], Result]
+    cwd: str,
+    env: Mapping[str, str],
+    default_actor: str,
+    use_case: Callable[[Kernel], Result],
+    *,
+    progress: Progress | None = None,
 ) -> Callable[[Seen], Result]:
-    """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`."""
+    """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`.
+
+    `progress` is the face's listener for long use cases (`cortex.kernel.progress`), if any.
+    """
 
     def body(seen: Seen) -> Result:
         from cortex.cases.scrub import scrub_value
         from cortex.kernel.kernel import Kernel
 
-        kernel = Kernel(cwd, env, default_actor=default_actor)
+        kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress)
         seen["redactor"] = kernel.redactor
         result = use_case(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
@@ -76,9 +85,11 @@ def execute(
             exc.spell(spelling)
         return refusal(command, exc, seen), exc.exit_status
     except KeyboardInterrupt as exc:
-        # Ctrl-C, or SIGTERM during a verifier run (which carries its own status, 143).
+        # Ctrl-C, SIGTERM during a verifier run (which carries its own status, 143), or a
+        # cancelled request (which says what was stopped).
         status = int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
-        return failure(command, InternalError("interrupted")), status
+        message = str(getattr(exc, "message", "interrupted"))
+        return failure(command, InternalError(message)), status
     except Exception as exc:  # noqa: BLE001 - the contract is an envelope, never a traceback
         if env.get("CORTEX_DEBUG") and debug is not None:
             import traceback

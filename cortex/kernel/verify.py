@@ -32,6 +32,7 @@ from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder, state
 from cortex.kernel.live import live_capture
+from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
 from cortex.workspace.capture import Capture, committed_changes
@@ -220,9 +221,21 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
     return None if problem is None else str(problem)[:SUMMARY_MAX]
 
 
-def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Run]:
+def _run_all(
+    kernel: Kernel, verifiers: list[tuple[str, Verifier]], context: Context, progress: Progress
+) -> list[Run]:
     runs: list[Run] = []
-    for requirement, verifier in verifiers:
+    for index, (requirement, verifier) in enumerate(verifiers, start=1):
+        watch = None
+        if progress.active:
+            watch = progress.verifier(
+                requirement,
+                index=index,
+                count=len(verifiers),
+                timeout=_timeout(kernel, requirement),
+                redactor=kernel.redactor,
+            )
+            context.watch = watch
         try:
             outcome = validated(verifier.run(requirement, context))
         except Exception as exc:  # noqa: BLE001 - a broken verifier blocks, it does not crash us
@@ -231,8 +244,24 @@ def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Ru
                 summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
                 notes=[str(exc)[:500]],
             )
+        if watch is not None:
+            watch.finish(outcome.status)
         runs.append(Run(requirement=requirement, verifier=verifier, outcome=outcome))
     return runs
+
+
+def _timeout(kernel: Kernel, requirement: str) -> float | None:
+    """How long a built-in command verifier may run, for the progress channel (else None)."""
+    from cortex.cases.bounds import VERIFIER_TIMEOUT_DEFAULT
+    from cortex.verifiers.base import split
+
+    kind, name = split(requirement)
+    if kind not in {"command", "pytest"}:
+        return None
+    config = kernel.config.verifiers.get(name or "pytest")
+    if config is not None:
+        return config.timeout
+    return VERIFIER_TIMEOUT_DEFAULT if kind == "pytest" else None
 
 
 def verify(
@@ -248,6 +277,7 @@ def verify(
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
     from cortex.verifiers.registry import resolve
 
+    progress = kernel.progress or Progress()
     store = kernel.writable(task_id)
     case, documents = store.read_view(task_id)
     old = documents.get("verification.json") or Verification()
@@ -260,6 +290,8 @@ def verify(
     wanted = parse_claims(kernel, claims or [], contracts or [], required)
     _check_claims(kernel, case, wanted, old)
     verifiers = [(requirement, resolve(requirement)) for requirement in required]
+    progress.begin("case.verify", count=len(verifiers))
+    progress.step("capture")
     started_at = kernel.now()
     start = live_capture(kernel, case)
     changed = _changed_files(kernel, case, start)
@@ -278,7 +310,8 @@ def verify(
     if problems:
         raise InvalidInputError("; ".join(problems))
     lease_before = _lease_identity(kernel, case)
-    runs = _run_all(verifiers, context)
+    runs = _run_all(kernel, verifiers, context, progress)
+    progress.step("commit")  # the last moment a cancelled request stops the run unwritten
 
     with store.transaction(task_id, actor=who, operation="case.verify") as txn:
         _check_phase(txn.case)
@@ -325,6 +358,7 @@ def verify(
             )
         txn.target = batch.id
     committed = txn.outcome
+    progress.end()
     assessment = assess(committed, doc, end)
     warnings = [w for w in (start.warning, end.warning) if w] + txn.warnings
     return Result(
