@@ -57,6 +57,7 @@ ONLY_CLI = {
     ("case.evidence.add", "raw_file"): "a path or '-' for stdin; over MCP raw output is text",
     ("case.handoff", "output"): "writes a file where the caller stands; a server returns data",
     ("case.handoff", "format"): "says what --output writes",
+    ("case.verify", "follow"): "prints output at a terminal; over MCP it is debug log entries",
 }
 """CLI options that have no MCP argument, and why."""
 
@@ -202,5 +203,5 @@ def test_each_cli_only_option_exists(entry: tuple[str, str]) -> None:
 
 
 def test_global_options_are_the_faces_own() -> None:
-    """--json and --workspace are how the CLI prints and where it runs; not tool arguments."""
-    assert [opt.dest for opt in GLOBAL] == ["json", "workspace"]
+    """--json and --quiet are how the CLI prints, --workspace where it runs; not tool arguments."""
+    assert [opt.dest for opt in GLOBAL] == ["json", "workspace", "quiet"]
