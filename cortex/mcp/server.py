@@ -19,11 +19,11 @@ import io
 import logging
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 import msgspec
 from mcp.server.lowlevel import Server
@@ -33,6 +33,7 @@ from cortex import __version__
 from cortex.kernel.envelope import Envelope, Result
 from cortex.kernel.errors import InvalidInputError
 from cortex.kernel.surface import execute, in_kernel, to_json
+from cortex.mcp.progress import Logging, Relay
 from cortex.mcp.tools import (
     BY_NAME,
     TOOLS,
@@ -85,8 +86,19 @@ def _answer(envelope: Envelope, exit_status: int) -> types.CallToolResult:
     )
 
 
-def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) -> Server[Any]:
-    """The server: every tool in `cortex.mcp.tools.TOOLS`, run against `cwd` and `env`."""
+def build(
+    cwd: str,
+    env: Mapping[str, str],
+    *,
+    stderr: IO[str] | None = None,
+    closing: threading.Event | None = None,
+) -> Server[Any]:
+    """The server: every tool in `cortex.mcp.tools.TOOLS`, run against `cwd` and `env`.
+
+    `closing` is set when the client closed the session (end of stdin): calls cancelled then
+    finish their work; any other cancellation (`notifications/cancelled`) stops it.
+    """
+    closing = threading.Event() if closing is None else closing
     envelope_schema = output_schema()
     listing = types.ListToolsResult(tools=[_describe(tool, envelope_schema) for tool in TOOLS])
     default_actor = env.get("CORTEX_ACTOR") or DEFAULT_ACTOR
@@ -94,13 +106,15 @@ def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) ->
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return listing
 
-    def run(tool: Tool, arguments: Mapping[str, Any] | None) -> tuple[Envelope, int]:
+    logging_level = Logging()
+
+    def run(tool: Tool, arguments: Mapping[str, Any] | None, relay: Relay) -> tuple[Envelope, int]:
         # Arguments are decoded inside the kernel, so an error quoting them is redacted with
         # this workspace's configured literals, as the CLI's are.
         def use_case(kernel: Kernel) -> Result:
             return tool.call(kernel, decode_args(tool, arguments))
 
-        body = in_kernel(cwd, env, default_actor, use_case)
+        body = in_kernel(cwd, env, default_actor, use_case, progress=relay.progress)
         return execute(tool.command, body, env=env, debug=stderr, spelling=spelling(tool))
 
     def refuse(message: str) -> tuple[Envelope, int]:
@@ -113,37 +127,47 @@ def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) ->
             "cortex", in_kernel(cwd, env, default_actor, use_case), env=env, debug=stderr
         )
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        relay = Relay(ctx, logging_level.levels(ctx), clock=anyio.current_time, closing=closing)
         tool = BY_NAME.get(params.name)
         if tool is not None:
-            call = functools.partial(run, tool, params.arguments)
+            call = functools.partial(run, tool, params.arguments, relay)
         elif params.name == INVALID:
             reason = str((params.arguments or {}).get("reason", "the request cannot be read"))
             call = functools.partial(refuse, reason)
         else:
             known = ", ".join(sorted(BY_NAME))
             call = functools.partial(refuse, f"no tool {params.name!r}; the tools are: {known}")
-        envelope, exit_status = await anyio.to_thread.run_sync(call)
+        envelope, exit_status = await relay.run(call)
         return _answer(envelope, exit_status)
 
-    return Server(
+    async def set_level(_ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        logging_level.level = params.level
+        return types.EmptyResult()
+
+    server: Server[Any] = Server(
         "cortex",
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    # Registered by method, not `on_set_logging_level=`: the SDK warns on that keyword because
+    # the 2026-07-28 protocol drops the method; clients of earlier versions still send it.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    return server
 
 
 def serve(cwd: str, env: Mapping[str, str], *, stderr: IO[str]) -> int:
     """Serve until the client closes stdin; 0 on a clean shutdown."""
     logging.basicConfig(stream=stderr, level=logging.WARNING, format="cortex serve: %(message)s")
-    server = build(cwd, env, stderr=stderr)
+    closing = threading.Event()
+    server = build(cwd, env, stderr=stderr, closing=closing)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stop)
 
     async def main() -> None:
-        async with stdio_server(stdin=_requests()) as (read_stream, write_stream):
+        async with stdio_server(stdin=_requests(closing)) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)
@@ -162,11 +186,12 @@ def _stop(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
-def _requests() -> Any:
+def _requests(closing: threading.Event) -> Any:
     """The protocol's input, one repaired line at a time (`cortex.mcp.wire`).
 
     The wire is read from a private duplicate of descriptor 0, which then points at the null
-    device, so nothing else in the process (or a child) can consume a request.
+    device, so nothing else in the process (or a child) can consume a request. `closing` is set
+    at the end of the input, before the SDK cancels the calls still running.
     """
     wire = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -178,5 +203,6 @@ def _requests() -> Any:
     async def repaired() -> AsyncIterator[str]:
         async for line in lines:
             yield repair(line)
+        closing.set()
 
     return repaired()
