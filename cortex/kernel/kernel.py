@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id
 from cortex.cases.layout import case_dir
@@ -181,9 +181,9 @@ class Kernel:
             workspace = store.read_case(task_id).workspace.root
             msg = (
                 f"case {task_id} belongs to the workspace {workspace}; write to it from there "
-                f"(cortex -C {workspace} ...)"
+                f"({{workspace}} {workspace})"
             )
-            raise NotFoundError(msg)
+            raise naming(NotFoundError(msg), "workspace")
         return store
 
     def prepare_store(self) -> None:

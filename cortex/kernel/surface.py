@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from cortex.cases.errors import CortexError
-from cortex.kernel.envelope import Envelope, Result, failure, success
+from cortex.kernel.envelope import Envelope, Result, Spelling, failure, success
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
@@ -72,18 +72,20 @@ def execute(
     env: Mapping[str, str],
     debug: IO[str] | None = None,
     spelling: Callable[[str], str] | None = None,
+    actions: Spelling | None = None,
 ) -> tuple[Envelope, int]:
     """Run `body` and return its envelope and exit status; never raises but for SystemExit.
 
-    `spelling` names an argument the way the caller's face does, for messages that name one.
+    `spelling` names an argument the way the caller's face does, for messages that name one;
+    `actions` writes a next step the face's way (default: the CLI's command line).
     """
     seen: Seen = {}
     try:
-        return success(command, body(seen)), 0
+        return success(command, body(seen), spelling=actions), 0
     except CortexError as exc:
         if spelling is not None:
             exc.spell(spelling)
-        return refusal(command, exc, seen), exc.exit_status
+        return refusal(command, exc, seen, actions=actions), exc.exit_status
     except KeyboardInterrupt as exc:
         # Ctrl-C, SIGTERM during a verifier run (which carries its own status, 143), or a
         # cancelled request (which says what was stopped).
@@ -99,7 +101,9 @@ def execute(
         return failure(command, InternalError(message)), InternalError.exit_status
 
 
-def refusal(command: str, exc: CortexError, seen: Seen | None = None) -> Envelope:
+def refusal(
+    command: str, exc: CortexError, seen: Seen | None = None, *, actions: Spelling | None = None
+) -> Envelope:
     """The envelope of a refused command, its message, report and actions redacted."""
     seen = {} if seen is None else seen
     exc.message = _redact(exc.message, seen)
@@ -108,6 +112,7 @@ def refusal(command: str, exc: CortexError, seen: Seen | None = None) -> Envelop
         exc,
         data=_redacted(getattr(exc, "report", None), seen),
         actions=_redacted(getattr(exc, "actions", None), seen),
+        spelling=actions,
     )
 
 

@@ -21,13 +21,13 @@ from cortex.cases.bounds import (
     SUMMARY_MAX,
 )
 from cortex.cases.documents import Batch, ClaimTerms, Verification
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError, InvalidInputError, naming
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Action, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder, state
@@ -57,12 +57,11 @@ def parse_claims(
     for spec in claims:
         claim_id, sep, statement = spec.partition("=")
         if not sep or not _CLAIM_ID.fullmatch(claim_id):
-            msg = (
-                f"--claim must be ID=STATEMENT with an id of letters, digits, _ and -, not {spec!r}"
-            )
-            raise InvalidInputError(msg[:400])
+            msg = "{claim} must be ID=STATEMENT with an id of letters, digits, _ and -, "
+            msg += f"not {spec!r}"
+            raise ArgumentError(msg[:400], "claim")
         if claim_id in statements:
-            raise InvalidInputError(f"--claim {claim_id} is given twice")
+            raise ArgumentError(f"{{claim}} {claim_id} is given twice", "claim")
         if kernel.redactor.looks_secret(claim_id):
             raise InvalidInputError("a claim id looks like a secret; name the claim instead")
         statements[claim_id] = validate.text(statement, f"claim {claim_id}", CLAIM_STATEMENT_MAX)
@@ -70,10 +69,11 @@ def parse_claims(
     for spec in contracts:
         claim_id, sep, contract = spec.partition("=")
         if not sep or claim_id not in statements:
-            msg = f"--contract must be ID=REQUIREMENT for a claim given with --claim, not {spec!r}"
-            raise InvalidInputError(msg[:400])
+            msg = "{contract} must be ID=REQUIREMENT for a claim given with {claim}, "
+            msg += f"not {spec!r}"
+            raise ArgumentError(msg[:400], "contract", "claim")
         if claim_id in mapped:
-            raise InvalidInputError(f"--contract {claim_id} is given twice")
+            raise ArgumentError(f"{{contract}} {claim_id} is given twice", "contract")
         try:
             size = len(contract.encode("utf-8"))
         except UnicodeEncodeError:
@@ -94,8 +94,8 @@ def parse_claims(
         mapped[claim_id] = (requirement, selector or None)
     missing = [claim_id for claim_id in statements if claim_id not in mapped]
     if missing:
-        msg = f"each claim needs --contract ID=REQUIREMENT naming what proves it: {missing[0]}"
-        raise InvalidInputError(msg)
+        msg = f"each claim needs {{contract}} ID=REQUIREMENT naming what proves it: {missing[0]}"
+        raise ArgumentError(msg, "contract")
     return [
         Claim(id=i, statement=s, requirement=mapped[i][0], selector=mapped[i][1])
         for i, s in statements.items()
@@ -144,8 +144,9 @@ def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None) -> str:
         raise LeaseConflictError(msg)
     if case.mode == "change" and not active:
         msg = "verifying a change needs an active change lease (it expired or was released); "
-        msg += f"take it with `cortex case begin-change {case.id} --actor {who}`"
-        raise LeaseConflictError(msg)
+        msg += "take it again, then verify"
+        again = step("case.begin-change", "take the lease", task=case.id, actor=who)
+        raise LeaseConflictError(msg, [again])
     return who
 
 
@@ -174,10 +175,11 @@ def _gates(case: CaseFile, changed: list[str] | None, *, no_op: bool, ack_drift:
         return
     if not changed and not no_op:
         msg = "the work tree has no changes since the case was opened; a change task with "
-        msg += "nothing to change needs --no-op"
-        raise GateRefusedError(
-            msg, [Action(command=f"cortex case verify {case.id} --no-op", reason="no change")]
+        msg += "nothing to change needs {no_op}"
+        refusal = GateRefusedError(
+            msg, [step("case.verify", "no change", task=case.id, no_op=True)]
         )
+        raise naming(refusal, "no_op")
     boundary = case.change_boundary.files
     if case.risk == "high" and boundary and not ack_drift:
         from cortex.verifiers.scope import drift
@@ -185,16 +187,9 @@ def _gates(case: CaseFile, changed: list[str] | None, *, no_op: bool, ack_drift:
         outside = drift(changed, boundary)
         if outside:
             msg = f"a high-risk change touched {len(outside)} file(s) outside its boundary "
-            msg += f"({', '.join(outside[:5])}); re-plan the boundary or pass --ack-drift"
-            raise GateRefusedError(
-                msg,
-                [
-                    Action(
-                        command=f"cortex case verify {case.id} --ack-drift",
-                        reason="accept the drift on record",
-                    )
-                ],
-            )
+            msg += f"({', '.join(outside[:5])}); re-plan the boundary or pass {{ack_drift}}"
+            accept = step("case.verify", "accept the drift on record", task=case.id, ack_drift=True)
+            raise naming(GateRefusedError(msg, [accept]), "ack_drift")
 
 
 def _approver(kernel: Kernel, root: str):  # type: ignore[no-untyped-def]  # noqa: ANN202
@@ -412,26 +407,16 @@ def _binding_reasons(start: Capture, end: Capture, before: int, now: int) -> lis
 def _actions(case: CaseFile, verdict: str) -> list[Action]:
     task = case.id
     if verdict == "verified":
-        return [
-            Action(
-                command=f"cortex case complete {task} --outcome '<what was done>'",
-                reason="every requirement has a current, bound pass",
-            )
-        ]
+        reason = "every requirement has a current, bound pass"
+        return [step("case.complete", reason, task=task, outcome="<what was done>")]
     actions = []
     if case.mode == "change":
-        actions.append(
-            Action(
-                command=f"cortex case begin-change {task} --actor <you>",
-                reason="repair what failed, then verify again",
-            )
-        )
-    actions.append(Action(command=f"cortex case verify {task}", reason="run the batch again"))
-    flag = "--accept-failed" if verdict == "failed" else "--verification-not-possible"
+        reason = "repair what failed, then verify again"
+        actions.append(step("case.begin-change", reason, task=task, actor="<you>"))
+    actions.append(step("case.verify", "run the batch again", task=task))
+    why = "accept_failed" if verdict == "failed" else "verification_not_possible"
+    reason = "finish without full proof, on record"
     actions.append(
-        Action(
-            command=f"cortex case complete {task} --outcome '<what was done>' {flag} '<why>'",
-            reason="finish without full proof, on record",
-        )
+        step("case.complete", reason, task=task, outcome="<what was done>", **{why: "<why>"})
     )
     return actions

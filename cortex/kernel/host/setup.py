@@ -37,7 +37,7 @@ from cortex.cases.bounds import HOST_CONFIG_MAX, VERIFIER_TIMEOUT_DEFAULT
 from cortex.cases.errors import BusyError, InvalidInputError, RefusedError
 from cortex.cases.fsio import CREATE_FLAGS, fsync_dir, read_bounded, temp_name, write_all
 from cortex.kernel.config import Config
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Action, Result, step
 from cortex.kernel.kernel import Kernel
 
 Host = Literal["claude", "codex"]
@@ -224,9 +224,8 @@ def setup(
 
 def _actions(where: Location, *, dry_run: bool, changed: bool) -> list[Action]:
     if dry_run and changed:
-        command = f"cortex setup {where.host} --scope {where.scope}"
-        return [Action(command=command, reason="write it")]
-    return [Action(command="cortex doctor", reason="check that the host can start the server")]
+        return [step(f"setup.{where.host}", "write it", scope=where.scope)]
+    return [step("doctor", "check that the host can start the server")]
 
 
 # Reading and parsing.
