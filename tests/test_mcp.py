@@ -35,6 +35,7 @@ EXPECTED_TOOLS = {
     "cortex_request_decision": (False, False, True),
     "cortex_complete": (False, False, False),
     "cortex_abort_task": (False, True, False),
+    "cortex_block": (False, True, False),
     "cortex_read_evidence": (True, False, True),
     "cortex_read_artifact": (True, False, True),
     "cortex_timeline": (True, False, True),
@@ -275,9 +276,14 @@ def test_the_same_operation_answers_the_same_through_cli_and_mcp(
     mcp_task = mcp_answers.pop("ids")["task"]
     for key, cli_envelope in cli_answers.items():
         left, right = normalise(mcp_answers[key], mcp_task), normalise(cli_envelope, cli_task)
+        # The same steps, each face's way: the CLI's command lines, MCP's tool calls.
+        cli_actions, mcp_actions = right.pop("actions", []), left.pop("actions", [])
         assert json.dumps(left, indent=1, sort_keys=True) == json.dumps(
             right, indent=1, sort_keys=True
         )
+        assert all(set(a) == {"command", "reason"} for a in cli_actions)
+        assert all(set(a) == {"tool", "arguments", "reason"} for a in mcp_actions)
+        assert [a["reason"] for a in mcp_actions] == [a["reason"] for a in cli_actions]
 
 
 def normalise(value: Any, task: str) -> Any:

@@ -184,8 +184,9 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(
             Opt(
                 "--max-bytes",
-                "at most N bytes (default 32768, at most 131072)",
+                "at most N bytes (at most 131072)",
                 metavar="N",
+                default=defaults.PREVIEW_BYTES,
                 integer=True,
             ),
             Opt("--allow-binary", "return binary output as base64 (marked sensitive)", kind="flag"),

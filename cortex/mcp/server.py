@@ -30,16 +30,17 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from cortex import __version__
-from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.envelope import Action, Envelope, Result
 from cortex.kernel.errors import InvalidInputError
-from cortex.kernel.surface import execute, in_kernel, to_json
+from cortex.kernel.surface import execute, in_kernel, redacted, to_json
 from cortex.mcp.progress import Logging, Relay
 from cortex.mcp.tools import (
     BY_NAME,
     TOOLS,
     Tool,
+    action_spelling,
     decode_args,
-    object_schema,
+    input_schema,
     output_schema,
     spelling,
 )
@@ -49,23 +50,27 @@ if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
 
 INSTRUCTIONS = (
-    "Cortex keeps a case file for each task: open one with cortex_open_task, record evidence "
-    "as you learn, commit a plan of falsifiable hypotheses, take the change lease with "
-    "cortex_begin_change before editing, run cortex_verify, then cortex_complete. Every answer "
-    "is an envelope {ok, command, data, error, actions}; follow `actions` when a call is "
-    "refused. Questions for a person go through cortex_request_decision; only people answer."
+    "Cortex keeps a case file for each task; work it in this order:\n"
+    "1. Open it retry-safely: cortex_open_task with an idempotency_key.\n"
+    "2. Investigate before planning: record what you learn (cortex_record_evidence).\n"
+    "3. Plan falsifiable hypotheses, the change boundary and the verifiers (cortex_plan).\n"
+    "4. Take the change lease before editing (cortex_begin_change).\n"
+    "5. Stay inside the plan's boundary; re-plan with a reason if it must move.\n"
+    "6. Verify with a claim for each acceptance criterion (cortex_verify), then complete.\n"
+    "7. Never answer a decision yourself: ask (cortex_request_decision) and wait.\n"
+    "Answers are envelopes {ok, data, error, actions}: when refused, follow the actions."
 )
 
 DEFAULT_ACTOR = "mcp"
 
 
-def _describe(tool: Tool, envelope_schema: dict[str, Any]) -> types.Tool:
+def _describe(tool: Tool) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.name.removeprefix("cortex_").replace("_", " "),
         description=tool.description,
-        input_schema=object_schema(tool.args),
-        output_schema=envelope_schema,
+        input_schema=input_schema(tool),
+        output_schema=output_schema(tool),
         annotations=types.ToolAnnotations(
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
@@ -99,8 +104,7 @@ def build(
     finish their work; any other cancellation (`notifications/cancelled`) stops it.
     """
     closing = threading.Event() if closing is None else closing
-    envelope_schema = output_schema()
-    listing = types.ListToolsResult(tools=[_describe(tool, envelope_schema) for tool in TOOLS])
+    listing = types.ListToolsResult(tools=[_describe(tool) for tool in TOOLS])
     default_actor = env.get("CORTEX_ACTOR") or DEFAULT_ACTOR
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
@@ -109,13 +113,32 @@ def build(
     logging_level = Logging()
 
     def run(tool: Tool, arguments: Mapping[str, Any] | None, relay: Relay) -> tuple[Envelope, int]:
+        # `workspace` is the CLI's -C: the kernel is built there, and checked the same way. A
+        # value that is not text is refused by the decoding below, in the server's own kernel.
+        workspace = (arguments or {}).get("workspace")
+        directory = os.path.join(cwd, workspace) if isinstance(workspace, str) else cwd
+        built: list[Kernel] = []
+
         # Arguments are decoded inside the kernel, so an error quoting them is redacted with
         # this workspace's configured literals, as the CLI's are.
         def use_case(kernel: Kernel) -> Result:
+            built.append(kernel)
             return tool.call(kernel, decode_args(tool, arguments))
 
-        body = in_kernel(cwd, env, default_actor, use_case, progress=relay.progress)
-        return execute(tool.command, body, env=env, debug=stderr, spelling=spelling(tool))
+        prefill = action_spelling(tool, arguments)
+        bare = action_spelling(tool, None)
+
+        def actions(action: Action) -> Any:
+            # A next step echoes the caller's arguments only as the store would keep them.
+            if not built:
+                return bare(action)
+            shown = prefill(action)
+            return None if shown is None else redacted(built[0], shown)
+
+        body = in_kernel(directory, env, default_actor, use_case, progress=relay.progress)
+        return execute(
+            tool.command, body, env=env, debug=stderr, spelling=spelling(tool), actions=actions
+        )
 
     def refuse(message: str) -> tuple[Envelope, int]:
         def use_case(_kernel: Kernel) -> Result:
@@ -124,7 +147,11 @@ def build(
         # Named like the CLI's answer to an unknown command: the name asked for may hold
         # anything, secrets included, and is only quoted (redacted) in the message.
         return execute(
-            "cortex", in_kernel(cwd, env, default_actor, use_case), env=env, debug=stderr
+            "cortex",
+            in_kernel(cwd, env, default_actor, use_case),
+            env=env,
+            debug=stderr,
+            actions=action_spelling(None, None),
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
