@@ -194,9 +194,45 @@ def test_an_agent_runs_a_whole_case_over_stdio(
             listed, _ = await s.call("cortex_list_tasks")
             assert [item["taskId"] for item in listed["data"]["items"]] == [task]
 
+            # The rest of the tools, each answer checked against its own outputSchema.
+            noted, _ = await s.call("cortex_note", task_id=task, text="the fix is one line")
+            assert noted["ok"], noted
+            hypothesis = planned["data"]["hypotheses"][0]["id"]
+            resolved, _ = await s.call(
+                "cortex_resolve",
+                task_id=task,
+                hypothesis_id=hypothesis,
+                status="confirmed",
+                reason="the test passes",
+                evidence=[evidence["id"]],
+            )
+            assert resolved["ok"], resolved
+            read, _ = await s.call("cortex_read_evidence", task_id=task, evidence_id=evidence["id"])
+            assert read["data"]["evidence"]["claim"] == "login() returns the wrong page"
+            timeline, _ = await s.call("cortex_timeline", task_id=task, limit=5)
+            assert timeline["data"]["returned"] == 5
+            packet, _ = await s.call("cortex_handoff", task_id=task, compact=True)
+            assert packet["ok"], packet
+
             done, _ = await s.call("cortex_complete", task_id=task, outcome="login honours `to`")
             assert done["ok"], done
             assert done["data"]["status"] == "complete"
+
+            other = (await s.call("cortex_open_task", goal="ask first"))[0]["data"]["taskId"]
+            await s.call("cortex_record_evidence", task_id=other, claim="two ways to go")
+            asked, _ = await s.call(
+                "cortex_request_decision",
+                task_id=other,
+                question="Which way?",
+                options=[{"id": "a", "label": "A", "consequence": "slow"}, "b=B|fast"],
+            )
+            assert asked["ok"], asked
+            assert [o["id"] for o in asked["data"]["decision"]["options"]] == ["a", "b"]
+            stopped, _ = await s.call("cortex_block", task_id=other, reason="waiting on ops")
+            assert stopped["data"]["status"] == "blocked"
+            third = (await s.call("cortex_open_task", goal="not needed"))[0]["data"]["taskId"]
+            dropped, _ = await s.call("cortex_abort_task", task_id=third, reason="duplicate")
+            assert dropped["data"]["status"] == "abandoned"
 
     run_async(body)
     errlog.seek(0)

@@ -11,6 +11,7 @@ answer), `case trust` (approving a command must happen at a terminal), and the s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -749,13 +750,19 @@ def _placeholder(value: object) -> bool:
     return False
 
 
-def _is_list(tool: Tool, field: str) -> bool:
-    info = msgspec.inspect.type_info(tool.args)
+@functools.cache
+def _fields(args: type[_Args]) -> tuple[frozenset[str], frozenset[str]]:
+    """A tool's argument names, and those that hold a list (computed once per tool)."""
+    info = msgspec.inspect.type_info(args)
     assert isinstance(info, msgspec.inspect.StructType)  # noqa: S101 - tool args are structs
-    kind = next((f.type for f in info.fields if f.name == field), None)
-    while isinstance(kind, msgspec.inspect.Metadata):
-        kind = kind.type
-    return isinstance(kind, msgspec.inspect.ListType)
+    lists = set()
+    for field in info.fields:
+        kind = field.type
+        while isinstance(kind, msgspec.inspect.Metadata):
+            kind = kind.type
+        if isinstance(kind, msgspec.inspect.ListType):
+            lists.add(field.name)
+    return frozenset(f.name for f in info.fields), frozenset(lists)
 
 
 def action_spelling(tool: Tool | None, given: Mapping[str, Any] | None) -> Callable[[Action], Any]:
@@ -773,14 +780,14 @@ def action_spelling(tool: Tool | None, given: Mapping[str, Any] | None) -> Calla
         target = BY_COMMAND.get(operation)
         if target is None:
             return None
-        fields = {field.name for field in msgspec.structs.fields(target.args)}
+        fields, lists = _fields(target.args)
         names = {ALIASES.get(field, field): field for field in fields}
         arguments: dict[str, Any] = {}
         for name, value in action.arguments.items():
             field = names.get(name)
             if field is None:
                 continue  # the tool standing in for this step takes no such argument
-            listed = _is_list(target, field) and not isinstance(value, list)
+            listed = field in lists and not isinstance(value, list)
             arguments[field] = [value] if listed else value
         same = tool is not None and target.name == tool.name
         for field, value in given.items():
