@@ -41,7 +41,9 @@ def status_text(event: Event) -> str:
         return f"{event.subject} {event.status or 'ended'}"
     if event.kind == "step" and event.step is not None:
         return _STEPS.get(event.step, event.step)
-    return event.operation
+    if event.kind == "begin" and event.count is not None:
+        return f"{event.count} verifier{'' if event.count == 1 else 's'} to run"
+    return "finishing"
 
 
 class Reporter:
