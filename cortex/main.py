@@ -21,7 +21,12 @@ from cortex.kernel.errors import CortexError
 from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
 
 if TYPE_CHECKING:
+    from cortex.cli.live import Reporter
     from cortex.kernel.kernel import Kernel
+    from cortex.kernel.progress import Progress
+
+LIVE = frozenset({"case.verify"})
+"""Commands that report progress (`cortex.kernel.progress`) for a live line at a terminal."""
 
 
 def _body(
@@ -29,6 +34,7 @@ def _body(
     env: Mapping[str, str],
     cwd: str,
     streams: tuple[IO[bytes], IO[str], IO[str]],
+    progress: Progress | None = None,
 ) -> Callable[[Seen], Result]:
     """The use case a parsed command line asks for, as a body for `execute`."""
     if parsed.command.name == "studio":
@@ -61,7 +67,34 @@ def _body(
         )
         return handler(call)
 
-    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run)
+    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress)
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _reporter(parsed: Parsed, stdout: IO[str], stderr: IO[str]) -> Reporter | None:
+    """The live line and `--follow`'s lines for a long command, or None when nothing is shown.
+
+    Nothing is live unless stdout is a terminal, and never with `--json` or `--quiet`, so
+    piped and JSON output stay exactly what they were. Followed lines go above the live line,
+    or to stderr when nothing is live.
+    """
+    if parsed.command.name not in LIVE:
+        return None
+    live = _is_terminal(stdout) and not parsed.json and not parsed.quiet
+    follow = bool(parsed.values.get("follow"))
+    if not (live or follow):
+        return None
+    from cortex.cli.live import Reporter
+
+    return Reporter(
+        stdout if live else None, follow=(stdout if live else stderr) if follow else None
+    )
 
 
 def main(
@@ -94,13 +127,23 @@ def main(
         from cortex.mcp.server import serve
 
         return serve(directory, env, stderr=stderr)
-    envelope, exit_status = execute(
-        name,
-        _body(parsed, env, directory, (stdin, stdout, stderr)),
-        env=env,
-        debug=stderr,
-        spelling=spelling(parsed.command),
+    reporter = _reporter(parsed, stdout, stderr)
+    body = _body(
+        parsed,
+        env,
+        directory,
+        (stdin, stdout, stderr),
+        progress=None if reporter is None else reporter.progress,
     )
+    if reporter is None:
+        envelope, exit_status = execute(
+            name, body, env=env, debug=stderr, spelling=spelling(parsed.command)
+        )
+    else:
+        with reporter:  # the live line is gone before the answer is printed
+            envelope, exit_status = execute(
+                name, body, env=env, debug=stderr, spelling=spelling(parsed.command)
+            )
     _emit(envelope, parsed.json, stdout, stderr, env)
     return exit_status
 

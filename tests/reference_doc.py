@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from cortex.cases import errors  # noqa: E402 - the checkout, not an installed copy
 from cortex.cli.parser import COMMANDS, GLOBAL, Cmd, Opt  # noqa: E402
-from cortex.mcp.tools import ALIASES, TOOLS, Tool, object_schema  # noqa: E402
+from cortex.mcp.tools import ALIASES, TOOLS, Tool, input_schema  # noqa: E402
 
 PAGE = ROOT / "docs" / "reference.md"
 
@@ -81,6 +81,8 @@ def _command(cmd: Cmd) -> list[str]:
 
 
 def _type(schema: dict[str, Any]) -> str:
+    if "$ref" in schema:
+        return f"`{schema['$ref'].rsplit('/', 1)[-1]}` object"
     if "anyOf" in schema:
         return " or ".join(_type(s) for s in schema["anyOf"])
     if "enum" in schema:
@@ -91,7 +93,7 @@ def _type(schema: dict[str, Any]) -> str:
 
 
 def _tool(tool: Tool) -> list[str]:
-    schema = object_schema(tool.args)
+    schema = input_schema(tool)
     required = set(schema.get("required", []))
     hints = [
         name

@@ -392,12 +392,12 @@ class TestWorkspaces:
     def test_writes_from_another_workspace_are_pointed_home(
         self, cli: Cli, task: str, tmp_path: Path
     ) -> None:
-        """Writing to a case from another workspace is refused with the command to use."""
+        """Writing to a case from another workspace is refused, naming the option to use."""
         outside = tmp_path / "elsewhere"
         outside.mkdir()
         out = cli("case", "note", task, "x", cwd=outside)
         assert out.code == 3
-        assert "cortex -C" in out.envelope["error"]["message"]
+        assert f"(--workspace {cli.cwd})" in out.envelope["error"]["message"]
 
     def test_dash_c_selects_the_workspace(self, cli: Cli, repo: Path, tmp_path: Path) -> None:
         """-C DIR runs as if started in DIR."""

@@ -94,3 +94,17 @@ def test_the_reference_page_is_the_command_tables_written_out() -> None:
     from reference_doc import PAGE, render
 
     assert PAGE.read_text() == render(), "regenerate: python tests/reference_doc.py --write"
+
+
+def test_the_schema_directory_is_the_answer_types_written_out() -> None:
+    """docs/schema/ is generated from cortex/kernel/answers.py: drift fails here."""
+    from schema_doc import DIRECTORY, render
+
+    files = render()
+    assert sorted(p.name for p in DIRECTORY.glob("*.json")) == sorted(files), (
+        "regenerate: python tests/schema_doc.py --write"
+    )
+    for name, text in files.items():
+        assert (DIRECTORY / name).read_text() == text, (
+            f"{name}: regenerate: python tests/schema_doc.py --write"
+        )

@@ -192,3 +192,35 @@ def test_an_unparsable_host_configuration_fails_naming_the_file(
     assert str(path) in mcp["detail"]
     assert str(path) in mcp["fix"]
     assert path.read_text() == "{broken"
+
+
+def test_a_host_timeout_shorter_than_a_verifier_is_a_warning(
+    cli: Cli, repo: Path, env: dict[str, str]
+) -> None:
+    """Codex's tool_timeout_sec (60 s unset) or Claude Code's MCP_TOOL_TIMEOUT below a verifier."""
+    import sys
+
+    (repo / "cortex.toml").write_text('[verifiers.unit]\nargv = ["true"]\ntimeout = 300\n')
+    codex = Path(env["HOME"]) / ".codex" / "config.toml"
+    register(codex, sys.executable)
+    mcp = checks(cli("doctor").data)["MCP server"]
+    assert mcp["status"] == "warn"
+    assert "after 60 s (tool_timeout_sec)" in mcp["detail"]
+    assert "(300 s)" in mcp["detail"]
+    assert mcp["fix"] == "cortex setup codex --scope user"
+    assert cli("setup", "codex").code == 0
+    assert checks(cli("doctor").data)["MCP server"]["status"] == "ok"
+
+    assert cli("setup", "claude").code == 0
+    env["MCP_TOOL_TIMEOUT"] = "120000"
+    mcp = checks(cli("doctor").data)["MCP server"]
+    assert mcp["status"] == "warn"
+    assert "after 120000 ms (MCP_TOOL_TIMEOUT)" in mcp["detail"]
+    assert mcp["fix"] == "set MCP_TOOL_TIMEOUT=360000 (ms) where Claude Code starts"
+    del env["MCP_TOOL_TIMEOUT"]
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"env": {"MCP_TOOL_TIMEOUT": "90000"}}))
+    assert "after 90000 ms" in checks(cli("doctor").data)["MCP server"]["detail"]
+    settings.write_text(json.dumps({"env": {"MCP_TOOL_TIMEOUT": "400000"}}))
+    assert checks(cli("doctor").data)["MCP server"]["status"] == "ok"

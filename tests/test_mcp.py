@@ -35,6 +35,7 @@ EXPECTED_TOOLS = {
     "cortex_request_decision": (False, False, True),
     "cortex_complete": (False, False, False),
     "cortex_abort_task": (False, True, False),
+    "cortex_block": (False, True, False),
     "cortex_read_evidence": (True, False, True),
     "cortex_read_artifact": (True, False, True),
     "cortex_timeline": (True, False, True),
@@ -193,9 +194,45 @@ def test_an_agent_runs_a_whole_case_over_stdio(
             listed, _ = await s.call("cortex_list_tasks")
             assert [item["taskId"] for item in listed["data"]["items"]] == [task]
 
+            # The rest of the tools, each answer checked against its own outputSchema.
+            noted, _ = await s.call("cortex_note", task_id=task, text="the fix is one line")
+            assert noted["ok"], noted
+            hypothesis = planned["data"]["hypotheses"][0]["id"]
+            resolved, _ = await s.call(
+                "cortex_resolve",
+                task_id=task,
+                hypothesis_id=hypothesis,
+                status="confirmed",
+                reason="the test passes",
+                evidence=[evidence["id"]],
+            )
+            assert resolved["ok"], resolved
+            read, _ = await s.call("cortex_read_evidence", task_id=task, evidence_id=evidence["id"])
+            assert read["data"]["evidence"]["claim"] == "login() returns the wrong page"
+            timeline, _ = await s.call("cortex_timeline", task_id=task, limit=5)
+            assert timeline["data"]["returned"] == 5
+            packet, _ = await s.call("cortex_handoff", task_id=task, compact=True)
+            assert packet["ok"], packet
+
             done, _ = await s.call("cortex_complete", task_id=task, outcome="login honours `to`")
             assert done["ok"], done
             assert done["data"]["status"] == "complete"
+
+            other = (await s.call("cortex_open_task", goal="ask first"))[0]["data"]["taskId"]
+            await s.call("cortex_record_evidence", task_id=other, claim="two ways to go")
+            asked, _ = await s.call(
+                "cortex_request_decision",
+                task_id=other,
+                question="Which way?",
+                options=[{"id": "a", "label": "A", "consequence": "slow"}, "b=B|fast"],
+            )
+            assert asked["ok"], asked
+            assert [o["id"] for o in asked["data"]["decision"]["options"]] == ["a", "b"]
+            stopped, _ = await s.call("cortex_block", task_id=other, reason="waiting on ops")
+            assert stopped["data"]["status"] == "blocked"
+            third = (await s.call("cortex_open_task", goal="not needed"))[0]["data"]["taskId"]
+            dropped, _ = await s.call("cortex_abort_task", task_id=third, reason="duplicate")
+            assert dropped["data"]["status"] == "abandoned"
 
     run_async(body)
     errlog.seek(0)
@@ -275,9 +312,14 @@ def test_the_same_operation_answers_the_same_through_cli_and_mcp(
     mcp_task = mcp_answers.pop("ids")["task"]
     for key, cli_envelope in cli_answers.items():
         left, right = normalise(mcp_answers[key], mcp_task), normalise(cli_envelope, cli_task)
+        # The same steps, each face's way: the CLI's command lines, MCP's tool calls.
+        cli_actions, mcp_actions = right.pop("actions", []), left.pop("actions", [])
         assert json.dumps(left, indent=1, sort_keys=True) == json.dumps(
             right, indent=1, sort_keys=True
         )
+        assert all(set(a) == {"command", "reason"} for a in cli_actions)
+        assert all(set(a) == {"tool", "arguments", "reason"} for a in mcp_actions)
+        assert [a["reason"] for a in mcp_actions] == [a["reason"] for a in cli_actions]
 
 
 def normalise(value: Any, task: str) -> Any:

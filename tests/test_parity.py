@@ -35,7 +35,6 @@ NOT_SERVED = {
     "case.decision.list": "status carries the pending decision an agent needs",
     "case.lease.renew": "begin_change renews the caller's own lease",
     "case.lease.release": "complete and abort release the lease",
-    "case.block": "not served yet: blocking is a person's call today",
     "case.resolve": "served as cortex_resolve",
     "case.audit": "an integrity check for people and CI, run from a shell",
     "case.attest": "a statement for CI to sign, produced from a shell",
@@ -57,8 +56,12 @@ ONLY_CLI = {
     ("case.evidence.add", "raw_file"): "a path or '-' for stdin; over MCP raw output is text",
     ("case.handoff", "output"): "writes a file where the caller stands; a server returns data",
     ("case.handoff", "format"): "says what --output writes",
+    ("case.verify", "follow"): "prints output at a terminal; over MCP it is debug log entries",
 }
 """CLI options that have no MCP argument, and why."""
+
+GLOBAL_ARGUMENTS = {"workspace": "the CLI's global -C/--workspace, on every tool"}
+"""MCP arguments every tool takes that stand for one of the CLI's global options."""
 
 ONLY_MCP = {
     ("cortex_record_evidence", "raw"): "raw output as text; the CLI reads it from a file",
@@ -119,7 +122,7 @@ def drift(tools: tuple[Tool, ...] = TOOLS) -> list[str]:
         mapped: set[str] = set()
         for field in info.fields:
             where = f"{tool.name}.{field.name}"
-            if (tool.name, field.name) in ONLY_MCP:
+            if (tool.name, field.name) in ONLY_MCP or field.name in GLOBAL_ARGUMENTS:
                 continue
             dest = ALIASES.get(field.name, field.name)
             if dest not in cli:
@@ -202,5 +205,9 @@ def test_each_cli_only_option_exists(entry: tuple[str, str]) -> None:
 
 
 def test_global_options_are_the_faces_own() -> None:
-    """--json and --workspace are how the CLI prints and where it runs; not tool arguments."""
-    assert [opt.dest for opt in GLOBAL] == ["json", "workspace"]
+    """--json and --quiet are how the CLI prints; --workspace is where it runs, on every tool."""
+    assert [opt.dest for opt in GLOBAL] == ["json", "workspace", "quiet"]
+    for tool in TOOLS:
+        fields = {f.name: f for f in msgspec.structs.fields(tool.args)}
+        assert set(GLOBAL_ARGUMENTS) <= set(fields), tool.name
+        assert fields["workspace"].default is None

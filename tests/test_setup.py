@@ -100,6 +100,14 @@ class TestFirstAndSecondRun:
             "entry": {"command": PYTHON, "args": ARGS},
             "kept": [],
             "dryRun": False,
+            # Claude Code reads its tool timeout from its environment, not from this file.
+            "toolTimeout": {
+                "setting": "MCP_TOOL_TIMEOUT",
+                "seconds": 180,
+                "written": False,
+                "milliseconds": 180000,
+                "current": None,
+            },
         }
         assert not (repo / ".mcp.json.cortex-backup").exists()
 
@@ -110,6 +118,7 @@ class TestFirstAndSecondRun:
         assert data["path"] == str(path)
         assert path.read_text() == (
             f'[mcp_servers.cortex]\ncommand = "{PYTHON}"\nargs = ["-m", "cortex", "serve"]\n'
+            "tool_timeout_sec = 180\n"
         )
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(path.parent.stat().st_mode) & 0o077 == 0
@@ -237,7 +246,12 @@ class TestExistingFiles:
             assert entry == {**CLAUDE_ENTRY, "timeout": 30000, "cwd": "/srv"}
         else:
             assert out.data["kept"] == ["startup_timeout_sec"]
-            assert entry == {"command": PYTHON, "args": ARGS, "startup_timeout_sec": 9}
+            assert entry == {
+                "command": PYTHON,
+                "args": ARGS,
+                "startup_timeout_sec": 9,
+                "tool_timeout_sec": 180,
+            }
         human = "".join(cli("setup", host, "--scope", "project", human=True).stdout.split())
         assert "kept" + ",".join(out.data["kept"]) in human
 
@@ -403,6 +417,7 @@ class TestToml:
             "[mcp_servers.cortex]  # added by cortex\n"
             f'command = "{PYTHON}"\n'
             'args = ["-m", "cortex", "serve"]\n'
+            "tool_timeout_sec = 180\n"
             "startup_timeout_sec = 20\n"
         )
         assert path.read_text() == head + new_ours + tail
@@ -423,6 +438,7 @@ class TestToml:
             b"[mcp_servers.cortex]\r\n"
             + f'command = "{PYTHON}"\r\n'.encode()
             + b'args = ["-m", "cortex", "serve"]\r\n'
+            + b"tool_timeout_sec = 180\r\n"
         )
 
     @pytest.mark.parametrize(
@@ -459,6 +475,7 @@ class TestToml:
         cli("setup", "codex")
         assert path.read_text() == (
             f'[ mcp_servers . "cortex" ]\ncommand = "{PYTHON}"\nargs = ["-m", "cortex", "serve"]\n'
+            "tool_timeout_sec = 180\n"
         )
 
     def test_the_header_only_through_a_subtable_is_completed(
@@ -470,7 +487,12 @@ class TestToml:
         path.write_text('[mcp_servers.cortex.env]\nK = "v"\n')
         cli("setup", "codex")
         entry = registered(path)
-        assert entry == {"command": PYTHON, "args": ARGS, "env": {"K": "v"}}
+        assert entry == {
+            "command": PYTHON,
+            "args": ARGS,
+            "env": {"K": "v"},
+            "tool_timeout_sec": 180,
+        }
 
     def test_an_edit_that_would_not_read_back_as_intended_writes_nothing(
         self, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
@@ -545,7 +567,7 @@ class TestHostilePaths:
         done = subprocess.run(argv, cwd=repo, env=proc_env, capture_output=True, check=False)
         assert done.returncode == 0, done.stderr
         path = home(env) / ".codex" / "config.toml"
-        assert registered(path) == {"command": str(link), "args": ARGS}
+        assert registered(path) == {"command": str(link), "args": ARGS, "tool_timeout_sec": 180}
         before = snapshot(path)
         again = subprocess.run(argv, cwd=repo, env=proc_env, capture_output=True, check=False)
         assert json.loads(again.stdout)["data"]["changed"] is False
@@ -759,3 +781,60 @@ class TestStaleTempsAcrossPidNamespaces:
         assert stray_temps(repo) == [live]  # a killed writer leaves its temp behind
         assert cli("setup", "claude").data["changed"] is False
         assert stray_temps(repo) == []
+
+
+class TestToolTimeout:
+    """Hosts give up on a tool call after their own timeout; a verify needs its verifiers' time."""
+
+    def verifiers(self, repo: Path, timeouts: dict[str, int]) -> None:
+        lines = []
+        for name, seconds in timeouts.items():
+            lines += [f"[verifiers.{name}]", 'argv = ["true"]', f"timeout = {seconds}", ""]
+        (repo / "cortex.toml").write_text("\n".join(lines))
+
+    def test_codex_waits_for_every_verifier_in_turn_plus_a_margin(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        self.verifiers(repo, {"unit": 300, "lint": 100})
+        data = cli("setup", "codex").data
+        assert data["entry"]["tool_timeout_sec"] == 300 + 100 + setup_host.TOOL_TIMEOUT_MARGIN
+        assert data["toolTimeout"] == {
+            "setting": "tool_timeout_sec",
+            "seconds": 460,
+            "written": True,
+        }
+        assert registered(home(env) / ".codex" / "config.toml")["tool_timeout_sec"] == 460
+        text = cli("setup", "codex", human=True).stdout
+        assert "tool_timeout_sec = 460" in text
+
+    def test_a_longer_timeout_a_person_set_is_kept_a_shorter_one_raised(
+        self, cli: Cli, env: dict[str, str]
+    ) -> None:
+        path = home(env) / ".codex" / "config.toml"
+        path.parent.mkdir(parents=True)
+        entry = f'command = "{PYTHON}"\nargs = ["-m", "cortex", "serve"]\n'
+        path.write_text(f"[mcp_servers.cortex]\n{entry}tool_timeout_sec = 3600\n")
+        data = cli("setup", "codex").data
+        assert data["changed"] is False
+        assert registered(path)["tool_timeout_sec"] == 3600
+        path.write_text(f"[mcp_servers.cortex]\n{entry}tool_timeout_sec = 30\n")
+        assert cli("setup", "codex").data["changed"] is True
+        assert registered(path)["tool_timeout_sec"] == 180
+
+    def test_claude_is_told_what_to_set_where_it_reads_it(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        self.verifiers(repo, {"unit": 600})
+        env["MCP_TOOL_TIMEOUT"] = "60000"
+        data = cli("setup", "claude").data
+        assert "tool_timeout_sec" not in data["entry"]
+        assert data["toolTimeout"] == {
+            "setting": "MCP_TOOL_TIMEOUT",
+            "seconds": 660,
+            "written": False,
+            "milliseconds": 660000,
+            "current": "60000",
+        }
+        assert registered(repo / ".mcp.json") == CLAUDE_ENTRY
+        text = cli("setup", "claude", human=True).stdout
+        assert "MCP_TOOL_TIMEOUT=660000" in text

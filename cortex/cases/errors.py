@@ -18,6 +18,7 @@ error cannot be forgotten by one of them. The kernel adds its own subclasses in
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 
 class CortexError(Exception):
@@ -49,6 +50,21 @@ def _fill(template: str, arguments: tuple[str, ...], name_of: Callable[[str], st
     for argument in arguments:
         template = template.replace("{" + argument + "}", name_of(argument))
     return template
+
+
+_E = TypeVar("_E", bound="CortexError")
+
+
+def naming(error: _E, *arguments: str) -> _E:
+    """`error`, whose message names `arguments` as `{name}`, spelled per face (see `spell`).
+
+    For errors other than `ArgumentError` (a refusal, a missing record) whose message names an
+    argument: `raise naming(RefusedError("... pass {ack_drift}"), "ack_drift")`.
+    """
+    error.template = error.message
+    error.arguments = arguments
+    error.message = _fill(error.message, arguments, option_spelling)
+    return error
 
 
 def option_spelling(argument: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError, InvalidInputError
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ALPHABET_SET = frozenset(ALPHABET)
@@ -91,11 +91,16 @@ def check_id(value: str, prefix: str, *, what: str | None = None) -> str:
     if not is_id(value, prefix):
         label = what or f"{prefix} id"
         shown = value if len(value) <= 80 else value[:80] + "..."
-        msg = (
-            f"invalid {label} {shown!r}: expected {prefix}_ followed by 26 upper-case "
-            "Crockford base32 characters"
+        rest = (
+            f" {shown!r}: expected {prefix}_ followed by 26 upper-case Crockford base32 characters"
         )
-        raise InvalidInputError(msg)
+        if label.startswith("--"):
+            # An argument (`--derived-from id`): named the way the caller's face spells it.
+            option, _, tail = label.partition(" ")
+            name = option[2:].replace("-", "_")
+            template = "invalid {" + name + "}" + (f" {tail}" if tail else "") + rest
+            raise ArgumentError(template, name)
+        raise InvalidInputError(f"invalid {label}{rest}")
     return value
 
 

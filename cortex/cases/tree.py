@@ -12,7 +12,7 @@ import unicodedata
 import msgspec
 
 from cortex.cases.bounds import TREE_DEPTH_MAX, TREE_PATH_MAX
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError, InvalidInputError
 from cortex.cases.records import Digest, _Record
 
 FORMAT = "cortex-tree/1"
@@ -64,7 +64,11 @@ def member_path(path: str, what: str = "tree path") -> str:
     """`path` if it is a safe relative member path, else InvalidInputError saying why."""
     problem = path_problem(path)
     if problem is not None:
-        raise InvalidInputError(f"{what} {ascii(path)[:120]} {problem}")
+        rest = f" {ascii(path)[:120]} {problem}"
+        if what.startswith("--"):
+            name = what[2:].replace("-", "_")
+            raise ArgumentError("{" + name + "}" + rest, name)
+        raise InvalidInputError(what + rest)
     return path
 
 

@@ -67,6 +67,7 @@ class Parsed(msgspec.Struct):
     values: dict[str, object]
     json: bool
     workspace: str | None
+    quiet: bool = False
 
 
 class HelpRequested(Exception):  # noqa: N818 - control flow, like SystemExit
@@ -80,6 +81,7 @@ class HelpRequested(Exception):  # noqa: N818 - control flow, like SystemExit
 GLOBAL = (
     Opt("--json", "print exactly one JSON envelope on stdout", kind="flag"),
     Opt("--workspace", "run as if started in DIR", metavar="DIR", short="-C"),
+    Opt("--quiet", "no live progress line at a terminal", kind="flag"),
 )
 """Options every command accepts, before or after the command words."""
 
@@ -182,8 +184,9 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(
             Opt(
                 "--max-bytes",
-                "at most N bytes (default 32768, at most 131072)",
+                "at most N bytes (at most 131072)",
                 metavar="N",
+                default=defaults.PREVIEW_BYTES,
                 integer=True,
             ),
             Opt("--allow-binary", "return binary output as base64 (marked sensitive)", kind="flag"),
@@ -317,6 +320,11 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--ack-drift", "accept changes outside the plan's boundary", kind="flag"),
             Opt("--no-op", "the change task needed no change", kind="flag"),
             Opt("--actor", "who verifies (default: the lease holder)", metavar="NAME"),
+            Opt(
+                "--follow",
+                "show each verifier's output as it runs (redacted as it is stored)",
+                kind="flag",
+            ),
         ),
     ),
     Cmd(
@@ -560,6 +568,7 @@ def parse(argv: Sequence[str]) -> Parsed:
         values=values,
         json=bool(state.values.get("json", False)),
         workspace=workspace,
+        quiet=bool(state.values.get("quiet", False)),
     )
 
 

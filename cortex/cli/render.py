@@ -300,6 +300,20 @@ def _setup(console: Console, data: Data) -> None:
     if data.get("backup"):
         label = "would back up to" if data["dryRun"] else "backup"
         rows.append((label, data["backup"]))
+    timeout = data.get("toolTimeout") or {}
+    if timeout.get("written"):
+        shown = entry.get(timeout["setting"], timeout["seconds"])
+        rows.append(
+            (
+                "tool timeout",
+                f"{timeout['setting']} = {shown} (a verify here may need {timeout['seconds']} s)",
+            )
+        )
+    elif timeout:
+        now = timeout.get("current") or "not set"
+        advice = f"Claude Code reads {timeout['setting']} (milliseconds) from its environment: "
+        advice += f"set {timeout['setting']}={timeout['milliseconds']} (here it is {now})"
+        rows.append(("tool timeout", advice))
     console.print(_kv(rows))
     if data["dryRun"] and data["changed"]:
         console.print(Text("dry run: nothing was written", style="dim"))

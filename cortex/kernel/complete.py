@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from cortex.cases.bounds import OUTCOME_MAX
 from cortex.cases.documents import Verification
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError
 from cortex.cases.records import CaseFile
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import Assessment, assess
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import release_for_close, state
@@ -33,8 +33,8 @@ def complete(
     """Move a verified (or explicitly acknowledged) case to complete, writing summary.md."""
     outcome = validate.text(outcome, "--outcome", OUTCOME_MAX)
     if accept_failed is not None and verification_not_possible is not None:
-        msg = "give --accept-failed or --verification-not-possible, not both"
-        raise InvalidInputError(msg)
+        msg = "give {accept_failed} or {verification_not_possible}, not both"
+        raise ArgumentError(msg, "accept_failed", "verification_not_possible")
     if accept_failed is not None:
         accept_failed = validate.text(accept_failed, "--accept-failed", OUTCOME_MAX)
     if verification_not_possible is not None:
@@ -108,12 +108,12 @@ def _gate(
         raise GateRefusedError(
             msg,
             [
-                Action(
-                    command=(
-                        f"cortex case verify {task} --claim '<criterion id>=<exact statement>' "
-                        "--contract '<criterion id>=<verifier>'"
-                    ),
-                    reason="prove each criterion with a named claim",
+                step(
+                    "case.verify",
+                    "prove each criterion with a named claim",
+                    task=task,
+                    claim=["<criterion id>=<exact statement>"],
+                    contract=["<criterion id>=<verifier>"],
                 )
             ],
         )
@@ -125,12 +125,14 @@ def _gate(
             raise GateRefusedError(
                 "verification failed: " + "; ".join(assessment.reasons),
                 [
-                    Action(
-                        command=f"cortex case complete {task} --outcome '<...>' "
-                        "--accept-failed '<why this is acceptable>'",
-                        reason="complete despite the failure, on record",
+                    step(
+                        "case.complete",
+                        "complete despite the failure, on record",
+                        task=task,
+                        outcome="<...>",
+                        accept_failed="<why this is acceptable>",
                     ),
-                    Action(command=f"cortex case verify {task}", reason="verify again"),
+                    step("case.verify", "verify again", task=task),
                 ],
             )
         return f"accepted failed verification: {accept_failed}"
@@ -138,11 +140,13 @@ def _gate(
         raise GateRefusedError(
             f"the case is {verdict}, not verified: " + "; ".join(assessment.reasons),
             [
-                Action(command=f"cortex case verify {task}", reason="produce current proof"),
-                Action(
-                    command=f"cortex case complete {task} --outcome '<...>' "
-                    "--verification-not-possible '<why>'",
-                    reason="complete without proof, on record",
+                step("case.verify", "produce current proof", task=task),
+                step(
+                    "case.complete",
+                    "complete without proof, on record",
+                    task=task,
+                    outcome="<...>",
+                    verification_not_possible="<why>",
                 ),
             ],
         )

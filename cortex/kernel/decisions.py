@@ -7,6 +7,7 @@ leaves the pending state or the fully answered one (docs/design/lifecycle.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cortex.cases.bounds import (
@@ -20,7 +21,7 @@ from cortex.cases.bounds import (
     QUESTION_MAX,
 )
 from cortex.cases.documents import Decision, DecisionOption, Decisions
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.records import Evidence, Source
 from cortex.kernel import lifecycle, validate
@@ -40,15 +41,22 @@ def pending(decisions: Decisions | None) -> Decision | None:
     return next((d for d in decisions.decisions if d.status == "pending"), None)
 
 
-def _options(specs: list[str], kernel: Kernel) -> list[DecisionOption]:
+def _options(specs: Sequence[str | tuple[str, str, str]], kernel: Kernel) -> list[DecisionOption]:
     if not OPTIONS_MIN <= len(specs) <= OPTIONS_MAX:
-        raise InvalidInputError(f"a decision needs {OPTIONS_MIN} to {OPTIONS_MAX} --option values")
+        raise ArgumentError(
+            f"a decision needs {OPTIONS_MIN} to {OPTIONS_MAX} {{option}} values", "option"
+        )
     options = []
     for spec in specs:
-        key, sep, rest = spec.partition("=")
-        if not sep:
-            raise InvalidInputError(f"--option must be 'id=label|consequence', not {spec!r}")
-        label, _, consequence = rest.partition("|")
+        if isinstance(spec, tuple):
+            key, label, consequence = spec  # already apart (an MCP object): no `=` or `|` split
+        else:
+            key, sep, rest = spec.partition("=")
+            if not sep:
+                raise ArgumentError(
+                    f"{{option}} must be 'id=label|consequence', not {spec!r}", "option"
+                )
+            label, _, consequence = rest.partition("|")
         option_id = validate.identifier(key.strip(), "option id", kernel.redactor, max_bytes=64)
         options.append(
             DecisionOption(
@@ -79,7 +87,12 @@ def _signature(
 
 
 def request(
-    kernel: Kernel, task_id: str, *, question: str, options: list[str], actor: str | None = None
+    kernel: Kernel,
+    task_id: str,
+    *,
+    question: str,
+    options: Sequence[str | tuple[str, str, str]],
+    actor: str | None = None,
 ) -> Result:
     """Ask a person; the case pauses until they answer. The same request again is a no-op."""
     question = validate.text(question, "--question", QUESTION_MAX)
@@ -123,7 +136,7 @@ def answer(
     check_id(decision_id, "dec", what="decision id")
     who = validate.identifier(responder, "--responder", kernel.redactor, max_bytes=IDENTIFIER_MAX)
     if kernel.redactor.looks_secret(option):
-        raise InvalidInputError("--answer looks like a secret; answers are option ids")
+        raise ArgumentError("{answer} looks like a secret; answers are option ids", "answer")
     store = kernel.writable(task_id)
     now = kernel.now()
     with store.transaction(task_id, actor=who, operation="case.decision.answer") as txn:
@@ -137,7 +150,7 @@ def answer(
         chosen = next((o for o in decision.options if o.id == option), None)
         if chosen is None:
             valid = ", ".join(o.id for o in decision.options)
-            raise InvalidInputError(f"--answer must be one of the options: {valid}")
+            raise ArgumentError(f"{{answer}} must be one of the options: {valid}", "answer")
         if _same_identity(who, decision.requester):
             msg = f"{who} asked this question and may not answer it; a person must"
             raise GateRefusedError(msg, lifecycle.next_actions(txn.case, decision=decision))

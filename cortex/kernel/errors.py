@@ -51,6 +51,10 @@ class LeaseConflictError(CortexError):
     exit_status = 6
     retryable = True
 
+    def __init__(self, message: str, actions: list[Action] | None = None) -> None:
+        super().__init__(message)
+        self.actions = actions or []
+
 
 class ConfigError(InvalidInputError):
     """A configuration source is unreadable, or names an unknown key or a bad value."""

@@ -14,7 +14,7 @@ from cortex.cases.bounds import (
     URI_MAX,
 )
 from cortex.cases.digest import sha256_hex
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import raw_name, raw_ref, tree_name
 from cortex.cases.records import (
@@ -122,8 +122,8 @@ def add_evidence(
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
     checked_kind = validate.choice(kind, "--kind", validate.EVIDENCE_KINDS)
     if checked_kind in RESERVED_KINDS:
-        msg = f"--kind {kind} records are written by `cortex case plan` only"
-        raise InvalidInputError(msg)
+        msg = f"{{kind}} {kind} records are written by a plan only"
+        raise ArgumentError(msg, "kind")
     checked_origin = validate.choice(origin, "--origin", validate.ORIGINS)
     checked_confidence = validate.choice(confidence, "--confidence", validate.CONFIDENCES)
     tool = validate.identifier(tool, "--source", redactor, max_bytes=IDENTIFIER_MAX)
@@ -142,11 +142,11 @@ def add_evidence(
         )
     parents = list(derived_from or [])
     if len(parents) > DERIVED_FROM_MAX:
-        raise InvalidInputError(f"at most {DERIVED_FROM_MAX} --derived-from ids")
+        raise ArgumentError(f"at most {DERIVED_FROM_MAX} {{derived_from}} ids", "derived_from")
     for parent in parents:
         check_id(parent, "ev", what="--derived-from id")
     if len(set(parents)) != len(parents):
-        raise InvalidInputError("an id is given twice in --derived-from")
+        raise ArgumentError("an id is given twice in {derived_from}", "derived_from")
     if raw is not None and len(raw) > RAW_BLOB_MAX:
         raise InvalidInputError(f"raw content is {len(raw)} bytes, over {RAW_BLOB_MAX}")
     if raw is not None and raw_tree is not None:
@@ -169,7 +169,10 @@ def add_evidence(
             known = store.find_records(txn.case, "evidence", parents)
             missing = [parent for parent in parents if parent not in known]
             if missing:
-                raise NotFoundError(f"--derived-from names evidence not in this case: {missing}")
+                raise naming(
+                    NotFoundError(f"{{derived_from}} names evidence not in this case: {missing}"),
+                    "derived_from",
+                )
         reference = digest = None
         redacted_raw = False
         if raw is not None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id
 from cortex.cases.layout import case_dir
@@ -21,6 +22,9 @@ from cortex.cases.store import CaseStore
 from cortex.kernel import validate
 from cortex.kernel.config import Config, load_config, state_root
 from cortex.workspace.identity import WorkspaceIdentity, discover
+
+if TYPE_CHECKING:
+    from cortex.kernel.progress import Progress
 
 STORE_GITIGNORE = b"""# A Cortex case store. Only the store's own files are ignored: anything
 # else put here stays visible to git, and so to the code state that
@@ -75,9 +79,12 @@ class Kernel:
         *,
         default_actor: str,
         clock: Callable[[], float] = time.time,
+        progress: Progress | None = None,
     ) -> None:
         self.env = env
         self.clock = clock
+        self.progress = progress
+        """Where long use cases report what they are doing (a face's sink), or None."""
         self.workspace: WorkspaceIdentity = discover(cwd, env)
         self.config: Config = load_config(self.workspace.root, env)
         self.state_root = state_root(env)
@@ -174,9 +181,9 @@ class Kernel:
             workspace = store.read_case(task_id).workspace.root
             msg = (
                 f"case {task_id} belongs to the workspace {workspace}; write to it from there "
-                f"(cortex -C {workspace} ...)"
+                f"({{workspace}} {workspace})"
             )
-            raise NotFoundError(msg)
+            raise naming(NotFoundError(msg), "workspace")
         return store
 
     def prepare_store(self) -> None:

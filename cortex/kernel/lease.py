@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Literal
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError
 from cortex.cases.records import Lease
 from cortex.kernel import lifecycle
 from cortex.kernel.envelope import Result
@@ -33,10 +33,10 @@ def parse_ttl(text: str | None) -> int:
         return LEASE_TTL_DEFAULT
     match = re.fullmatch(r"([0-9]{1,5})([smh]?)", text)
     if not match:
-        raise InvalidInputError(f"--ttl must look like 90s, 15m or 1h, not {text!r}")
+        raise ArgumentError(f"{{ttl}} must look like 90s, 15m or 1h, not {text!r}", "ttl")
     seconds = int(match.group(1)) * _UNITS[match.group(2) or "s"]
     if not LEASE_TTL_MIN <= seconds <= LEASE_TTL_MAX:
-        raise InvalidInputError(f"--ttl must be between {LEASE_TTL_MIN}s and {LEASE_TTL_MAX}s")
+        raise ArgumentError(f"{{ttl}} must be between {LEASE_TTL_MIN}s and {LEASE_TTL_MAX}s", "ttl")
     return seconds
 
 

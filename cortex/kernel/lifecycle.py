@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, Mode, Phase, PhaseChange
-from cortex.kernel.envelope import Action
+from cortex.kernel.envelope import Action, step
 from cortex.kernel.errors import GateRefusedError
 
 if TYPE_CHECKING:
@@ -146,15 +146,17 @@ def move(
     return record
 
 
-def _plan_command(case: CaseFile, *, replan: bool) -> str:
-    command = f"cortex case plan {case.id}"
+def _plan_step(case: CaseFile, reason: str, *, replan: bool) -> Action:
+    arguments: dict[str, object] = {"task": case.id}
     if replan:
-        command += " --reason '<what changed>'"
-    command += " --hypothesis '<statement> :: <how to disprove it>'"
-    command += " --uncertainty '<what is still unknown>'"
+        arguments["reason"] = "<what changed>"
+    arguments["hypothesis"] = ["<statement> :: <how to disprove it>"]
+    arguments["uncertainty"] = "<what is still unknown>"
     if case.mode == "change":
-        command += " --file <path> --boundary-reason '<why these files>' --verify <verifier>"
-    return command
+        arguments["file"] = ["<path>"]
+        arguments["boundary_reason"] = "<why these files>"
+        arguments["verify"] = ["<verifier>"]
+    return step("case.plan", reason, **arguments)
 
 
 def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Action]:
@@ -166,96 +168,102 @@ def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Ac
             # Paused: the only way forward is a person's answer, whatever phase it resumes.
             if decision is None:
                 actions.append(
-                    Action(
-                        command=f"cortex case decision list {task}",
-                        reason="the case waits for a person: see the pending question",
+                    step(
+                        "case.decision.list",
+                        "the case waits for a person: see the pending question",
+                        task=task,
                     )
                 )
                 actions.append(
-                    Action(
-                        command=(
-                            f"cortex case decision answer {task} <decision> --answer <option> "
-                            "--responder <person>"
-                        ),
-                        reason="a person answers; the case resumes where it paused",
+                    step(
+                        "case.decision.answer",
+                        "a person answers; the case resumes where it paused",
+                        task=task,
+                        decision="<decision>",
+                        answer="<option>",
+                        responder="<person>",
                     )
                 )
             else:
                 options = "|".join(option.id for option in decision.options)
                 actions.append(
-                    Action(
-                        command=(
-                            f"cortex case decision answer {task} {decision.id} "
-                            f"--answer <{options}> --responder <person>"
-                        ),
-                        reason=f"a person answers: {decision.question[:120]}",
+                    step(
+                        "case.decision.answer",
+                        f"a person answers: {decision.question[:120]}",
+                        task=task,
+                        decision=decision.id,
+                        answer=f"<{options}>",
+                        responder="<person>",
                     )
                 )
             continue
         if phase == "investigating":
             actions.append(
-                Action(
-                    command=f"cortex case evidence add {task} --claim '<what you found>'",
-                    reason="record what you find; the first evidence starts the investigation",
+                step(
+                    "case.evidence.add",
+                    "record what you find; the first evidence starts the investigation",
+                    task=task,
+                    claim="<what you found>",
                 )
             )
         elif phase == "planned":
-            actions.append(
-                Action(
-                    command=_plan_command(case, replan=False),
-                    reason="commit to a plan before changing code",
-                )
-            )
+            actions.append(_plan_step(case, "commit to a plan before changing code", replan=False))
         elif phase == "changing":
             actions.append(
-                Action(
-                    command=f"cortex case begin-change {task} --actor <you>",
-                    reason="take the change lease before editing",
+                step(
+                    "case.begin-change",
+                    "take the change lease before editing",
+                    task=task,
+                    actor="<you>",
                 )
             )
         elif phase == "verifying":
             actions.append(
-                Action(
-                    command=f"cortex case verify {task}",
-                    reason="run the plan's verifiers; receipts bind to the code as it is",
+                step(
+                    "case.verify",
+                    "run the plan's verifiers; receipts bind to the code as it is",
+                    task=task,
                 )
             )
         elif phase == "persisting":
             actions.append(
-                Action(
-                    command=f"cortex case complete {task} --outcome '<what was done>'",
-                    reason="finish the case on the strength of its current proof",
+                step(
+                    "case.complete",
+                    "finish the case on the strength of its current proof",
+                    task=task,
+                    outcome="<what was done>",
                 )
             )
         elif phase == PAUSED:
             actions.append(
-                Action(
-                    command=(
-                        f"cortex case decision request {task} --question '<question>' "
-                        "--option 'a=<label>|<consequence>' --option 'b=<label>|<consequence>'"
-                    ),
-                    reason="ask a person when the choice is theirs",
+                step(
+                    "case.decision.request",
+                    "ask a person when the choice is theirs",
+                    task=task,
+                    question="<question>",
+                    option=["a=<label>|<consequence>", "b=<label>|<consequence>"],
                 )
             )
         elif phase == "blocked":
             actions.append(
-                Action(
-                    command=f"cortex case block {task} --reason '<what blocks it>'",
-                    reason="stop here when the task cannot go on",
+                step(
+                    "case.block",
+                    "stop here when the task cannot go on",
+                    task=task,
+                    reason="<what blocks it>",
                 )
             )
         elif phase == "abandoned":
             actions.append(
-                Action(
-                    command=f"cortex case abort {task} --reason '<why>'",
-                    reason="give the task up; nothing is deleted",
+                step(
+                    "case.abort",
+                    "give the task up; nothing is deleted",
+                    task=task,
+                    reason="<why>",
                 )
             )
     if "plan" in case.snapshots and case.status not in TERMINAL:
         actions.append(
-            Action(
-                command=_plan_command(case, replan=True),
-                reason="re-plan (a new plan revision) when the picture changes",
-            )
+            _plan_step(case, "re-plan (a new plan revision) when the picture changes", replan=True)
         )
     return actions

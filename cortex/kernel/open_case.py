@@ -10,7 +10,7 @@ from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.records import CaseFile, PhaseChange, Workspace, encode
 from cortex.kernel import defaults, validate
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import TERMINAL, next_actions
@@ -136,7 +136,7 @@ def open_case(
         },
         actions=[
             *next_actions(committed),
-            Action(command=f"cortex case status {task}", reason="see where the case stands"),
+            step("case.status", "see where the case stands", task=task),
         ],
     )
 

@@ -9,6 +9,7 @@ whole plan (so earlier plans stay readable in the chained ledger), the phase and
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import msgspec
 
@@ -24,7 +25,7 @@ from cortex.cases.bounds import (
 )
 from cortex.cases.digest import sha256_hex
 from cortex.cases.documents import Hypotheses, Hypothesis, Plan
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
 from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
@@ -45,12 +46,15 @@ class _Draft(msgspec.Struct):
     supports: list[str]
 
 
-def _hypotheses(specs: list[str], supports: list[str]) -> list[_Draft]:
+def _hypotheses(specs: Sequence[str | tuple[str, str]], supports: list[str]) -> list[_Draft]:
     if len(specs) > HYPOTHESES_MAX:
         raise InvalidInputError(f"at most {HYPOTHESES_MAX} hypotheses")
     drafts = []
     for index, spec in enumerate(specs, 1):
-        statement, sep, disproof = spec.partition("::")
+        # The shorthand 'statement :: disproof', or the two already apart (an MCP object).
+        statement, sep, disproof = (
+            spec.partition("::") if isinstance(spec, str) else (spec[0], "::", spec[1])
+        )
         field = f"hypothesis {index}"
         drafts.append(
             _Draft(
@@ -68,16 +72,18 @@ def _hypotheses(specs: list[str], supports: list[str]) -> list[_Draft]:
         index_text = index_text.strip()
         # ASCII only: isdigit() alone admits `²`, which int() then refuses with a ValueError.
         if not sep or not (index_text.isascii() and index_text.isdigit()):
-            raise InvalidInputError(
-                f"--support must be HYPOTHESIS_INDEX=ev_...,ev_..., not {spec!r}"
+            raise ArgumentError(
+                f"{{support}} must be HYPOTHESIS_INDEX=ev_...,ev_..., not {spec!r}", "support"
             )
         if len(index_text) > INTEGER_DIGITS_MAX:  # counted before int() converts it
             digits = len(index_text)
-            msg = f"--support index must be at most {INTEGER_DIGITS_MAX} digits, not {digits}"
-            raise InvalidInputError(msg)
+            msg = f"{{support}} index must be at most {INTEGER_DIGITS_MAX} digits, not {digits}"
+            raise ArgumentError(msg, "support")
         index = int(index_text)
         if not 1 <= index <= len(drafts):
-            raise InvalidInputError(f"--support names hypothesis {index}, which is not given")
+            raise ArgumentError(
+                f"{{support}} names hypothesis {index}, which is not given", "support"
+            )
         chosen = [
             check_id(i.strip(), "ev", what="--support id") for i in ids.split(",") if i.strip()
         ]
@@ -109,8 +115,8 @@ def _verifiers(names: list[str]) -> list[str]:
         raise InvalidInputError(f"at most {VERIFIERS_MAX} verifiers")
     for name in names:
         if not _VERIFIER.fullmatch(name):
-            msg = f"--verify {name!r} is not a verifier name (like pytest, scope or command:unit)"
-            raise InvalidInputError(msg)
+            msg = f"{{verify}} {name!r} is not a verifier name (like pytest, scope or command:unit)"
+            raise ArgumentError(msg, "verify")
     return list(dict.fromkeys(names))
 
 
@@ -118,7 +124,7 @@ def plan(
     kernel: Kernel,
     task_id: str,
     *,
-    hypotheses: list[str],
+    hypotheses: Sequence[str | tuple[str, str]],
     supports: list[str] | None = None,
     files: list[str] | None = None,
     symbols: list[str] | None = None,
@@ -165,15 +171,18 @@ def plan(
             reason=reason,
         )
         if missing:
-            raise GateRefusedError(
-                "the plan is missing: " + "; ".join(missing),
-                lifecycle.actions_for(txn),
+            refusal = GateRefusedError(
+                "the plan is missing: " + "; ".join(missing), lifecycle.actions_for(txn)
             )
+            arguments = ("hypothesis", "uncertainty", "file", "symbol", "boundary_reason")
+            raise naming(refusal, *arguments, "verify", "reason")
         cited = sorted({i for d in drafts for i in d.supports})
         known = store.find_records(case, "evidence", cited)
         absent = [i for i in cited if i not in known]
         if absent:
-            raise NotFoundError(f"--support names evidence not in this case: {absent}")
+            raise naming(
+                NotFoundError(f"{{support}} names evidence not in this case: {absent}"), "support"
+            )
         if boundary != case.change_boundary:
             # Moving the boundary under someone's active lease needs that someone.
             require_lease_holder(txn, who, kernel, doing="change the boundary", required=False)
@@ -268,21 +277,21 @@ def _missing(
     """Every required piece that is absent, named so the caller can add them all at once."""
     missing = []
     if not drafts:
-        missing.append("at least one --hypothesis 'statement :: how to disprove it'")
+        missing.append("at least one {hypothesis} 'statement :: how to disprove it'")
     missing.extend(
         f"a disproof path for hypothesis {i} (write it after ' :: ')"
         for i, d in enumerate(drafts, 1)
         if d.disproof is None
     )
     if not uncertainty:
-        missing.append("--uncertainty (what is still unknown)")
+        missing.append("{uncertainty} (what is still unknown)")
     if mode == "change":
         if not boundary.files and not boundary.symbols:
-            missing.append("a change boundary (--file and/or --symbol)")
+            missing.append("a change boundary ({file} and/or {symbol})")
         if not boundary.reason:
-            missing.append("--boundary-reason")
+            missing.append("{boundary_reason}")
         if not verifiers:
-            missing.append("at least one --verify verifier")
+            missing.append("at least one {verify} verifier")
     if previous is not None and not reason:
-        missing.append("--reason (why the plan changes)")
+        missing.append("{reason} (why the plan changes)")
     return missing

@@ -96,24 +96,26 @@ def read_file(path: str) -> bytes:
         # O_NONBLOCK: opening a FIFO must not hang waiting for a writer before we refuse it.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InvalidInputError(f"--raw-file {path!r} does not exist") from None
+        raise ArgumentError(f"{{raw_file}} {path!r} does not exist", "raw_file") from None
     except OSError as exc:
-        raise InvalidInputError(f"--raw-file {path!r} cannot be read ({exc.strerror})") from None
+        raise ArgumentError(
+            f"{{raw_file}} {path!r} cannot be read ({exc.strerror})", "raw_file"
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(f"--raw-file {path!r} is not a regular file")
+            raise ArgumentError(f"{{raw_file}} {path!r} is not a regular file", "raw_file")
         if info.st_size > RAW_BLOB_MAX:
-            msg = f"--raw-file is {info.st_size} bytes, over the {RAW_BLOB_MAX}-byte limit"
-            raise InvalidInputError(msg)
+            msg = f"{{raw_file}} is {info.st_size} bytes, over the {RAW_BLOB_MAX}-byte limit"
+            raise ArgumentError(msg, "raw_file")
         try:
             with os.fdopen(os.dup(fd), "rb") as handle:
                 data = handle.read(RAW_BLOB_MAX + 1)
         except OSError as exc:
-            msg = f"--raw-file {path!r} cannot be read ({exc.strerror})"
-            raise InvalidInputError(msg) from None
+            msg = f"{{raw_file}} {path!r} cannot be read ({exc.strerror})"
+            raise ArgumentError(msg, "raw_file") from None
     finally:
         os.close(fd)
     if len(data) > RAW_BLOB_MAX:
-        raise InvalidInputError(f"--raw-file grew past the {RAW_BLOB_MAX}-byte limit")
+        raise ArgumentError(f"{{raw_file}} grew past the {RAW_BLOB_MAX}-byte limit", "raw_file")
     return data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cortex.cases.bounds import REASON_MAX, SUPPORTS_MAX
 from cortex.cases.documents import Hypotheses, HypothesisEvent
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, NotFoundError, naming
 from cortex.cases.ids import check_id
 from cortex.cases.records import Evidence
 from cortex.kernel import lifecycle, validate
@@ -29,11 +29,13 @@ def resolve(
     """Confirm, challenge or reject a hypothesis; `confirmed` must cite existing evidence."""
     check_id(hypothesis_id, "hyp", what="hypothesis id")
     if status not in RESOLUTIONS:
-        raise InvalidInputError(f"--status must be one of {', '.join(RESOLUTIONS)}, not {status!r}")
+        raise ArgumentError(
+            f"{{status}} must be one of {', '.join(RESOLUTIONS)}, not {status!r}", "status"
+        )
     reason = validate.text(reason, "--reason", REASON_MAX)
     cited = list(dict.fromkeys(check_id(e, "ev", what="--evidence id") for e in evidence or []))
     if len(cited) > SUPPORTS_MAX:
-        raise InvalidInputError(f"at most {SUPPORTS_MAX} --evidence ids")
+        raise ArgumentError(f"at most {SUPPORTS_MAX} {{evidence}} ids", "evidence")
     who = kernel.actor(actor)
     store = kernel.writable(task_id)
     with store.transaction(
@@ -43,8 +45,8 @@ def resolve(
         if case.status in lifecycle.TERMINAL or case.status == lifecycle.PAUSED:
             raise lifecycle.refusal(case, "cannot resolve a hypothesis", txn=txn)
         if status == "confirmed" and not cited:
-            msg = "confirming a hypothesis needs the evidence that confirms it (--evidence ev_...)"
-            raise GateRefusedError(msg, lifecycle.actions_for(txn))
+            msg = "confirming a hypothesis needs the evidence that confirms it ({evidence} ev_...)"
+            raise naming(GateRefusedError(msg, lifecycle.actions_for(txn)), "evidence")
         doc = txn.snapshot("hypotheses.json", Hypotheses)
         target = next((h for h in (doc.hypotheses if doc else []) if h.id == hypothesis_id), None)
         if doc is None or target is None:
@@ -55,7 +57,9 @@ def resolve(
         found = store.find_records(case, "evidence", cited)
         absent = [e for e in cited if e not in found]
         if absent:
-            raise NotFoundError(f"--evidence names evidence not in this case: {absent}")
+            raise naming(
+                NotFoundError(f"{{evidence}} names evidence not in this case: {absent}"), "evidence"
+            )
         if status == "confirmed" and all(
             isinstance(record, Evidence) and record.kind == "plan" for record in found.values()
         ):

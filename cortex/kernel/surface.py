@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from cortex.cases.errors import CortexError
-from cortex.kernel.envelope import Envelope, Result, failure, success
+from cortex.kernel.envelope import Envelope, Result, Spelling, failure, success
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
+    from cortex.kernel.progress import Progress
 
 EXIT_INTERRUPTED = 130
 
@@ -27,15 +28,23 @@ class InternalError(CortexError):
 
 
 def in_kernel(
-    cwd: str, env: Mapping[str, str], default_actor: str, use_case: Callable[[Kernel], Result]
+    cwd: str,
+    env: Mapping[str, str],
+    default_actor: str,
+    use_case: Callable[[Kernel], Result],
+    *,
+    progress: Progress | None = None,
 ) -> Callable[[Seen], Result]:
-    """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`."""
+    """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`.
+
+    `progress` is the face's listener for long use cases (`cortex.kernel.progress`), if any.
+    """
 
     def body(seen: Seen) -> Result:
         from cortex.cases.scrub import scrub_value
         from cortex.kernel.kernel import Kernel
 
-        kernel = Kernel(cwd, env, default_actor=default_actor)
+        kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress)
         seen["redactor"] = kernel.redactor
         result = use_case(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
@@ -63,22 +72,26 @@ def execute(
     env: Mapping[str, str],
     debug: IO[str] | None = None,
     spelling: Callable[[str], str] | None = None,
+    actions: Spelling | None = None,
 ) -> tuple[Envelope, int]:
     """Run `body` and return its envelope and exit status; never raises but for SystemExit.
 
-    `spelling` names an argument the way the caller's face does, for messages that name one.
+    `spelling` names an argument the way the caller's face does, for messages that name one;
+    `actions` writes a next step the face's way (default: the CLI's command line).
     """
     seen: Seen = {}
     try:
-        return success(command, body(seen)), 0
+        return success(command, body(seen), spelling=actions), 0
     except CortexError as exc:
         if spelling is not None:
             exc.spell(spelling)
-        return refusal(command, exc, seen), exc.exit_status
+        return refusal(command, exc, seen, actions=actions), exc.exit_status
     except KeyboardInterrupt as exc:
-        # Ctrl-C, or SIGTERM during a verifier run (which carries its own status, 143).
+        # Ctrl-C, SIGTERM during a verifier run (which carries its own status, 143), or a
+        # cancelled request (which says what was stopped).
         status = int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
-        return failure(command, InternalError("interrupted")), status
+        message = str(getattr(exc, "message", "interrupted"))
+        return failure(command, InternalError(message)), status
     except Exception as exc:  # noqa: BLE001 - the contract is an envelope, never a traceback
         if env.get("CORTEX_DEBUG") and debug is not None:
             import traceback
@@ -88,7 +101,9 @@ def execute(
         return failure(command, InternalError(message)), InternalError.exit_status
 
 
-def refusal(command: str, exc: CortexError, seen: Seen | None = None) -> Envelope:
+def refusal(
+    command: str, exc: CortexError, seen: Seen | None = None, *, actions: Spelling | None = None
+) -> Envelope:
     """The envelope of a refused command, its message, report and actions redacted."""
     seen = {} if seen is None else seen
     exc.message = _redact(exc.message, seen)
@@ -97,6 +112,7 @@ def refusal(command: str, exc: CortexError, seen: Seen | None = None) -> Envelop
         exc,
         data=_redacted(getattr(exc, "report", None), seen),
         actions=_redacted(getattr(exc, "actions", None), seen),
+        spelling=actions,
     )
 
 

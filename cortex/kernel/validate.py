@@ -17,7 +17,7 @@ from cortex.cases.bounds import (
     LINE_NUMBER_MAX,
     LOCATION_PATH_MAX,
 )
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError, InvalidInputError
 from cortex.cases.records import (
     Confidence,
     Criterion,
@@ -32,11 +32,22 @@ from cortex.cases.redact import Redactor
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
 
 
+def bad(field: str, rest: str) -> InvalidInputError:
+    """The error `<field><rest>`; a field that is an argument (`--name`) is named per face.
+
+    The CLI then names `--name` and the MCP server its tool argument (`ArgumentError`).
+    """
+    if field.startswith("--"):
+        name = field[2:].replace("-", "_")
+        return ArgumentError("{" + name + "}" + rest, name)
+    return InvalidInputError(field + rest)
+
+
 def _utf8_size(value: str, field: str) -> int:
     try:
         return len(value.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidInputError(f"{field} is not valid UTF-8") from None
+        raise bad(field, " is not valid UTF-8") from None
 
 
 def _check_controls(value: str, field: str, *, multiline: bool) -> None:
@@ -44,17 +55,17 @@ def _check_controls(value: str, field: str, *, multiline: bool) -> None:
         code = ord(char)
         if (code < 0x20 or code == 0x7F) and not (multiline and char in _ALLOWED_CONTROLS):
             what = "NUL" if code == 0 else f"control character U+{code:04X}"
-            raise InvalidInputError(f"{field} contains a {what}")
+            raise bad(field, f" contains a {what}")
 
 
 def text(value: str, field: str, max_bytes: int, *, required: bool = True) -> str:
     """Free text (goal, claim, note): trimmed, bounded, no NUL or terminal control codes."""
     value = value.strip()
     if required and not value:
-        raise InvalidInputError(f"{field} must not be empty")
+        raise bad(field, " must not be empty")
     size = _utf8_size(value, field)
     if size > max_bytes:
-        raise InvalidInputError(f"{field} is {size} bytes, over the {max_bytes}-byte limit")
+        raise bad(field, f" is {size} bytes, over the {max_bytes}-byte limit")
     _check_controls(value, field, multiline=True)
     return value
 
@@ -76,16 +87,16 @@ def identifier(
     """A name chosen by the caller (actor, idempotency key, tool): refused, not rewritten."""
     size = _utf8_size(value, field)
     if not value or size > max_bytes:
-        raise InvalidInputError(f"{field} must be 1 to {max_bytes} bytes")
+        raise bad(field, f" must be 1 to {max_bytes} bytes")
     # A set lookup per character rather than a regex: compiling one costs more per call.
     if value[0] not in _ALNUM or not all(c in _IDENTIFIER_CHARS for c in value):
-        msg = (
-            f"{field} {value!r} may contain only letters, digits and . _ : @ / + - "
+        rest = (
+            f" {value!r} may contain only letters, digits and . _ : @ / + - "
             "and must start with a letter or digit"
         )
-        raise InvalidInputError(msg)
+        raise bad(field, rest)
     if redactor.looks_secret(value):
-        raise InvalidInputError(f"{field} looks like a secret; choose a plain name")
+        raise bad(field, " looks like a secret; choose a plain name")
     return value
 
 
@@ -105,7 +116,7 @@ def choice(value: str, field: str, allowed: tuple[_Word, ...]) -> _Word:
     for option in allowed:
         if value == option:
             return option
-    raise InvalidInputError(f"{field} must be one of {', '.join(allowed)}, not {value!r}")
+    raise bad(field, f" must be one of {', '.join(allowed)}, not {value!r}")
 
 
 def location_path(value: str, redactor: Redactor, *, directory: bool = False) -> str:
@@ -117,17 +128,17 @@ def location_path(value: str, redactor: Redactor, *, directory: bool = False) ->
     field = "--file"
     size = _utf8_size(value, field)
     if not value or size > LOCATION_PATH_MAX:
-        raise InvalidInputError(f"{field} must be 1 to {LOCATION_PATH_MAX} bytes")
+        raise bad(field, f" must be 1 to {LOCATION_PATH_MAX} bytes")
     _check_controls(value, field, multiline=False)
     if value.startswith("/") or re.match(r"^[A-Za-z]:", value):
-        raise InvalidInputError(f"{field} must be relative to the repository, not absolute")
+        raise bad(field, " must be relative to the repository, not absolute")
     if "\\" in value:
-        raise InvalidInputError(f"{field} must use / as separator (no backslash)")
+        raise bad(field, " must use / as separator (no backslash)")
     parts = value.removesuffix("/").split("/") if directory else value.split("/")
     if any(part in {"", ".", ".."} for part in parts):
-        raise InvalidInputError(f"{field} must not have empty, '.' or '..' components")
+        raise bad(field, " must not have empty, '.' or '..' components")
     if redactor.looks_secret(value):
-        raise InvalidInputError(f"{field} looks like a secret")
+        raise bad(field, " looks like a secret")
     return value
 
 
@@ -135,11 +146,11 @@ def line_range(value: str) -> tuple[int, int]:
     """`N` or `N-M` with 1 <= N <= M."""
     match = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9}))?", value)
     if not match:
-        raise InvalidInputError(f"--line must be N or N-M, not {value!r}")
+        raise bad("--line", f" must be N or N-M, not {value!r}")
     start = int(match.group(1))
     end = int(match.group(2) or start)
     if not 1 <= start <= end <= LINE_NUMBER_MAX:
-        raise InvalidInputError(f"--line {value!r} must satisfy 1 <= start <= end")
+        raise bad("--line", f" {value!r} must satisfy 1 <= start <= end")
     return start, end
 
 
@@ -152,7 +163,7 @@ def criteria(specs: list[str], redactor: Redactor) -> list[Criterion]:
     for spec in specs:
         key, sep, statement = spec.partition("=")
         if not sep:
-            raise InvalidInputError(f"--criterion must be id=statement, not {spec!r}")
+            raise bad("--criterion", f" must be id=statement, not {spec!r}")
         key = identifier(key.strip(), "criterion id", redactor, max_bytes=CRITERION_ID_MAX)
         if key in seen:
             raise InvalidInputError(f"criterion id {key!r} is given twice")

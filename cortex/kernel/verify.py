@@ -21,17 +21,18 @@ from cortex.cases.bounds import (
     SUMMARY_MAX,
 )
 from cortex.cases.documents import Batch, ClaimTerms, Verification
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError, InvalidInputError, naming
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Action, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder, state
 from cortex.kernel.live import live_capture
+from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
 from cortex.workspace.capture import Capture, committed_changes
@@ -56,12 +57,11 @@ def parse_claims(
     for spec in claims:
         claim_id, sep, statement = spec.partition("=")
         if not sep or not _CLAIM_ID.fullmatch(claim_id):
-            msg = (
-                f"--claim must be ID=STATEMENT with an id of letters, digits, _ and -, not {spec!r}"
-            )
-            raise InvalidInputError(msg[:400])
+            msg = "{claim} must be ID=STATEMENT with an id of letters, digits, _ and -, "
+            msg += f"not {spec!r}"
+            raise ArgumentError(msg[:400], "claim")
         if claim_id in statements:
-            raise InvalidInputError(f"--claim {claim_id} is given twice")
+            raise ArgumentError(f"{{claim}} {claim_id} is given twice", "claim")
         if kernel.redactor.looks_secret(claim_id):
             raise InvalidInputError("a claim id looks like a secret; name the claim instead")
         statements[claim_id] = validate.text(statement, f"claim {claim_id}", CLAIM_STATEMENT_MAX)
@@ -69,10 +69,11 @@ def parse_claims(
     for spec in contracts:
         claim_id, sep, contract = spec.partition("=")
         if not sep or claim_id not in statements:
-            msg = f"--contract must be ID=REQUIREMENT for a claim given with --claim, not {spec!r}"
-            raise InvalidInputError(msg[:400])
+            msg = "{contract} must be ID=REQUIREMENT for a claim given with {claim}, "
+            msg += f"not {spec!r}"
+            raise ArgumentError(msg[:400], "contract", "claim")
         if claim_id in mapped:
-            raise InvalidInputError(f"--contract {claim_id} is given twice")
+            raise ArgumentError(f"{{contract}} {claim_id} is given twice", "contract")
         try:
             size = len(contract.encode("utf-8"))
         except UnicodeEncodeError:
@@ -93,8 +94,8 @@ def parse_claims(
         mapped[claim_id] = (requirement, selector or None)
     missing = [claim_id for claim_id in statements if claim_id not in mapped]
     if missing:
-        msg = f"each claim needs --contract ID=REQUIREMENT naming what proves it: {missing[0]}"
-        raise InvalidInputError(msg)
+        msg = f"each claim needs {{contract}} ID=REQUIREMENT naming what proves it: {missing[0]}"
+        raise ArgumentError(msg, "contract")
     return [
         Claim(id=i, statement=s, requirement=mapped[i][0], selector=mapped[i][1])
         for i, s in statements.items()
@@ -143,8 +144,9 @@ def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None) -> str:
         raise LeaseConflictError(msg)
     if case.mode == "change" and not active:
         msg = "verifying a change needs an active change lease (it expired or was released); "
-        msg += f"take it with `cortex case begin-change {case.id} --actor {who}`"
-        raise LeaseConflictError(msg)
+        msg += "take it again, then verify"
+        again = step("case.begin-change", "take the lease", task=case.id, actor=who)
+        raise LeaseConflictError(msg, [again])
     return who
 
 
@@ -173,10 +175,11 @@ def _gates(case: CaseFile, changed: list[str] | None, *, no_op: bool, ack_drift:
         return
     if not changed and not no_op:
         msg = "the work tree has no changes since the case was opened; a change task with "
-        msg += "nothing to change needs --no-op"
-        raise GateRefusedError(
-            msg, [Action(command=f"cortex case verify {case.id} --no-op", reason="no change")]
+        msg += "nothing to change needs {no_op}"
+        refusal = GateRefusedError(
+            msg, [step("case.verify", "no change", task=case.id, no_op=True)]
         )
+        raise naming(refusal, "no_op")
     boundary = case.change_boundary.files
     if case.risk == "high" and boundary and not ack_drift:
         from cortex.verifiers.scope import drift
@@ -184,16 +187,9 @@ def _gates(case: CaseFile, changed: list[str] | None, *, no_op: bool, ack_drift:
         outside = drift(changed, boundary)
         if outside:
             msg = f"a high-risk change touched {len(outside)} file(s) outside its boundary "
-            msg += f"({', '.join(outside[:5])}); re-plan the boundary or pass --ack-drift"
-            raise GateRefusedError(
-                msg,
-                [
-                    Action(
-                        command=f"cortex case verify {case.id} --ack-drift",
-                        reason="accept the drift on record",
-                    )
-                ],
-            )
+            msg += f"({', '.join(outside[:5])}); re-plan the boundary or pass {{ack_drift}}"
+            accept = step("case.verify", "accept the drift on record", task=case.id, ack_drift=True)
+            raise naming(GateRefusedError(msg, [accept]), "ack_drift")
 
 
 def _approver(kernel: Kernel, root: str):  # type: ignore[no-untyped-def]  # noqa: ANN202
@@ -220,9 +216,21 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
     return None if problem is None else str(problem)[:SUMMARY_MAX]
 
 
-def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Run]:
+def _run_all(
+    kernel: Kernel, verifiers: list[tuple[str, Verifier]], context: Context, progress: Progress
+) -> list[Run]:
     runs: list[Run] = []
-    for requirement, verifier in verifiers:
+    for index, (requirement, verifier) in enumerate(verifiers, start=1):
+        watch = None
+        if progress.active:
+            watch = progress.verifier(
+                requirement,
+                index=index,
+                count=len(verifiers),
+                timeout=_timeout(kernel, requirement),
+                redactor=kernel.redactor,
+            )
+            context.watch = watch
         try:
             outcome = validated(verifier.run(requirement, context))
         except Exception as exc:  # noqa: BLE001 - a broken verifier blocks, it does not crash us
@@ -231,8 +239,24 @@ def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[Ru
                 summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
                 notes=[str(exc)[:500]],
             )
+        if watch is not None:
+            watch.finish(outcome.status)
         runs.append(Run(requirement=requirement, verifier=verifier, outcome=outcome))
     return runs
+
+
+def _timeout(kernel: Kernel, requirement: str) -> float | None:
+    """How long a built-in command verifier may run, for the progress channel (else None)."""
+    from cortex.cases.bounds import VERIFIER_TIMEOUT_DEFAULT
+    from cortex.verifiers.base import split
+
+    kind, name = split(requirement)
+    if kind not in {"command", "pytest"}:
+        return None
+    config = kernel.config.verifiers.get(name or "pytest")
+    if config is not None:
+        return config.timeout
+    return VERIFIER_TIMEOUT_DEFAULT if kind == "pytest" else None
 
 
 def verify(
@@ -248,6 +272,7 @@ def verify(
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
     from cortex.verifiers.registry import resolve
 
+    progress = kernel.progress or Progress()
     store = kernel.writable(task_id)
     case, documents = store.read_view(task_id)
     old = documents.get("verification.json") or Verification()
@@ -260,6 +285,8 @@ def verify(
     wanted = parse_claims(kernel, claims or [], contracts or [], required)
     _check_claims(kernel, case, wanted, old)
     verifiers = [(requirement, resolve(requirement)) for requirement in required]
+    progress.begin("case.verify", count=len(verifiers))
+    progress.step("capture")
     started_at = kernel.now()
     start = live_capture(kernel, case)
     changed = _changed_files(kernel, case, start)
@@ -278,7 +305,8 @@ def verify(
     if problems:
         raise InvalidInputError("; ".join(problems))
     lease_before = _lease_identity(kernel, case)
-    runs = _run_all(verifiers, context)
+    runs = _run_all(kernel, verifiers, context, progress)
+    progress.step("commit")  # the last moment a cancelled request stops the run unwritten
 
     with store.transaction(task_id, actor=who, operation="case.verify") as txn:
         _check_phase(txn.case)
@@ -325,6 +353,7 @@ def verify(
             )
         txn.target = batch.id
     committed = txn.outcome
+    progress.end()
     assessment = assess(committed, doc, end)
     warnings = [w for w in (start.warning, end.warning) if w] + txn.warnings
     return Result(
@@ -378,26 +407,16 @@ def _binding_reasons(start: Capture, end: Capture, before: int, now: int) -> lis
 def _actions(case: CaseFile, verdict: str) -> list[Action]:
     task = case.id
     if verdict == "verified":
-        return [
-            Action(
-                command=f"cortex case complete {task} --outcome '<what was done>'",
-                reason="every requirement has a current, bound pass",
-            )
-        ]
+        reason = "every requirement has a current, bound pass"
+        return [step("case.complete", reason, task=task, outcome="<what was done>")]
     actions = []
     if case.mode == "change":
-        actions.append(
-            Action(
-                command=f"cortex case begin-change {task} --actor <you>",
-                reason="repair what failed, then verify again",
-            )
-        )
-    actions.append(Action(command=f"cortex case verify {task}", reason="run the batch again"))
-    flag = "--accept-failed" if verdict == "failed" else "--verification-not-possible"
+        reason = "repair what failed, then verify again"
+        actions.append(step("case.begin-change", reason, task=task, actor="<you>"))
+    actions.append(step("case.verify", "run the batch again", task=task))
+    why = "accept_failed" if verdict == "failed" else "verification_not_possible"
+    reason = "finish without full proof, on record"
     actions.append(
-        Action(
-            command=f"cortex case complete {task} --outcome '<what was done>' {flag} '<why>'",
-            reason="finish without full proof, on record",
-        )
+        step("case.complete", reason, task=task, outcome="<what was done>", **{why: "<why>"})
     )
     return actions

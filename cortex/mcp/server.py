@@ -19,26 +19,28 @@ import io
 import logging
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from cortex import __version__
-from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.envelope import Action, Envelope, Result
 from cortex.kernel.errors import InvalidInputError
-from cortex.kernel.surface import execute, in_kernel, to_json
+from cortex.kernel.surface import execute, in_kernel, redacted, to_json
+from cortex.mcp.progress import Logging, Relay
 from cortex.mcp.tools import (
     BY_NAME,
     TOOLS,
     Tool,
+    action_spelling,
     decode_args,
-    object_schema,
+    input_schema,
     output_schema,
     spelling,
 )
@@ -48,23 +50,27 @@ if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
 
 INSTRUCTIONS = (
-    "Cortex keeps a case file for each task: open one with cortex_open_task, record evidence "
-    "as you learn, commit a plan of falsifiable hypotheses, take the change lease with "
-    "cortex_begin_change before editing, run cortex_verify, then cortex_complete. Every answer "
-    "is an envelope {ok, command, data, error, actions}; follow `actions` when a call is "
-    "refused. Questions for a person go through cortex_request_decision; only people answer."
+    "Cortex keeps a case file for each task; work it in this order:\n"
+    "1. Open it retry-safely: cortex_open_task with an idempotency_key.\n"
+    "2. Investigate before planning: record what you learn (cortex_record_evidence).\n"
+    "3. Plan falsifiable hypotheses, the change boundary and the verifiers (cortex_plan).\n"
+    "4. Take the change lease before editing (cortex_begin_change).\n"
+    "5. Stay inside the plan's boundary; re-plan with a reason if it must move.\n"
+    "6. Verify with a claim for each acceptance criterion (cortex_verify), then complete.\n"
+    "7. Never answer a decision yourself: ask (cortex_request_decision) and wait.\n"
+    "Answers are envelopes {ok, data, error, actions}: when refused, follow the actions."
 )
 
 DEFAULT_ACTOR = "mcp"
 
 
-def _describe(tool: Tool, envelope_schema: dict[str, Any]) -> types.Tool:
+def _describe(tool: Tool) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.name.removeprefix("cortex_").replace("_", " "),
         description=tool.description,
-        input_schema=object_schema(tool.args),
-        output_schema=envelope_schema,
+        input_schema=input_schema(tool),
+        output_schema=output_schema(tool),
         annotations=types.ToolAnnotations(
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
@@ -85,23 +91,54 @@ def _answer(envelope: Envelope, exit_status: int) -> types.CallToolResult:
     )
 
 
-def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) -> Server[Any]:
-    """The server: every tool in `cortex.mcp.tools.TOOLS`, run against `cwd` and `env`."""
-    envelope_schema = output_schema()
-    listing = types.ListToolsResult(tools=[_describe(tool, envelope_schema) for tool in TOOLS])
+def build(
+    cwd: str,
+    env: Mapping[str, str],
+    *,
+    stderr: IO[str] | None = None,
+    closing: threading.Event | None = None,
+) -> Server[Any]:
+    """The server: every tool in `cortex.mcp.tools.TOOLS`, run against `cwd` and `env`.
+
+    `closing` is set when the client closed the session (end of stdin): calls cancelled then
+    finish their work; any other cancellation (`notifications/cancelled`) stops it.
+    """
+    closing = threading.Event() if closing is None else closing
+    listing = types.ListToolsResult(tools=[_describe(tool) for tool in TOOLS])
     default_actor = env.get("CORTEX_ACTOR") or DEFAULT_ACTOR
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return listing
 
-    def run(tool: Tool, arguments: Mapping[str, Any] | None) -> tuple[Envelope, int]:
+    logging_level = Logging()
+
+    def run(tool: Tool, arguments: Mapping[str, Any] | None, relay: Relay) -> tuple[Envelope, int]:
+        # `workspace` is the CLI's -C: the kernel is built there, and checked the same way. A
+        # value that is not text is refused by the decoding below, in the server's own kernel.
+        workspace = (arguments or {}).get("workspace")
+        directory = os.path.join(cwd, workspace) if isinstance(workspace, str) else cwd
+        built: list[Kernel] = []
+
         # Arguments are decoded inside the kernel, so an error quoting them is redacted with
         # this workspace's configured literals, as the CLI's are.
         def use_case(kernel: Kernel) -> Result:
+            built.append(kernel)
             return tool.call(kernel, decode_args(tool, arguments))
 
-        body = in_kernel(cwd, env, default_actor, use_case)
-        return execute(tool.command, body, env=env, debug=stderr, spelling=spelling(tool))
+        prefill = action_spelling(tool, arguments)
+        bare = action_spelling(tool, None)
+
+        def actions(action: Action) -> Any:
+            # A next step echoes the caller's arguments only as the store would keep them.
+            if not built:
+                return bare(action)
+            shown = prefill(action)
+            return None if shown is None else redacted(built[0], shown)
+
+        body = in_kernel(directory, env, default_actor, use_case, progress=relay.progress)
+        return execute(
+            tool.command, body, env=env, debug=stderr, spelling=spelling(tool), actions=actions
+        )
 
     def refuse(message: str) -> tuple[Envelope, int]:
         def use_case(_kernel: Kernel) -> Result:
@@ -110,40 +147,54 @@ def build(cwd: str, env: Mapping[str, str], *, stderr: IO[str] | None = None) ->
         # Named like the CLI's answer to an unknown command: the name asked for may hold
         # anything, secrets included, and is only quoted (redacted) in the message.
         return execute(
-            "cortex", in_kernel(cwd, env, default_actor, use_case), env=env, debug=stderr
+            "cortex",
+            in_kernel(cwd, env, default_actor, use_case),
+            env=env,
+            debug=stderr,
+            actions=action_spelling(None, None),
         )
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        relay = Relay(ctx, logging_level.levels(ctx), clock=anyio.current_time, closing=closing)
         tool = BY_NAME.get(params.name)
         if tool is not None:
-            call = functools.partial(run, tool, params.arguments)
+            call = functools.partial(run, tool, params.arguments, relay)
         elif params.name == INVALID:
             reason = str((params.arguments or {}).get("reason", "the request cannot be read"))
             call = functools.partial(refuse, reason)
         else:
             known = ", ".join(sorted(BY_NAME))
             call = functools.partial(refuse, f"no tool {params.name!r}; the tools are: {known}")
-        envelope, exit_status = await anyio.to_thread.run_sync(call)
+        envelope, exit_status = await relay.run(call)
         return _answer(envelope, exit_status)
 
-    return Server(
+    async def set_level(_ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        logging_level.level = params.level
+        return types.EmptyResult()
+
+    server: Server[Any] = Server(
         "cortex",
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    # Registered by method, not `on_set_logging_level=`: the SDK warns on that keyword because
+    # the 2026-07-28 protocol drops the method; clients of earlier versions still send it.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    return server
 
 
 def serve(cwd: str, env: Mapping[str, str], *, stderr: IO[str]) -> int:
     """Serve until the client closes stdin; 0 on a clean shutdown."""
     logging.basicConfig(stream=stderr, level=logging.WARNING, format="cortex serve: %(message)s")
-    server = build(cwd, env, stderr=stderr)
+    closing = threading.Event()
+    server = build(cwd, env, stderr=stderr, closing=closing)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stop)
 
     async def main() -> None:
-        async with stdio_server(stdin=_requests()) as (read_stream, write_stream):
+        async with stdio_server(stdin=_requests(closing)) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)
@@ -162,11 +213,12 @@ def _stop(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
-def _requests() -> Any:
+def _requests(closing: threading.Event) -> Any:
     """The protocol's input, one repaired line at a time (`cortex.mcp.wire`).
 
     The wire is read from a private duplicate of descriptor 0, which then points at the null
-    device, so nothing else in the process (or a child) can consume a request.
+    device, so nothing else in the process (or a child) can consume a request. `closing` is set
+    at the end of the input, before the SDK cancels the calls still running.
     """
     wire = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -178,5 +230,6 @@ def _requests() -> Any:
     async def repaired() -> AsyncIterator[str]:
         async for line in lines:
             yield repair(line)
+        closing.set()
 
     return repaired()

@@ -11,13 +11,14 @@ answer), `case trust` (approving a command must happen at a terminal), and the s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 
 from cortex.kernel import defaults
-from cortex.kernel.envelope import Envelope, Result
+from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -33,10 +34,50 @@ Expect = Annotated[
     msgspec.Meta(description="refuse (exit 6) unless the case is still at this revision"),
 ]
 Origin = Literal["agent", "human", "reviewer", "tool"]
+Workspace = Annotated[
+    str | None,
+    msgspec.Meta(
+        description="run as if the server had started in this directory (relative to where it "
+        "did), like the CLI's -C: it must exist and be readable"
+    ),
+]
 
 
 class _Args(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Tool arguments: unknown fields are refused, like unknown CLI options."""
+    """Tool arguments: unknown fields are refused, like unknown CLI options.
+
+    Every tool takes `workspace`, the CLI's `-C`: the directory the call runs in.
+    """
+
+    workspace: Workspace = None
+
+
+class HypothesisArg(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A hypothesis as an object (beside the 'statement :: disproof' shorthand)."""
+
+    statement: Annotated[str, msgspec.Meta(description="what you believe is true")]
+    disproof: Annotated[str, msgspec.Meta(description="what would show it false")]
+    supports: Annotated[
+        list[str], msgspec.Meta(description="ids of the evidence behind it (ev_...)")
+    ] = msgspec.field(default_factory=list)
+
+
+class OptionArg(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A decision option as an object (beside the 'id=label|consequence' shorthand)."""
+
+    id: Annotated[str, msgspec.Meta(description="the option id a person answers with")]
+    label: str
+    consequence: str | None = None
+
+
+class ClaimArg(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A named claim as an object (beside the 'ID=STATEMENT' and 'ID=REQUIREMENT' shorthand)."""
+
+    id: Annotated[str, msgspec.Meta(description="the claim id (an acceptance criterion's id)")]
+    statement: Annotated[str, msgspec.Meta(description="for a criterion: its exact statement")]
+    contract: Annotated[
+        str, msgspec.Meta(description="what proves it: REQUIREMENT[#SELECTOR], e.g. pytest#id")
+    ]
 
 
 class OpenTask(_Args):
@@ -121,7 +162,10 @@ class PlanArgs(_Args):
 
     task_id: TaskId
     hypotheses: Annotated[
-        list[str], msgspec.Meta(description="each 'statement :: how to disprove it'")
+        list[str | HypothesisArg],
+        msgspec.Meta(
+            description="each {statement, disproof, supports} or 'statement :: how to disprove it'"
+        ),
     ] = msgspec.field(default_factory=list)
     supports: Annotated[
         list[str], msgspec.Meta(description="evidence behind hypothesis N, 'N=EV,...'")
@@ -169,9 +213,10 @@ class Verify(_Args):
     """Arguments of cortex_verify."""
 
     task_id: TaskId
-    claims: Annotated[list[str], msgspec.Meta(description="named claims, each 'ID=STATEMENT'")] = (
-        msgspec.field(default_factory=list)
-    )
+    claims: Annotated[
+        list[str | ClaimArg],
+        msgspec.Meta(description="named claims, each {id, statement, contract} or 'ID=STATEMENT'"),
+    ] = msgspec.field(default_factory=list)
     contracts: Annotated[
         list[str], msgspec.Meta(description="what each claim rests on, 'ID=REQUIREMENT[#SEL]'")
     ] = msgspec.field(default_factory=list)
@@ -186,7 +231,10 @@ class RequestDecision(_Args):
     task_id: TaskId
     question: str
     options: Annotated[
-        list[str], msgspec.Meta(description="2 to 16 answers, each 'ID=LABEL[|CONSEQUENCE]'")
+        list[str | OptionArg],
+        msgspec.Meta(
+            description="2 to 16 answers, each {id, label, consequence} or 'ID=LABEL[|CONSEQUENCE]'"
+        ),
     ] = msgspec.field(default_factory=list)
     actor: Actor = None
 
@@ -213,6 +261,14 @@ class Abort(_Args):
     actor: Actor = None
 
 
+class Block(_Args):
+    """Arguments of cortex_block."""
+
+    task_id: TaskId
+    reason: Annotated[str, msgspec.Meta(description="what blocks the task")]
+    actor: Actor = None
+
+
 class ReadEvidence(_Args):
     """Arguments of cortex_read_evidence."""
 
@@ -225,9 +281,7 @@ class ReadArtifact(_Args):
 
     task_id: TaskId
     ref: Annotated[str, msgspec.Meta(description="case://<task>/raw/<raw id>")]
-    max_bytes: Annotated[int | None, msgspec.Meta(description="default 32768, at most 131072")] = (
-        None
-    )
+    max_bytes: Annotated[int, msgspec.Meta(description="at most 131072")] = defaults.PREVIEW_BYTES
     allow_binary: bool = False
     path: Annotated[
         str | None,
@@ -244,8 +298,12 @@ class Timeline(_Args):
     since: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
     until: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
     anchor: Annotated[str | None, msgspec.Meta(description="an entry id or a date")] = None
-    before: int | None = None
-    after: int | None = None
+    before: Annotated[
+        int | None, msgspec.Meta(description="entries before the anchor (default 10)")
+    ] = None
+    after: Annotated[
+        int | None, msgspec.Meta(description="entries after the anchor (default 10)")
+    ] = None
     limit: int = defaults.TIMELINE_LIMIT
     cursor: Annotated[str | None, msgspec.Meta(description="nextCursor of the last page")] = None
 
@@ -340,11 +398,22 @@ def _note(k: Kernel, a: Note) -> Result:
 def _plan(k: Kernel, a: PlanArgs) -> Result:
     from cortex.kernel.plan import plan
 
+    # An object hypothesis goes to the kernel whole (its text may hold ' :: '), its supports
+    # as the shorthand for its position.
+    hypotheses: list[str | tuple[str, str]] = []
+    supports = list(a.supports)
+    for index, item in enumerate(a.hypotheses, 1):
+        if isinstance(item, HypothesisArg):
+            hypotheses.append((item.statement, item.disproof))
+            if item.supports:
+                supports.append(f"{index}=" + ",".join(item.supports))
+        else:
+            hypotheses.append(item)
     return plan(
         k,
         a.task_id,
-        hypotheses=a.hypotheses,
-        supports=a.supports,
+        hypotheses=hypotheses,
+        supports=supports,
         files=a.files,
         symbols=a.symbols,
         boundary_reason=a.boundary_reason,
@@ -380,12 +449,15 @@ def _begin_change(k: Kernel, a: BeginChange) -> Result:
 def _verify(k: Kernel, a: Verify) -> Result:
     from cortex.kernel.verify import verify
 
+    # A claim id has no `=`, so an object claim is the shorthand exactly.
+    claims = [c if isinstance(c, str) else f"{c.id}={c.statement}" for c in a.claims]
+    contracts = [f"{c.id}={c.contract}" for c in a.claims if isinstance(c, ClaimArg)]
     return verify(
         k,
         a.task_id,
         actor=a.actor,
-        claims=a.claims,
-        contracts=a.contracts,
+        claims=claims,
+        contracts=[*contracts, *a.contracts],
         ack_drift=a.ack_drift,
         no_op=a.no_op,
     )
@@ -394,7 +466,8 @@ def _verify(k: Kernel, a: Verify) -> Result:
 def _request(k: Kernel, a: RequestDecision) -> Result:
     from cortex.kernel.decisions import request
 
-    return request(k, a.task_id, question=a.question, options=a.options, actor=a.actor)
+    options = [o if isinstance(o, str) else (o.id, o.label, o.consequence or "") for o in a.options]
+    return request(k, a.task_id, question=a.question, options=options, actor=a.actor)
 
 
 def _complete(k: Kernel, a: Complete) -> Result:
@@ -414,6 +487,12 @@ def _abort(k: Kernel, a: Abort) -> Result:
     from cortex.kernel.close import close
 
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
+
+
+def _block(k: Kernel, a: Block) -> Result:
+    from cortex.kernel.close import close
+
+    return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor)
 
 
 def _read_evidence(k: Kernel, a: ReadEvidence) -> Result:
@@ -543,6 +622,15 @@ TOOLS: tuple[Tool, ...] = (
         destructive=True,
     ),
     Tool(
+        name="cortex_block",
+        command="case.block",
+        description="Stop a case that cannot go on (it ends blocked) and release its lease. "
+        "Terminal. Nothing is deleted.",
+        args=Block,
+        call=_block,
+        destructive=True,
+    ),
+    Tool(
         name="cortex_read_evidence",
         command="case.read-evidence",
         description="One evidence record in full.",
@@ -627,30 +715,177 @@ def spelling(tool: Tool) -> Callable[[str], str]:
     return spell
 
 
-def object_schema(type_: Any) -> dict[str, Any]:
-    """A JSON Schema for a msgspec type with `type: object` at its root, as MCP requires.
+# Next steps -----------------------------------------------------------------------------------
 
-    msgspec puts every struct under `$defs` and points the root at it with `$ref`; the root is
-    replaced by the struct's own definition (refs stay valid: they resolve from the root).
+
+class ToolAction(msgspec.Struct, kw_only=True):
+    """A next step over MCP: a tool this server serves, its arguments, and why.
+
+    `<...>` in an argument marks what the caller fills in; everything else can be sent as is.
     """
-    schema = msgspec.json.schema(type_)
-    defs: dict[str, Any] = schema.pop("$defs", {})
-    ref = schema.get("$ref", "")
-    root: dict[str, Any] = dict(defs[ref.rsplit("/", 1)[-1]]) if ref else schema
-    rest = {name: value for name, value in defs.items() if f"#/$defs/{name}" != ref}
-    if rest:
-        root["$defs"] = rest
-    return root
+
+    tool: Annotated[str, msgspec.Meta(description="the tool to call")]
+    arguments: Annotated[
+        dict[str, Any], msgspec.Meta(description="its arguments; '<...>' marks what to fill in")
+    ]
+    reason: str
 
 
-def output_schema() -> dict[str, Any]:
-    """The envelope every tool answers with."""
-    return object_schema(Envelope)
+BY_COMMAND = {tool.command: tool for tool in TOOLS}
+
+SUBSTITUTES: dict[str, str] = {
+    "case.decision.list": "case.status",
+    "case.lease.renew": "case.begin-change",
+}
+"""A step the CLI names that a tool covers here: status carries the pending decision, and
+begin_change renews the caller's own lease. A step no tool covers (answering a decision, which
+people do; trusting a command; set-up) is left out of an MCP answer."""
+
+
+def _placeholder(value: object) -> bool:
+    if isinstance(value, str):
+        return value.startswith("<") and value.endswith(">")
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, str) and "<" in v for v in value)
+    return False
+
+
+@functools.cache
+def _fields(args: type[_Args]) -> tuple[frozenset[str], frozenset[str]]:
+    """A tool's argument names, and those that hold a list (computed once per tool)."""
+    info = msgspec.inspect.type_info(args)
+    assert isinstance(info, msgspec.inspect.StructType)  # noqa: S101 - tool args are structs
+    lists = set()
+    for field in info.fields:
+        kind = field.type
+        while isinstance(kind, msgspec.inspect.Metadata):
+            kind = kind.type
+        if isinstance(kind, msgspec.inspect.ListType):
+            lists.add(field.name)
+    return frozenset(f.name for f in info.fields), frozenset(lists)
+
+
+def action_spelling(tool: Tool | None, given: Mapping[str, Any] | None) -> Callable[[Action], Any]:
+    """How a call of `tool` with the arguments `given` writes a next step: as a tool call.
+
+    The step's arguments are renamed to the tool's, and what the caller already gave is filled
+    in: for a step that calls the same tool, every argument the caller gave that the step does
+    not set (or marks `<...>`); for another tool, the `<...>` arguments the caller gave by the
+    same name. `workspace` is always carried over.
+    """
+    given = dict(given or {})
+
+    def spell(action: Action) -> ToolAction | None:
+        operation = SUBSTITUTES.get(action.operation or "", action.operation or "")
+        target = BY_COMMAND.get(operation)
+        if target is None:
+            return None
+        fields, lists = _fields(target.args)
+        names = {ALIASES.get(field, field): field for field in fields}
+        arguments: dict[str, Any] = {}
+        for name, value in action.arguments.items():
+            field = names.get(name)
+            if field is None:
+                continue  # the tool standing in for this step takes no such argument
+            listed = field in lists and not isinstance(value, list)
+            arguments[field] = [value] if listed else value
+        same = tool is not None and target.name == tool.name
+        for field, value in given.items():
+            if field not in fields:
+                continue
+            if (
+                field == "workspace"
+                or (same and field not in arguments)
+                or (field in arguments and _placeholder(arguments[field]))
+            ):
+                arguments[field] = value
+        return ToolAction(tool=target.name, arguments=arguments, reason=action.reason)
+
+    return spell
+
+
+# Schemas --------------------------------------------------------------------------------------
+
+
+def _plain(node: Any) -> Any:
+    """A schema without `anyOf: [T, null]` for optional arguments: their plain type T.
+
+    Clients build inputs from the top-level `type` (the MCP Inspector does); an optional
+    argument is one the caller leaves out, so `null` need not be published.
+    """
+    if isinstance(node, list):
+        return [_plain(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _plain(value) for key, value in node.items()}
+    options = node.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options:
+        rest = [option for option in options if option != {"type": "null"}]
+        if len(rest) == 1:
+            node.pop("anyOf")
+            if node.get("default", 0) is None:
+                node.pop("default")
+            node = {**rest[0], **node}
+        else:
+            node["anyOf"] = rest
+            if node.get("default", 0) is None:
+                node.pop("default")
+    return node
+
+
+def object_schema(type_: Any, *, plain: bool = False) -> dict[str, Any]:
+    """`cortex.kernel.answers.object_schema`; `plain` publishes optional scalars plainly."""
+    from cortex.kernel.answers import object_schema as schema_of
+
+    root = schema_of(type_)
+    result: dict[str, Any] = _plain(root) if plain else root
+    return result
+
+
+def input_schema(tool: Tool) -> dict[str, Any]:
+    """What a tool takes: plain types, defaults shown, unknown arguments refused."""
+    return object_schema(tool.args, plain=True)
+
+
+def output_schema(tool: Tool) -> dict[str, Any]:
+    """The envelope this tool answers with, `data` constrained by its command's answer type."""
+    from cortex.kernel.answers import envelope_schema
+
+    return envelope_schema(tool.command, ToolAction)
+
+
+_KINDS = {
+    "int": "an integer",
+    "str": "a string",
+    "bool": "true or false",
+    "array": "a list",
+    "object": "an object",
+    "float": "a number",
+    "null": "null",
+}
+
+
+def _kind(text: str) -> str:
+    return " or ".join(_KINDS.get(part.strip(), part.strip()) for part in text.split("|"))
 
 
 def decode_args(tool: Tool, arguments: Mapping[str, Any] | None) -> Any:
-    """The tool's arguments as its msgspec type; a mismatch is bad input (exit 4)."""
+    """The tool's arguments as its msgspec type; a mismatch is bad input (exit 4).
+
+    JSON types are strict, on every tool: `"200"` is not the integer 200. The message names the
+    argument and what it must be.
+    """
+    import re
+
     try:
         return msgspec.convert(dict(arguments or {}), type=tool.args)
     except msgspec.ValidationError as exc:
-        raise InvalidInputError(f"{tool.name}: {exc}") from None
+        text = str(exc)
+        match = re.fullmatch(r"Expected `(.+?)`, got `(.+?)` - at `\$\.([A-Za-z_]+)(.*)`", text)
+        if match is not None:
+            wanted, got, name, where = match.groups()
+            inside = f" (at {name}{where})" if where else ""
+            wanted_text = _kind(wanted.replace("| null", "").replace("null |", ""))
+            msg = f"{tool.name}: {name} must be {wanted_text}, not {_kind(got)}{inside}"
+            raise InvalidInputError(msg) from None
+        raise InvalidInputError(f"{tool.name}: {text}") from None

@@ -22,6 +22,7 @@ from cortex.cases.bounds import (
 if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
     from cortex.verifiers.config import VerifierConfig
+    from cortex.verifiers.runner import Watch
     from cortex.workspace.capture import Capture
 
 Status = Literal["passed", "failed", "inconclusive", "blocked", "not_applicable", "not_run"]
@@ -69,6 +70,9 @@ class Context(msgspec.Struct, kw_only=True):
     changed: list[str] | None = None
     """Files the task changed since the case was opened (None: git cannot say)."""
     ack_drift: bool = False
+    watch: Watch | None = None
+    """Who follows this verifier's run (the kernel's progress channel), if anyone: a verifier
+    that runs a command passes it to `cortex.verifiers.runner.run`."""
 
 
 class Verifier(Protocol):

@@ -71,7 +71,7 @@ def run_configured(
     if extra_env:
         env.update(extra_env)
     full = (*argv, *extra_argv)
-    result = runner.run(full, cwd=context.root, env=env, timeout=timeout)
+    result = runner.run(full, cwd=context.root, env=env, timeout=timeout, watch=context.watch)
     raw = result.transcript(full)
     if result.spawn_error is not None:
         return Outcome(

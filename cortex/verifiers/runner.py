@@ -3,6 +3,11 @@
 Both streams are read concurrently (a child blocked on a full stderr pipe would otherwise hang
 the run). Each keeps its head and tail; the middle is counted and dropped. On the deadline the
 whole process group is killed, so a test runner's children die with it.
+
+A caller that wants to see the run as it goes passes a `Watch` (the kernel's progress channel
+does): it hears how long the command has run, the bytes that enter each stream's kept head as
+they arrive, and at the end what is kept of each stream; and it can ask for the run to stop,
+which kills the group and raises `Cancelled`, like Ctrl-C.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -25,6 +30,34 @@ _GRACE = 2.0
 """Seconds to wait for the pipes to close after the group was killed (escaped grandchildren)."""
 
 
+class Watch(Protocol):
+    """Someone following a run: told as it goes, and able to stop it."""
+
+    def running(self, elapsed: float, timeout: float) -> None:
+        """The command has run `elapsed` of its `timeout` seconds (about 10 calls a second)."""
+        ...
+
+    def output(self, stream: str, data: bytes) -> None:
+        """`data` has just entered the kept head of `stream` ("stdout" or "stderr")."""
+        ...
+
+    def kept(self, stream: str, data: bytes) -> None:
+        """The run ended: `data` is what is kept of `stream` (its head, a marker, its tail)."""
+        ...
+
+    def stop_requested(self) -> bool:
+        """Whether the caller asked the run to stop (a cancelled request)."""
+        ...
+
+
+class Cancelled(KeyboardInterrupt):
+    # A stop, reported like Ctrl-C.
+    """The caller asked the run to stop: the group was killed and nothing will be written."""
+
+    exit_status = 130
+    message = "cancelled: the verifier's process group was stopped and nothing was written"
+
+
 class _Stream:
     """Head and tail of one stream, and how many bytes fell between them."""
 
@@ -33,18 +66,22 @@ class _Stream:
         self.tail = bytearray()
         self.dropped = 0
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> bytes:
+        """Keep `data`; return the part of it that went into the head."""
         room = OUTPUT_HEAD - len(self.head)
+        entered = b""
         if room > 0:
-            self.head += data[:room]
+            entered = data[:room]
+            self.head += entered
             data = data[room:]
         if not data:
-            return
+            return entered
         self.tail += data
         if len(self.tail) > OUTPUT_TAIL:
             extra = len(self.tail) - OUTPUT_TAIL
             self.dropped += extra
             del self.tail[:extra]
+        return entered
 
     def text(self) -> bytes:
         if not self.dropped:
@@ -85,8 +122,15 @@ class Run(msgspec.Struct, kw_only=True):
         return head + self.stdout + b"\n--- stderr ---\n" + self.stderr
 
 
-def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float) -> Run:
-    """Run `argv` in `cwd` and wait at most `timeout` seconds.
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    watch: Watch | None = None,
+) -> Run:
+    """Run `argv` in `cwd` and wait at most `timeout` seconds, telling `watch` as it goes.
 
     The process group never outlives the call: it is killed when the command exits (so a
     background child cannot touch the tree after its verifier passed), at the deadline, and
@@ -118,7 +162,7 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
     _RUNNING.add(proc.pid)
     previous = _on_terminate()
     try:
-        timed_out, streams = _collect(proc, started + timeout)
+        timed_out, streams = _collect(proc, started, timeout, watch)
     except _Terminated:
         _kill_group(proc)
         proc.wait()
@@ -126,11 +170,17 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
     except BaseException:
         _kill_group(proc)
         proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
         raise
     finally:
         _restore(previous)
         _RUNNING.discard(proc.pid)
     out, err = (s.text() for s in streams)
+    if watch is not None:
+        watch.kept("stdout", out)
+        watch.kept("stderr", err)
     return Run(
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
@@ -140,9 +190,13 @@ def run(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float
     )
 
 
-def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bool, list[_Stream]]:
+def _collect(
+    proc: subprocess.Popen[bytes], started: float, timeout: float, watch: Watch | None
+) -> tuple[bool, list[_Stream]]:
     """Read both pipes until the command and its group are done, or the deadline passes."""
+    deadline = started + timeout
     streams = {proc.stdout: _Stream(), proc.stderr: _Stream()}
+    names = {proc.stdout: "stdout", proc.stderr: "stderr"}
     timed_out = False
     ended = False
     with selectors.DefaultSelector() as selector:
@@ -151,6 +205,10 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bool, list
             os.set_blocking(pipe.fileno(), False)
             selector.register(pipe, selectors.EVENT_READ)
         while selector.get_map():
+            if watch is not None:
+                if watch.stop_requested():
+                    raise Cancelled
+                watch.running(time.monotonic() - started, timeout)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 if not timed_out and not ended:
@@ -170,7 +228,9 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bool, list
                 except BlockingIOError:
                     continue
                 if data:
-                    streams[key.fileobj].feed(data)  # type: ignore[index]
+                    entered = streams[key.fileobj].feed(data)  # type: ignore[index]
+                    if watch is not None and entered:
+                        watch.output(names[key.fileobj], entered)  # type: ignore[index]
                 else:
                     selector.unregister(key.fileobj)
     for pipe in streams:

@@ -19,7 +19,7 @@ from cortex.cases.bounds import (
     TREE_FILES_MAX,
     TREE_WALK_MAX,
 )
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError
 from cortex.cases.tree import path_problem
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -44,18 +44,19 @@ def capture(directory: str) -> Captured:
     try:
         info = os.lstat(directory)
     except OSError as exc:
-        msg = f"--raw-dir {directory!r} cannot be read ({exc.strerror})"
-        raise InvalidInputError(msg) from None
+        msg = f"{{raw_dir}} {directory!r} cannot be read ({exc.strerror})"
+        raise ArgumentError(msg, "raw_dir") from None
     if stat.S_ISLNK(info.st_mode):
-        raise InvalidInputError(f"--raw-dir {directory!r} is a symlink; give the directory itself")
+        msg = f"{{raw_dir}} {directory!r} is a symlink; give the directory itself"
+        raise ArgumentError(msg, "raw_dir")
     if not stat.S_ISDIR(info.st_mode):
-        raise InvalidInputError(f"--raw-dir {directory!r} is not a directory")
+        raise ArgumentError(f"{{raw_dir}} {directory!r} is not a directory", "raw_dir")
     try:
         root = os.open(directory, _DIR_FLAGS)
     except OSError as exc:
         # Swapped for a symlink (or removed) since the check above.
-        msg = f"--raw-dir {directory!r} cannot be opened as a directory ({exc.strerror})"
-        raise InvalidInputError(msg) from None
+        msg = f"{{raw_dir}} {directory!r} cannot be opened as a directory ({exc.strerror})"
+        raise ArgumentError(msg, "raw_dir") from None
     walk = _Walk()
     try:
         walk.directory(root, ())

@@ -310,6 +310,10 @@ def _mcp(kernel: object) -> Check:
         found.append((mark, f"{label}: {detail}"))
         if mark != "ok":
             fixes.append(f"cortex setup {where.host} --scope {where.scope}")
+        short, fix = _host_timeout(entry, where, kernel)
+        if short is not None:
+            found.append(("warn", f"{label}: {short}"))
+            fixes.append(fix)
     if not found:
         detail = "not registered; run cortex setup claude|codex"
         return Check(name="MCP server", status="ok", detail=detail)
@@ -321,6 +325,69 @@ def _mcp(kernel: object) -> Check:
         detail="; ".join(text for _, text in found),
         fix="; ".join(dict.fromkeys(fixes)) or None,
     )
+
+
+def _host_timeout(entry: object, where: object, kernel: object) -> tuple[str | None, str]:
+    """Whether the host gives up on a tool call before the longest verifier here may end.
+
+    Codex reads `tool_timeout_sec` from the entry (60 s when absent). Claude Code reads
+    `MCP_TOOL_TIMEOUT` (milliseconds) from its environment, or `env` in ~/.claude/settings.json;
+    unset, its default is not documented, so nothing is claimed about it.
+    """
+    from cortex.kernel.host import setup as setup_host
+    from cortex.kernel.kernel import Kernel
+
+    assert isinstance(where, setup_host.Location)  # noqa: S101 - typed loosely: lazy import
+    assert isinstance(kernel, Kernel)  # noqa: S101
+    longest = setup_host.longest_verifier(kernel.config)
+    needed = setup_host.tool_timeout(kernel.config)
+    if where.host == "codex":
+        value = entry.get(setup_host.CODEX_TOOL_TIMEOUT) if isinstance(entry, dict) else None
+        fix = f"cortex setup codex --scope {where.scope}"
+        if value is None:
+            value = setup_host.CODEX_TOOL_TIMEOUT_DEFAULT
+        if not setup_host.is_number(value):
+            return f"tool_timeout_sec is {value!r}, not a number of seconds", fix
+        if float(value) < longest:
+            return (
+                f"Codex gives up on a tool call after {value} s (tool_timeout_sec), before the "
+                f"longest verifier here may end ({longest:g} s)"
+            ), fix
+        return None, fix
+    raw = kernel.env.get(setup_host.CLAUDE_TOOL_TIMEOUT) or _claude_settings_timeout(kernel.env)
+    fix = f"set {setup_host.CLAUDE_TOOL_TIMEOUT}={needed * 1000} (ms) where Claude Code starts"
+    if raw is None:
+        return None, fix
+    try:
+        milliseconds = int(str(raw).strip())
+    except ValueError:
+        return f"{setup_host.CLAUDE_TOOL_TIMEOUT} is {raw!r}, not milliseconds", fix
+    if milliseconds / 1000 < longest:
+        return (
+            f"Claude Code gives up on a tool call after {milliseconds} ms "
+            f"({setup_host.CLAUDE_TOOL_TIMEOUT}), before the longest verifier here may end "
+            f"({longest:g} s)"
+        ), fix
+    return None, fix
+
+
+def _claude_settings_timeout(env: Mapping[str, str]) -> str | None:
+    """`env.MCP_TOOL_TIMEOUT` of ~/.claude/settings.json, if it sets one."""
+    import json
+
+    from cortex.kernel.host import setup as setup_host
+
+    home = env.get("HOME")
+    if not home or not os.path.isabs(home):
+        return None
+    try:
+        raw = setup_host.read_for_check(os.path.join(home, ".claude", "settings.json"))
+        settings = json.loads(raw) if raw is not None else None
+    except (CortexError, OSError, ValueError, RecursionError):
+        return None
+    variables = settings.get("env") if isinstance(settings, dict) else None
+    value = variables.get(setup_host.CLAUDE_TOOL_TIMEOUT) if isinstance(variables, dict) else None
+    return None if value is None else str(value)
 
 
 def _registration(entry: object, where: object, kernel: object) -> tuple[CheckStatus, str]:

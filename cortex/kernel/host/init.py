@@ -15,7 +15,7 @@ from cortex.cases.bounds import CONFIG_FILE_MAX
 from cortex.cases.errors import InvalidInputError, NotFoundError
 from cortex.cases.fsio import read_bounded, write_atomic
 from cortex.kernel.config import parse_toml
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import ConfigError, GateRefusedError
 from cortex.kernel.kernel import Kernel
 
@@ -106,7 +106,7 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
     if clashes and (not force or pyproject):
         how = "edit pyproject.toml by hand" if pyproject else "pass --force to replace them"
         msg = f"{path} already configures {', '.join(clashes)}; {how}"
-        raise GateRefusedError(msg, [Action(command="cortex config", reason="see what is set")])
+        raise GateRefusedError(msg, [step("config", "see what is set")])
     from cortex.kernel.host import toml_edit
 
     prefix = ("tool", "cortex", "verifiers") if pyproject else ("verifiers",)
@@ -129,7 +129,6 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
             "verify": [name if name == "pytest" else f"command:{name}" for name in sorted(found)],
         },
         actions=[
-            Action(command=f"cortex case trust {name}", reason="approve it, at a terminal")
-            for name in sorted(found)
+            step("case.trust", "approve it, at a terminal", name=name) for name in sorted(found)
         ],
     )

@@ -8,12 +8,20 @@ nothing to change writes nothing; the first change to an existing file keeps a b
 it; and the backup and the write are each atomic, the write keeping the file's permission bits.
 The host starts the server as `<this interpreter> -m cortex serve`, so it runs the Cortex
 installed where `cortex setup` ran.
+
+A host gives up on a tool call after its own timeout, and a verify runs as long as its
+verifiers (docs/design/mcp.md). For Codex, setup writes `tool_timeout_sec` in the entry, long
+enough for every configured verifier in turn plus a margin (a larger value already there is
+kept). Claude Code reads its tool timeout from the `MCP_TOOL_TIMEOUT` environment variable
+(milliseconds; its shell, or `env` in `~/.claude/settings.json`), not from the server's entry,
+so setup does not write it: the answer says what to set and whether it is set here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import stat
@@ -24,7 +32,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from cortex.cases.bounds import HOST_CONFIG_MAX
+from cortex.cases.bounds import HOST_CONFIG_MAX, VERIFIER_TIMEOUT_DEFAULT
 from cortex.cases.errors import BusyError, InvalidInputError, RefusedError
 from cortex.cases.fsio import (
     fsync_dir,
@@ -33,7 +41,8 @@ from cortex.cases.fsio import (
     write_atomic,
     write_once,
 )
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.config import Config
+from cortex.kernel.envelope import Action, Result, step
 from cortex.kernel.kernel import Kernel
 
 Host = Literal["claude", "codex"]
@@ -47,6 +56,13 @@ BACKUP_SUFFIX = ".cortex-backup"
 _ATTEMPTS = 3
 OWNED_KEYS = ("type", "command", "args")
 """What setup sets in a Claude Code entry; every other key of an existing entry is kept."""
+TOOL_TIMEOUT_MARGIN = 60
+"""Seconds a host's tool timeout allows beyond the verifiers' own (capture, commit, start-up)."""
+CODEX_TOOL_TIMEOUT = "tool_timeout_sec"
+CODEX_TOOL_TIMEOUT_DEFAULT = 60
+"""Codex's tool timeout when the entry sets none (its documented default)."""
+CLAUDE_TOOL_TIMEOUT = "MCP_TOOL_TIMEOUT"
+"""The environment variable Claude Code reads its MCP tool timeout from, in milliseconds."""
 
 
 class Location(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,6 +149,33 @@ def server_entry(interpreter: str | None = None) -> dict[str, Any]:
     return {"command": command, "args": list(SERVER_ARGS)}
 
 
+def longest_verifier(config: Config) -> float:
+    """The longest timeout of one configured verifier (the default when none is configured)."""
+    return max((v.timeout for v in config.verifiers.values()), default=VERIFIER_TIMEOUT_DEFAULT)
+
+
+def tool_timeout(config: Config) -> int:
+    """Seconds a host should wait for a verify here: its verifiers in turn, plus a margin.
+
+    Every configured verifier counts (a plan may require them all), and at least the default
+    timeout does (a plan's `pytest` may run unconfigured).
+    """
+    total = sum(v.timeout for v in config.verifiers.values())
+    return math.ceil(max(total, VERIFIER_TIMEOUT_DEFAULT) + TOOL_TIMEOUT_MARGIN)
+
+
+def _timeout_note(where: Location, seconds: int, env: Mapping[str, str]) -> dict[str, Any]:
+    if where.host == "codex":
+        return {"setting": CODEX_TOOL_TIMEOUT, "seconds": seconds, "written": True}
+    return {
+        "setting": CLAUDE_TOOL_TIMEOUT,
+        "seconds": seconds,
+        "written": False,
+        "milliseconds": seconds * 1000,
+        "current": env.get(CLAUDE_TOOL_TIMEOUT),
+    }
+
+
 def setup(
     kernel: Kernel,
     host: str,
@@ -144,6 +187,9 @@ def setup(
     """Register the server with `host` (see the module docstring); `interpreter` is for tests."""
     where = location(host, scope, kernel.env, kernel.workspace.root)
     entry = server_entry(interpreter)
+    seconds = tool_timeout(kernel.config)
+    if where.host == "codex":
+        entry[CODEX_TOOL_TIMEOUT] = seconds
     if not dry_run and _directory_ready(where):
         # A run killed before its rename leaves a temp file, a full copy of the file, that
         # nothing else removes.
@@ -168,6 +214,7 @@ def setup(
             "entry": entry,  # not the host's env: it may hold secrets
             "kept": kept,  # the names of the existing entry's other keys, never their values
             "dryRun": dry_run,
+            "toolTimeout": _timeout_note(where, seconds, kernel.env),
         }
         if dry_run or new is None:
             return Result(
@@ -181,9 +228,8 @@ def setup(
 
 def _actions(where: Location, *, dry_run: bool, changed: bool) -> list[Action]:
     if dry_run and changed:
-        command = f"cortex setup {where.host} --scope {where.scope}"
-        return [Action(command=command, reason="write it")]
-    return [Action(command="cortex doctor", reason="check that the host can start the server")]
+        return [step(f"setup.{where.host}", "write it", scope=where.scope)]
+    return [step("doctor", "check that the host can start the server")]
 
 
 # Reading and parsing.
@@ -415,6 +461,10 @@ def _compose_toml(
     if old is not None and not isinstance(old, dict):
         msg = f"{path}: mcp_servers.{SERVER} is not a table"
         raise InvalidInputError(msg)
+    had = (old or {}).get(CODEX_TOOL_TIMEOUT)
+    wanted = entry.get(CODEX_TOOL_TIMEOUT)
+    if is_number(had) and is_number(wanted) and float(had) >= float(wanted):  # type: ignore[arg-type]
+        entry[CODEX_TOOL_TIMEOUT] = had  # a person chose to wait longer: keep it
     names = [key for key in old or {} if key not in entry]
     if old is not None and all(old.get(key) == value for key, value in entry.items()):
         return None, names
@@ -429,6 +479,11 @@ def _compose_toml(
         )
         raise RefusedError(msg) from None
     return new_text.encode("utf-8"), names
+
+
+def is_number(value: object) -> bool:
+    """An int or a float (a bool is neither, here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # Writing.

@@ -17,7 +17,13 @@ import msgspec
 
 from cortex.cases.bounds import PREVIEW_MAX, SNAPSHOT_MAX, TREE_FILES_MAX
 from cortex.cases.documents import Verification
-from cortex.cases.errors import IntegrityError, InvalidInputError, NotFoundError
+from cortex.cases.errors import (
+    ArgumentError,
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    naming,
+)
 from cortex.cases.ids import check_id
 from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, tree_name
 from cortex.cases.ledger import line_containing
@@ -44,7 +50,7 @@ def read_artifact(
     """The preview of `ref`, or of the member `path` of a tree `ref` (module docstring)."""
     limit = defaults.PREVIEW_BYTES if max_bytes is None else max_bytes
     if not 1 <= limit <= PREVIEW_MAX:
-        raise InvalidInputError(f"--max-bytes must be 1 to {PREVIEW_MAX}")
+        raise ArgumentError(f"{{max_bytes}} must be 1 to {PREVIEW_MAX}", "max_bytes")
     if path is not None:
         member_path(path, "--path")  # refused before anything is read
     parts = parse_raw_ref(ref)
@@ -90,13 +96,16 @@ def _read(  # noqa: PLR0917 - one read's whole context, passed on once
             return _listing(ref, manifest, sensitive=citation == "sensitive")
         member = next((m for m in manifest.files if m.path == path), None)
         if member is None:
-            raise NotFoundError(f"{ref} has no file {path!r}; read the listing without --path")
+            raise naming(
+                NotFoundError(f"{ref} has no file {path!r}; read the listing without {{path}}"),
+                "path",
+            )
         blob_name = os.path.basename(raw_name(member.raw))
         facts: dict[str, object] = {"path": path}
     else:
         if path is not None:
-            msg = f"{ref} is a single file; --path selects a file inside a directory artifact"
-            raise InvalidInputError(msg)
+            msg = f"{ref} is a single file; {{path}} selects a file inside a directory artifact"
+            raise ArgumentError(msg, "path")
         facts = {}
     fd = _open_in(raw_dir, blob_name, ref)
     return _preview(kernel, ref, fd, limit, citation=citation, allow_binary=allow_binary, **facts)
@@ -186,8 +195,8 @@ def _preview(
     text = _utf8_prefix(head, limit)
     if text is None:
         if not allow_binary:
-            msg = f"{ref} is binary; pass --allow-binary for a base64 preview"
-            raise GateRefusedError(msg, [])
+            msg = f"{ref} is binary; pass {{allow_binary}} for a base64 preview"
+            raise naming(GateRefusedError(msg, []), "allow_binary")
         chunk = head[:limit]
         return _result(
             ref,

@@ -28,7 +28,11 @@ from cortex.cases.bounds import (
     STALE_AFTER_MAX,
     SUMMARY_HEAD_MAX,
 )
-from cortex.cases.errors import CortexError, IntegrityError, InvalidInputError
+from cortex.cases.errors import (
+    ArgumentError,
+    CortexError,
+    IntegrityError,
+)
 from cortex.cases.fsio import open_for_read
 from cortex.cases.store import CaseStore
 from cortex.kernel import defaults, validate
@@ -111,12 +115,10 @@ def parse_duration(text: str | int, option: str = "--stale-after") -> int:
     else:
         match = _DURATION.fullmatch(text)
         if not match:
-            msg = f"{option} must look like 90s, 15m, 24h or 7d, not {text[:40]!r}"
-            raise InvalidInputError(msg)
+            raise validate.bad(option, f" must look like 90s, 15m, 24h or 7d, not {text[:40]!r}")
         seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if not 1 <= seconds <= STALE_AFTER_MAX:
-        msg = f"{option} must be between 1s and {STALE_AFTER_MAX // 86400}d"
-        raise InvalidInputError(msg)
+        raise validate.bad(option, f" must be between 1s and {STALE_AFTER_MAX // 86400}d")
     return seconds
 
 
@@ -203,7 +205,7 @@ def sessions(
     listing must not look healthier than the stores are); only `repo` filters them, by store.
     """
     if not 1 <= limit <= SESSIONS_LIMIT_MAX:
-        raise InvalidInputError(f"--limit must be between 1 and {SESSIONS_LIMIT_MAX}")
+        raise ArgumentError(f"{{limit}} must be between 1 and {SESSIONS_LIMIT_MAX}", "limit")
     filters = _filters(repo, active=active, stale_after=stale_after, query=query)
     threshold = filters.stale_after or STALE_AFTER_DEFAULT
     now = kernel.clock()

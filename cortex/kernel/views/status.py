@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from cortex.cases.bounds import LIST_LIMIT_MAX
 from cortex.cases.documents import Hypotheses, Plan, Verification
-from cortex.cases.errors import CortexError, InvalidInputError
+from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
 from cortex.kernel import defaults
@@ -145,7 +145,7 @@ def _children(store: CaseStore, case: CaseFile) -> list[dict[str, object]]:
 def list_cases(kernel: Kernel, *, limit: int = defaults.LIST_LIMIT) -> Result:
     """The cases of the current workspace's store, newest first, with an exact total."""
     if not 1 <= limit <= LIST_LIMIT_MAX:
-        raise InvalidInputError(f"--limit must be between 1 and {LIST_LIMIT_MAX}")
+        raise ArgumentError(f"{{limit}} must be between 1 and {LIST_LIMIT_MAX}", "limit")
     store = kernel.store
     ids = store.list_ids()
     items: list[dict[str, object]] = []

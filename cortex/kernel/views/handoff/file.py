@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cortex.cases.errors import InvalidInputError, RefusedError
+from cortex.cases.errors import ArgumentError, InvalidInputError, RefusedError
 from cortex.cases.fsio import UnsyncedReplaceError, write_atomic
 from cortex.cases.records import encode_pretty
 from cortex.kernel.envelope import Result
@@ -57,7 +57,7 @@ def save(kernel: Kernel, result: Result, path: str, *, fmt: str) -> Data:
     The JSON is the packet exactly as measured against the budget (indented, one final newline).
     """
     if fmt not in FORMATS:
-        raise InvalidInputError(f"--format must be markdown or json, not {fmt!r}")
+        raise ArgumentError(f"{{format}} must be markdown or json, not {fmt!r}", "format")
     data = result.data
     content = (
         data["markdown"].encode("utf-8") if fmt == "markdown" else encode_pretty(data["packet"])

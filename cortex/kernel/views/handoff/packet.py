@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import msgspec
+
 from cortex.cases.bounds import (
     HANDOFF_BUDGET,
     HANDOFF_CLAIM_CUT,
@@ -130,7 +132,7 @@ def handoff(kernel: Kernel, task_id: str, *, compact: bool) -> Result:
                     "packet": packet,
                     "markdown": markdown,
                 },
-                actions=[Action(**a) for a in packet["nextActions"]],
+                actions=msgspec.convert(full["steps"], list[Action]),
             )
     msg = f"the handoff of {case.id} does not fit {budget} bytes even at its last tier"
     raise InvalidInputError(msg)

@@ -33,6 +33,7 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
     hypotheses = documents.get("hypotheses.json") or Hypotheses()
     decisions: Decisions | None = documents.get("decisions.json")
     waiting = pending(decisions)
+    steps = next_actions(case, decision=waiting)
     records, total, sensitive = _evidence_window(store, case)
     children, more_children = _children(store, case)
     full: Data = {
@@ -53,7 +54,10 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
             "shareable": total - sensitive,
             "records": [_evidence(record) for record in records],
         },
-        "nextActions": msgspec.to_builtins(next_actions(case, decision=waiting)),
+        # The packet is a document: its next steps are command lines. The answer's own actions
+        # keep the structured steps, which each face spells its own way.
+        "nextActions": [{"command": a.command, "reason": a.reason} for a in steps],
+        "steps": msgspec.to_builtins(steps),
         "warnings": store.debris(case),
     }
     redacted: Data = redact_all(full, kernel.redactor)

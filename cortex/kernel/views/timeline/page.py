@@ -23,7 +23,7 @@ from cortex.cases.bounds import (
     TIMELINE_LIMIT_MAX,
 )
 from cortex.cases.documents import Decisions, Receipt, Verification
-from cortex.cases.errors import InvalidInputError, NotFoundError
+from cortex.cases.errors import ArgumentError, NotFoundError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
 from cortex.kernel import defaults, validate
@@ -116,15 +116,18 @@ def timeline(
         upper=upper,
     )
     if not 1 <= limit <= TIMELINE_LIMIT_MAX:
-        raise InvalidInputError(f"--limit must be between 1 and {TIMELINE_LIMIT_MAX}")
+        raise ArgumentError(f"{{limit}} must be between 1 and {TIMELINE_LIMIT_MAX}", "limit")
     if anchor is not None and cursor is not None:
-        msg = "--anchor and --cursor cannot be combined: a page follows a cursor or an anchor"
-        raise InvalidInputError(msg)
+        msg = "{anchor} and {cursor} cannot be combined: a page follows a cursor or an anchor"
+        raise ArgumentError(msg, "anchor", "cursor")
     if anchor is None and (before is not None or after is not None):
-        raise InvalidInputError("--before and --after count entries around an --anchor")
-    for name, value in (("--before", before), ("--after", after)):
+        raise ArgumentError(
+            "{before} and {after} count entries around an {anchor}", "before", "after", "anchor"
+        )
+    for name, value in (("before", before), ("after", after)):
         if value is not None and not 0 <= value <= TIMELINE_AROUND_MAX:
-            raise InvalidInputError(f"{name} must be between 0 and {TIMELINE_AROUND_MAX}")
+            msg = "{%s} must be between 0 and %d" % (name, TIMELINE_AROUND_MAX)  # noqa: UP031
+            raise ArgumentError(msg, name)
     scope = query.scope(task_id)
     start = None if cursor is None else read_cursor(cursor, scope)
     anchored = None if anchor is None else entry_id(anchor)

@@ -16,9 +16,10 @@ import msgspec
 
 from cortex.cases.bounds import TIMELINE_CURSOR_MAX, TIMELINE_DATE_MAX
 from cortex.cases.digest import sha256_hex
-from cortex.cases.errors import InvalidInputError
+from cortex.cases.errors import ArgumentError, InvalidInputError
 from cortex.cases.ids import is_id
 from cortex.cases.records import encode
+from cortex.kernel import validate
 from cortex.kernel.views.timeline.cards import ANSWER_SUFFIX, KINDS, Entry, Key, sort_key
 
 ENTRY_PREFIXES = {
@@ -71,7 +72,9 @@ def kinds(values: list[str]) -> tuple[str, ...]:
     for value in values:
         if value not in KINDS:
             shown = value if len(value) <= 40 else value[:40] + "..."
-            raise InvalidInputError(f"--kind must be one of {', '.join(KINDS)}, not {shown!r}")
+            raise ArgumentError(
+                f"{{kind}} must be one of {', '.join(KINDS)}, not {shown!r}", "kind"
+            )
     return tuple(kind for kind in KINDS if kind in values)
 
 
@@ -90,12 +93,11 @@ def when(text: str, option: str) -> tuple[datetime, bool]:
     A date-time without an offset is taken as UTC, the zone every record is written in.
     """
     shown = text if len(text) <= 40 else text[:40] + "..."
-    msg = (
-        f"{option} must be an ISO date (2024-05-01) or date and time "
-        f"(2024-05-01T12:30:00Z), not {shown!r}"
+    rest = (
+        f" must be an ISO date (2024-05-01) or date and time (2024-05-01T12:30:00Z), not {shown!r}"
     )
     if len(text) > TIMELINE_DATE_MAX or not text.isascii():
-        raise InvalidInputError(msg)
+        raise validate.bad(option, rest)
     try:
         day = date.fromisoformat(text)
     except ValueError:
@@ -108,7 +110,7 @@ def when(text: str, option: str) -> tuple[datetime, bool]:
             moment = moment.replace(tzinfo=UTC)
         moment = moment.astimezone(UTC)
     except (ValueError, OverflowError):
-        raise InvalidInputError(msg) from None
+        raise validate.bad(option, rest) from None
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000), False
 
 
@@ -126,7 +128,7 @@ def window(since: str | None, until: str | None) -> tuple[str | None, str | None
         except OverflowError:
             upper = None  # the end of year 9999: nothing can come after it
     if lower is not None and upper is not None and lower >= upper:
-        raise InvalidInputError("--since is after --until: no entry can match")
+        raise ArgumentError("{since} is after {until}: no entry can match", "since", "until")
     return lower, upper
 
 
@@ -143,10 +145,10 @@ def entry_id(text: str) -> str | None:
     if prefix not in ENTRY_PREFIXES or not is_id(base, prefix):
         shown = text if len(text) <= 80 else text[:80] + "..."
         msg = (
-            f"--anchor {shown!r} is not a timeline entry id "
+            f"{{anchor}} {shown!r} is not a timeline entry id "
             "(ph_, ev_, cmd_, dec_[...:answer], vb_ or vr_ followed by a ULID)"
         )
-        raise InvalidInputError(msg)
+        raise ArgumentError(msg, "anchor")
     return text
 
 
@@ -167,9 +169,10 @@ def make_cursor(scope: bytes, entry: Entry) -> str:
 
 def read_cursor(token: str, scope: bytes) -> Key:
     """The position a cursor names, or `invalid_input` for anything this timeline did not issue."""
-    refusal = InvalidInputError(
-        "--cursor is not a token this timeline issued for this case and these filters; "
-        "repeat the filters of the page that printed it, or start again without --cursor"
+    refusal = ArgumentError(
+        "{cursor} is not a token this timeline issued for this case and these filters; "
+        "repeat the filters of the page that printed it, or start again without {cursor}",
+        "cursor",
     )
     if len(token) > TIMELINE_CURSOR_MAX or not token.isascii():
         raise refusal

@@ -1,0 +1,464 @@
+"""What each command answers in the envelope's `data`, as msgspec types: the published schemas.
+
+The MCP server's `outputSchema` for a tool and the CLI's `docs/schema/<command>.json` are the
+envelope with `data` constrained by the command's type here (`schema_of`). The use cases build
+their answers from the store's own record types (`Evidence`, `Batch`, `Receipt`, `Assessment`,
+...), which these types reuse, plus plain dicts for views; each answer type forbids unknown
+fields, so a key added to an answer without its type fails the tests that validate every
+answer of a scripted case against its schema (tests/test_schemas.py, tests/test_mcp.py).
+
+A command without a type here answers with `data` left open (an object); the schema says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from cortex.cases.documents import Batch, Decision, Hypothesis, Receipt
+from cortex.cases.records import ChangeBoundary, Criterion, Evidence, Workspace
+from cortex.kernel.assessment import Assessment
+from cortex.kernel.envelope import SCHEMA, ErrorInfo
+from cortex.kernel.kernel import StoreInfo
+
+
+class _Answer(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """An answer's fields are camelCase on the wire, like the records they carry."""
+
+
+class Problem(_Answer):
+    """A record that could not be read: listed with its error, never hidden."""
+
+    code: str
+    message: str
+
+
+class LeaseView(_Answer):
+    """The change lease as `status` shows it."""
+
+    actor: str
+    state: Literal["active", "expired", "released"]
+    acquired_at: str
+    renewed_at: str | None
+    expires_at: str
+    released_at: str | None
+
+
+class Opened(_Answer):
+    """`case open`."""
+
+    task_id: str
+    created: bool
+    revision: int
+    status: str
+    goal: str
+    mode: str
+    risk: str
+    workspace: Workspace
+    store: StoreInfo
+    path: str
+    warnings: list[str]
+
+
+class Counts(_Answer):
+    """Exact committed record counts."""
+
+    commands: int
+    evidence: int
+    phases: int
+
+
+class PlanSummary(_Answer):
+    """The current plan as `status` summarizes it."""
+
+    plan_revision: int
+    created_at: str
+    hypotheses: int
+    change_boundary: ChangeBoundary
+    verification_required: list[str]
+    uncertainty: str | None
+    evidence_id: str
+
+
+class Binding(_Answer):
+    """Whether receipts can be bound to code in this workspace, and if not why."""
+
+    possible: bool
+    reason: str | None
+
+
+class HypothesisLine(_Answer):
+    """An open or challenged hypothesis."""
+
+    id: str
+    statement: str
+    status: str
+
+
+class Child(_Answer):
+    """A child case and its own phase (or why it cannot be read)."""
+
+    task_id: str
+    status: str | None = None
+    goal: str | None = None
+    error: Problem | None = None
+
+
+class Status(_Answer):
+    """`case status`."""
+
+    task_id: str
+    goal: str
+    status: str
+    paused_from: str | None
+    status_reason: str | None
+    mode: str
+    risk: str
+    actor: str
+    revision: int
+    created_at: str
+    updated_at: str
+    workspace: Workspace
+    store: StoreInfo
+    counts: Counts
+    surfaces: list[str]
+    acceptance_criteria: list[Criterion]
+    lease: LeaseView | None
+    pending_decision: Decision | None
+    plan: PlanSummary | None
+    verification: Assessment | None
+    binding: Binding
+    unresolved_hypotheses: list[HypothesisLine]
+    parent_task_id: str | None
+    children: list[Child]
+    warnings: list[str]
+
+
+class Listed(_Answer):
+    """One case of `case list` (or why it cannot be read)."""
+
+    task_id: str
+    goal: str | None = None
+    status: str | None = None
+    mode: str | None = None
+    revision: int | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    evidence: int | None = None
+    error: Problem | None = None
+
+
+class Listing(_Answer):
+    """`case list`."""
+
+    store: StoreInfo
+    total: int
+    limit: int
+    truncated: bool
+    items: list[Listed]
+
+
+class Recorded(_Answer):
+    """`case evidence add` and `case note`."""
+
+    task_id: str
+    revision: int
+    evidence: Evidence
+    recovered: list[str]
+    warnings: list[str]
+
+
+class EvidenceRead(_Answer):
+    """`case read-evidence`."""
+
+    task_id: str
+    revision: int
+    evidence: Evidence
+    warnings: list[str]
+
+
+class Planned(_Answer):
+    """`case plan`."""
+
+    task_id: str
+    revision: int
+    status: str
+    plan_revision: int
+    evidence_id: str
+    hypotheses: list[Hypothesis]
+    change_boundary: ChangeBoundary
+    verification_required: list[str]
+    uncertainty: str | None
+
+
+class Resolved(_Answer):
+    """`case resolve`."""
+
+    task_id: str
+    revision: int
+    hypothesis: Hypothesis
+
+
+class Leased(_Answer):
+    """`case begin-change` (and `lease renew`, `lease release`)."""
+
+    task_id: str
+    revision: int
+    status: str
+    lease: LeaseView | None
+    result: str
+
+
+class Verified(_Answer):
+    """`case verify`."""
+
+    task_id: str
+    revision: int
+    status: str
+    batch: Batch
+    receipts: list[Receipt]
+    assessment: Assessment
+    warnings: list[str]
+
+
+class Asked(_Answer):
+    """`case decision request` (and `answer`)."""
+
+    task_id: str
+    revision: int
+    status: str
+    paused_from: str | None
+    created: bool
+    decision: Decision
+
+
+class Completed(_Answer):
+    """`case complete`."""
+
+    task_id: str
+    revision: int
+    status: str
+    assessment: Assessment
+    acknowledged: str | None
+    summary: str
+    warnings: list[str]
+
+
+class Closed(_Answer):
+    """`case block` and `case abort`."""
+
+    task_id: str
+    revision: int
+    status: str
+    reason: str
+    withdrawn_decision: str | None
+
+
+class Member(_Answer):
+    """A file of a directory artifact."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+class Skipped(_Answer):
+    """What a directory capture left out, and why."""
+
+    path: str
+    reason: str
+
+
+class Artifact(_Answer):
+    """`case read-artifact`: a preview of a file (or of one member), or a directory's listing."""
+
+    ref: str
+    sensitive: bool
+    kind: Literal["directory"] | None = None
+    # A preview.
+    encoding: Literal["utf-8", "base64"] | None = None
+    content: str | None = None
+    path: str | None = None
+    size: int | None = None
+    max_bytes: int | None = None
+    bytes_returned: int | None = None
+    truncated: bool | None = None
+    # A listing.
+    files: list[Member] | None = None
+    count: int | None = None
+    skipped: list[Skipped] | None = None
+    walked: int | None = None
+
+
+class Filters(_Answer):
+    """The timeline's filters as applied."""
+
+    kinds: list[str]
+    actor: str | None
+    since: str | None
+    until: str | None
+
+
+class Around(_Answer):
+    """The anchor of a timeline and how many entries lie on either side of it."""
+
+    id: str
+    at: str
+    before: int
+    after: int
+    matches_filters: bool | None = None
+
+
+def _card_name(name: str) -> str:
+    if name in {"from_phase", "to_phase"}:
+        return name.removesuffix("_phase")
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_fields=True):
+    """One timeline entry: the head every card has, and the facts of its kind."""
+
+    id: str
+    kind: str
+    at: str
+    actor: str | None
+    title: str
+    anchor: bool | None = None
+    # phase
+    from_phase: str | None = None
+    to_phase: str | None = None
+    # evidence
+    evidence_kind: str | None = None
+    confidence: str | None = None
+    tool: str | None = None
+    sensitive: bool | None = None
+    has_raw: bool | None = None
+    # command
+    operation: str | None = None
+    # decision
+    decision_id: str | None = None
+    event: str | None = None
+    options: int | None = None
+    answer: str | None = None
+    # receipt and batch
+    status: str | None = None
+    binding: str | None = None
+    standing: str | None = None
+    batch_id: str | None = None
+    purpose: str | None = None
+    requirement: str | None = None
+    claim_id: str | None = None
+    receipts: int | None = None
+
+
+class Timeline(_Answer):
+    """`case timeline`."""
+
+    task_id: str
+    revision: int
+    filters: Filters
+    total: int
+    returned: int
+    limit: int
+    anchor: Around | None
+    next_cursor: str | None
+    entries: list[Card]
+    warnings: list[str]
+
+
+class Omission(_Answer):
+    """What a handoff tier left out, and the command that reads it."""
+
+    tier: int
+    what: str
+    count: int
+    note: str
+    command: str | None
+
+
+class Handoff(_Answer):
+    """`case handoff`: the packet (its layout: docs/design/handoff.md) and its Markdown."""
+
+    task_id: str
+    revision: int
+    tier: int
+    tier_name: str
+    compact: bool
+    budget: int
+    bytes: int
+    json_bytes: int
+    omitted: list[Omission]
+    packet: dict[str, Any]
+    markdown: str
+
+
+ANSWERS: dict[str, type[msgspec.Struct]] = {
+    "case.open": Opened,
+    "case.status": Status,
+    "case.list": Listing,
+    "case.evidence.add": Recorded,
+    "case.note": Recorded,
+    "case.read-evidence": EvidenceRead,
+    "case.plan": Planned,
+    "case.resolve": Resolved,
+    "case.begin-change": Leased,
+    "case.lease.renew": Leased,
+    "case.lease.release": Leased,
+    "case.verify": Verified,
+    "case.decision.request": Asked,
+    "case.decision.answer": Asked,
+    "case.complete": Completed,
+    "case.block": Closed,
+    "case.abort": Closed,
+    "case.read-artifact": Artifact,
+    "case.timeline": Timeline,
+    "case.handoff": Handoff,
+}
+"""Command -> the type of its `data`. Commands not listed answer with `data` left open."""
+
+
+def object_schema(type_: Any) -> dict[str, Any]:
+    """A JSON Schema for a msgspec type with `type: object` at its root (as MCP requires).
+
+    msgspec puts every struct under `$defs` and points the root at it with `$ref`; the root is
+    replaced by the struct's own definition (refs stay valid: they resolve from the root).
+    """
+    schema = msgspec.json.schema(type_)
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    ref = schema.get("$ref", "")
+    root: dict[str, Any] = dict(defs[ref.rsplit("/", 1)[-1]]) if ref else schema
+    rest = {name: value for name, value in defs.items() if f"#/$defs/{name}" != ref}
+    if rest:
+        root["$defs"] = rest
+    return root
+
+
+def envelope_schema(command: str, action: type[msgspec.Struct]) -> dict[str, Any]:
+    """The envelope `command` answers with, for a face whose next steps are `action`s.
+
+    `data` is the command's answer type (open if it has none; null on a refusal) and `schema`
+    the version of the contract.
+    """
+    answer = ANSWERS.get(command)
+    data: Any = Any if answer is None else answer | None
+    envelope = msgspec.defstruct(
+        "Envelope",
+        [
+            ("schema", str),
+            ("ok", bool),
+            ("command", str),
+            ("data", data),
+            ("error", ErrorInfo | None),
+            ("actions", list[action], msgspec.field(default_factory=list)),  # type: ignore[valid-type]
+        ],
+        kw_only=True,
+    )
+    built = object_schema(envelope)
+    properties = built["properties"]
+    properties["schema"] = {"const": SCHEMA, "description": "the version of the contract"}
+    properties["command"] = {"const": command}
+    built["title"] = f"cortex {command}"
+    built["description"] = f"The envelope `{command}` answers with ({SCHEMA})."
+    return built
