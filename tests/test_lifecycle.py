@@ -1354,24 +1354,32 @@ class TestTerminal:
     def test_a_closed_case_refuses_every_step(
         self, cli: Cli, env: dict[str, str], state_root: Path, command: str, phase: str
     ) -> None:
-        """After block or abort: evidence, note, plan, begin-change, decisions all exit 5."""
+        """After block or abort: plan, begin-change, decisions all exit 5.
+
+        Abandoned also refuses evidence, notes and another abort; a blocked case is on hold and
+        still takes notes (and may be abandoned), checked after the refusals.
+        """
         task = planned(cli)
         data = cli("case", command, task, "--reason", "waiting on the staging database").data
         assert data["status"] == phase
         before = durable_state(state_root)
         attempts = {
-            "evidence add": cli("case", "evidence", "add", task, "--claim", "late"),
-            "note": cli("case", "note", task, "late"),
             "plan": cli(*plan_args(task, "--reason", "again")),
             "begin-change": cli("case", "begin-change", task, "--actor", "agent-1"),
             "decision request": cli("case", "decision", "request", task, *QUESTION, *OPTIONS),
             "block": cli("case", "block", task, "--reason", "again"),
-            "abort": cli("case", "abort", task, "--reason", "again"),
         }
+        if phase == "abandoned":
+            attempts["evidence add"] = cli("case", "evidence", "add", task, "--claim", "late")
+            attempts["note"] = cli("case", "note", task, "late")
+            attempts["abort"] = cli("case", "abort", task, "--reason", "again")
         for name, out in attempts.items():
             assert out.code == 5, (name, out.stdout)
             assert out.error_code == "refused", name
         assert durable_state(state_root) == before
+        if phase == "blocked":
+            assert cli("case", "note", task, "late").data["evidence"]["kind"] == "note"
+            assert cli("case", "evidence", "add", task, "--claim", "late").code == 0
         current = status(cli, task)
         assert current["status"] == phase
         assert current["statusReason"] == "waiting on the staging database"
@@ -1411,7 +1419,8 @@ class TestTerminal:
         assert [d["status"] for d in listed["decisions"]] == ["withdrawn"]
         current = status(cli, task)
         assert current["status"] == phase
-        assert current["pausedFrom"] is None
+        # Blocked remembers where the decision paused, for unblock; abandoned is over.
+        assert current["pausedFrom"] == ("changing" if phase == "blocked" else None)
         assert current["pendingDecision"] is None
         assert current["lease"]["state"] == "released"
         assert current["statusReason"] == "nobody will answer"

@@ -605,7 +605,7 @@ class TestCrashDuringPauseAndClose:
             else:
                 assert (seen["status"], seen["pausedFrom"], seen["pending"]) == (
                     "blocked",
-                    None,
+                    "changing",  # where unblock returns: the phase the decision paused
                     None,
                 )
                 assert seen["lease"] == "released"

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from conftest import Cli, base_env, case_path, configure_verifiers, make_repo, tree_state
 
-from cortex.kernel.close import close
+from cortex.kernel.close import close, unblock
 from cortex.kernel.complete import complete
 from cortex.kernel.decisions import answer, request
 from cortex.kernel.evidence import add_evidence
@@ -213,6 +213,32 @@ class TestOneCase:
         assert closed["time"]["elapsedSeconds"] == 1100.0
         assert closed["time"]["current"] is None
         assert closed["commands"]["calls"] == 10
+
+    def test_time_blocked_counts_once_the_case_is_unblocked(
+        self, setup: tuple[Kernel, Clock, Path, dict[str, str]]
+    ) -> None:
+        """Blocked stops the clock like a close; unblock restarts it and the hold is counted."""
+        kernel, clock, _, _ = setup
+        clock.at(0)
+        task = data(open_case(kernel, goal="On hold"))["taskId"]
+        clock.at(10)
+        add_evidence(kernel, task, claim="seen")
+        clock.at(30)
+        close(kernel, task, to="blocked", reason="waiting on staging")
+        clock.at(100)
+        held = data(metrics(kernel, task))
+        assert held["time"]["closedAt"] is not None
+        assert held["time"]["elapsedSeconds"] == 30.0
+        assert held["time"]["current"] is None
+        clock.at(130)
+        unblock(kernel, task, reason="staging is back")
+        clock.at(200)
+        resumed = data(metrics(kernel, task))
+        assert resumed["time"]["closedAt"] is None
+        assert resumed["time"]["inPhase"]["blocked"] == 100.0
+        assert resumed["time"]["inPhase"]["investigating"] == 20.0 + 70.0
+        assert resumed["time"]["current"]["phase"] == "investigating"
+        assert resumed["time"]["elapsedSeconds"] == 200.0
 
     def test_coverage_follows_the_assessment(
         self, setup: tuple[Kernel, Clock, Path, dict[str, str]]

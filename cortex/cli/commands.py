@@ -221,6 +221,12 @@ def _abort(c: Call) -> Result:
     return close(c.kernel, c["task"], to="abandoned", reason=c["reason"], actor=c["actor"])
 
 
+def _unblock(c: Call) -> Result:
+    from cortex.kernel.close import unblock
+
+    return unblock(c.kernel, c["task"], reason=c["reason"], actor=c["actor"])
+
+
 def _audit(c: Call) -> Result:
     from cortex.kernel.views.audit import audit
 
@@ -404,4 +410,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
+    "case.unblock": _unblock,
 }

@@ -278,7 +278,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(("case", "decision", "list"), "the decisions of a case", positionals=(_TASK,)),
     Cmd(
         ("case", "block"),
-        "stop a case that cannot go on (terminal)",
+        "put a case that cannot go on now on hold (unblock resumes it)",
         positionals=(_TASK,),
         options=(_REASON, _ACTOR),
     ),
@@ -460,6 +460,12 @@ COMMANDS: tuple[Cmd, ...] = (
                 metavar="SECONDS",
             ),
         ),
+    ),
+    Cmd(
+        ("case", "unblock"),
+        "return a blocked case to the phase it was blocked in",
+        positionals=(_TASK,),
+        options=(_REASON, _ACTOR),
     ),
 )
 

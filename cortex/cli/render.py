@@ -105,9 +105,11 @@ def _decisions(console: Console, data: Data) -> None:
 
 
 def _closed(console: Console, data: Data) -> None:
-    console.print(
-        Text(f"{data['taskId']} is {data['status']}", style="bold") + Text(f": {data['reason']}")
-    )
+    line = Text(f"{data['taskId']} is {data['status']}", style="bold")
+    line += Text(f": {data['reason']}")
+    if data.get("resumesIn"):
+        line += Text(f" (unblock returns it to {data['resumesIn']})", style="dim")
+    console.print(line)
 
 
 def _list(console: Console, data: Data) -> None:
@@ -418,6 +420,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.sessions": _stats("sessions"),
     "case.overview": _stats("overview"),
     "studio": _studio,
+    "case.unblock": _closed,
 }
 
 

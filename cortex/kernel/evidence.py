@@ -26,7 +26,7 @@ from cortex.cases.records import (
 from cortex.kernel import defaults, lifecycle, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lifecycle import TERMINAL
+from cortex.kernel.lifecycle import FINAL
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
@@ -157,13 +157,13 @@ def add_evidence(
     with store.transaction(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
     ) as txn:
-        if txn.case.status in TERMINAL:
+        if txn.case.status in FINAL:
             raise lifecycle.refusal(txn.case, "cannot record evidence", txn=txn)
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
-        elif txn.case.status == lifecycle.PAUSED and txn.case.paused_from == "orienting":
-            # Paused before any evidence: the answer will resume into the investigation.
+        elif txn.case.status in lifecycle.HELD and txn.case.paused_from == "orienting":
+            # Paused or blocked before any evidence: it resumes into the investigation.
             txn.case.paused_from = "investigating"
         if parents:
             known = store.find_records(txn.case, "evidence", parents)

@@ -213,6 +213,14 @@ class Abort(_Args):
     actor: Actor = None
 
 
+class Unblock(_Args):
+    """Arguments of cortex_unblock."""
+
+    task_id: TaskId
+    reason: Annotated[str, msgspec.Meta(description="what changed: why the case can go on")]
+    actor: Actor = None
+
+
 class ReadEvidence(_Args):
     """Arguments of cortex_read_evidence."""
 
@@ -416,6 +424,12 @@ def _abort(k: Kernel, a: Abort) -> Result:
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
 
 
+def _unblock(k: Kernel, a: Unblock) -> Result:
+    from cortex.kernel.close import unblock
+
+    return unblock(k, a.task_id, reason=a.reason, actor=a.actor)
+
+
 def _read_evidence(k: Kernel, a: ReadEvidence) -> Result:
     from cortex.kernel.evidence import read_evidence
 
@@ -587,6 +601,14 @@ TOOLS: tuple[Tool, ...] = (
         call=_list,
         read_only=True,
         idempotent=True,
+    ),
+    Tool(
+        name="cortex_unblock",
+        command="case.unblock",
+        description="Return a blocked case to the phase it was blocked in, with the reason it "
+        "can go on (recorded on the phase change).",
+        args=Unblock,
+        call=_unblock,
     ),
 )
 

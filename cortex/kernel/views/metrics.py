@@ -227,8 +227,8 @@ def _phases(store: CaseStore, result: Measured, now: float) -> None:
             # A wall clock can step back between two commits: never a negative duration.
             _add_time(tally, previous[0], at - previous[1])
         _count(tally.visits, record.to_phase)
-        if record.to_phase in TERMINAL:
-            result.closed_at = record.timestamp
+        # A blocked case can be unblocked: it is closed only while its last phase says so.
+        result.closed_at = record.timestamp if record.to_phase in TERMINAL else None
         if record.to_phase == "complete":
             result.completed_at = at
             result.completion_verdict = record.reason
