@@ -295,6 +295,17 @@ class CaseStore:
             found[record_id] = record
         return found
 
+    def ids_beginning(
+        self, case: CaseFile, name: str, start: str, limit: int
+    ) -> tuple[list[str], int]:
+        """Committed ids of a ledger that begin with `start` (the first `limit`), and how many.
+
+        Nothing is decoded: see `ledger.ids_beginning`.
+        """
+        state = case.ledgers.get(name) or LedgerState()
+        path = os.path.join(self.case_path(case.id), ledger_file(name))
+        return ledger.ids_beginning(path, state.bytes, start, limit)
+
     def ledger_lines_between(
         self, before: CaseFile, after: CaseFile, name: str, *, limit: int
     ) -> list[bytes] | None:

@@ -90,7 +90,7 @@ _EXPECT = Opt(
     metavar="N",
     integer=True,
 )
-_TASK = ("task", "task id (task_...)")
+_TASK = ("task", "task id (task_...), a unique prefix of one (task_ and 4 or more), or @latest")
 _ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default=defaults.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
@@ -173,7 +173,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "read-evidence"),
         "print one evidence record in full",
-        positionals=(_TASK, ("evidence", "evidence id (ev_...)")),
+        positionals=(_TASK, ("evidence", "evidence id (ev_...) or a unique prefix of one")),
     ),
     Cmd(
         ("case", "read-artifact"),
@@ -229,7 +229,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "resolve"),
         "confirm, challenge or reject a hypothesis",
-        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...)")),
+        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...) or a unique prefix of one")),
         options=(
             Opt("--status", "confirmed|challenged|rejected", required=True),
             _REASON,
@@ -269,7 +269,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "decision", "answer"),
         "answer a pending decision (for people, not agents)",
-        positionals=(_TASK, ("decision", "decision id (dec_...)")),
+        positionals=(_TASK, ("decision", "decision id (dec_...) or a unique prefix of one")),
         options=(
             Opt("--answer", "the chosen option id", metavar="OPTION", required=True),
             Opt("--responder", "who answers", metavar="NAME", required=True),

@@ -424,20 +424,35 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
 }
 
 
+def _candidates(console: Console, ambiguous: Data) -> None:
+    """The ids an ambiguous prefix begins, whole, each with its title: pick one and run again."""
+    for candidate in ambiguous["candidates"]:
+        line = Text(f"  {candidate['id']}")
+        if candidate.get("title"):
+            line += Text(f"  {candidate['title']}", style="dim")
+        console.print(line)
+    rest = ambiguous["total"] - len(ambiguous["candidates"])
+    if rest > 0:
+        console.print(Text(f"  ... and {rest} more", style="dim"))
+
+
 def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
     """Print an envelope for a person: the result on stdout, an error on stderr."""
     del env  # rich reads NO_COLOR, TERM and COLUMNS itself
     data = clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
     out = Console(file=stdout, highlight=False, soft_wrap=True)
     renderer = _RENDERERS.get(envelope.command)
-    if data is not None and renderer is not None:
+    ambiguous = data.get("ambiguous") if isinstance(data, dict) and not envelope.ok else None
+    if data is not None and renderer is not None and ambiguous is None:
         renderer(out, data)
     if envelope.error is not None:
-        err = Console(file=stderr, highlight=False)
+        err = Console(file=stderr, highlight=False, soft_wrap=True)
         err.print(
             Text(f"error [{envelope.error.code}]: ", style="bold red")
             + Text(safe(envelope.error.message))
         )
+        if ambiguous is not None:
+            _candidates(err, ambiguous)
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
     if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify", "init"}:

@@ -21,7 +21,7 @@ def close(
     """Move a case to `blocked` or `abandoned`, releasing its lease and withdrawing a question."""
     reason = validate.text(reason, "--reason", REASON_MAX)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     operation = "case.block" if to == "blocked" else "case.abort"
     with store.transaction(task_id, actor=who, operation=operation) as txn:
         now = kernel.now()
@@ -49,7 +49,7 @@ def unblock(kernel: Kernel, task_id: str, *, reason: str, actor: str | None = No
     """Return a blocked case to the phase it was blocked in, the reason on its phase line."""
     reason = validate.text(reason, "--reason", REASON_MAX)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.unblock") as txn:
         case = txn.case
         if case.status != lifecycle.BLOCKED:

@@ -7,7 +7,7 @@ import os
 from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, PhaseChange, Workspace, encode
 from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Action, Result
@@ -46,8 +46,8 @@ def open_case(
         key = validate.identifier(idempotency_key, "--idempotency-key", redactor)
     who = kernel.actor(actor)
     if parent is not None:
-        check_id(parent, "task", what="--parent")
-        kernel.writable(parent)  # the parent must be in this workspace's store
+        # Made whole (a prefix, @latest); the parent must be in this workspace's store.
+        parent, _ = kernel.find_writable(parent, argument="parent")
 
     identity = kernel.workspace
     warnings: list[str] = []

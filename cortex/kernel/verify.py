@@ -248,7 +248,7 @@ def verify(
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
     from cortex.verifiers.registry import resolve
 
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     case, documents = store.read_view(task_id)
     old = documents.get("verification.json") or Verification()
     _check_phase(case)

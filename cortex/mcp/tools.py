@@ -23,7 +23,13 @@ from cortex.kernel.errors import InvalidInputError
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
 
-TaskId = Annotated[str, msgspec.Meta(description="the case's task id (task_...)")]
+TaskId = Annotated[
+    str,
+    msgspec.Meta(
+        description="the case's task id (task_...), a unique prefix of one (task_ and at least "
+        "4 more characters), or @latest (the newest case of this workspace)"
+    ),
+]
 Actor = Annotated[
     str | None,
     msgspec.Meta(description="who is acting (default: $CORTEX_ACTOR of the server, else mcp)"),
@@ -146,7 +152,7 @@ class Resolve(_Args):
     """Arguments of cortex_resolve."""
 
     task_id: TaskId
-    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_...")]
+    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_..., or a unique prefix of one")]
     status: Literal["confirmed", "challenged", "rejected"]
     reason: str
     evidence: list[str] = msgspec.field(default_factory=list)
@@ -225,7 +231,7 @@ class ReadEvidence(_Args):
     """Arguments of cortex_read_evidence."""
 
     task_id: TaskId
-    evidence_id: Annotated[str, msgspec.Meta(description="ev_...")]
+    evidence_id: Annotated[str, msgspec.Meta(description="ev_..., or a unique prefix of one")]
 
 
 class ReadArtifact(_Args):

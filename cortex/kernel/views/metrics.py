@@ -288,7 +288,7 @@ def metrics(kernel: Kernel, task_id: str | None = None) -> Result:
     """One case's metrics, or (without an id) the current workspace's store summed up."""
     if task_id is None:
         return _store_metrics(kernel)
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     now = kernel.clock()
     case, documents = store.read_view(task_id)
     measured = measure(store, case, documents, now)

@@ -125,6 +125,7 @@ def timeline(
     for name, value in (("--before", before), ("--after", after)):
         if value is not None and not 0 <= value <= TIMELINE_AROUND_MAX:
             raise InvalidInputError(f"{name} must be between 0 and {TIMELINE_AROUND_MAX}")
+    task_id, store = kernel.find(task_id)  # whole, before a cursor is bound to it
     scope = query.scope(task_id)
     start = None if cursor is None else read_cursor(cursor, scope)
     anchored = None if anchor is None else entry_id(anchor)
@@ -132,7 +133,6 @@ def timeline(
     if anchor is not None and anchored is None:
         moment = canonical(when(anchor, "--anchor")[0])
 
-    store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
     entries = (e for e in stream(store, case, documents, query.effective_kinds) if query.matches(e))
     # Time-ordered ledgers are searched instead of streamed (timeline_fast; same answers).
