@@ -7,14 +7,18 @@ the kernel resolves it (cortex/kernel/refs.py).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import IO
 
 import pytest
 from conftest import Cli, make_repo
+from rich.console import Console
+from rich.text import Text
 from test_mcp import errlog, run_async, served, serving  # noqa: F401 - fixtures
 
 from cortex.cases.bounds import ID_CANDIDATES_SHOWN, ID_PREFIX_MIN
+from cortex.screen.columns import Column, fit, print_table
 
 
 def common(*ids: str) -> str:
@@ -211,6 +215,77 @@ class TestRecordPrefix:
         missing = cli("case", "read-evidence", task, "ev_7ZZZZZ")
         assert (missing.code, missing.error_code) == (3, "not_found")
         assert cli("case", "read-evidence", task, "ev_01").code == 4
+
+
+class TestWholeIdsInTables:
+    def test_list_on_a_pipe_prints_whole_ids_and_goals(self, cli: Cli) -> None:
+        goal = "A goal long enough to be cut on an eighty column terminal, which a pipe is not"
+        task = cli.open(goal)
+        out = cli("case", "list", human=True)
+        assert out.code == 0
+        row = next(line for line in out.stdout.splitlines() if line.startswith(task))
+        assert row.endswith(goal)
+        assert row == row.rstrip()
+        assert out.stdout.splitlines()[0].split() == [
+            "task",
+            "status",
+            "rev",
+            "evidence",
+            "updated",
+            "goal",
+        ]
+
+    def test_sessions_on_a_pipe_has_every_column(self, cli: Cli) -> None:
+        task = cli.open("Listed")
+        lines = cli("case", "sessions", human=True).stdout.splitlines()
+        assert lines[0].split() == ["task", "phase", "repo", "idle", "verdict", "notes", "goal"]
+        assert lines[1].split()[:3] == [task, "orienting", "repo"]
+
+    @pytest.mark.parametrize("width", [60, 80, 200])
+    def test_at_a_terminal_the_id_and_phase_stay_whole(self, width: int) -> None:
+        columns = (
+            Column("task"),
+            Column("phase"),
+            Column("repo", priority=1),
+            Column("idle", priority=4),
+            Column("verdict", priority=3),
+            Column("notes", priority=2),
+            Column("goal", flexible=True),
+        )
+        task = "task_01M8STXXCG1NB2WJ5FRMMYXZXX"
+        row = [
+            Text(task),
+            Text("needs_human_decision"),
+            Text("checkout-app"),
+            Text("3h"),
+            Text("unverified"),
+            Text("lease agent-1, decision"),
+            Text("Fix the checkout redirect after login for users coming from the cart"),
+        ]
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, force_terminal=True, color_system=None)
+        print_table(console, columns, [row])
+        lines = buffer.getvalue().splitlines()
+        assert all(len(line) <= width for line in lines)
+        assert lines[1].split()[:2] == [task, "needs_human_decision"]
+        if width >= 80:
+            assert "checkout-app" in lines[1]
+        if width == 200:
+            assert lines[1].rstrip().endswith("from the cart")
+
+    def test_fit_drops_by_priority_and_gives_the_rest_to_the_flexible_column(self) -> None:
+        columns = (
+            Column("a"),
+            Column("b", priority=2),
+            Column("c", priority=1),
+            Column("g", flexible=True),
+        )
+        assert fit(columns, [10, 10, 10, 40], None) == ((0, 1, 2, 3), (10, 10, 10, 40))
+        assert fit(columns, [10, 10, 10, 40], 100) == ((0, 1, 2, 3), (10, 10, 10, 40))
+        assert fit(columns, [10, 10, 10, 40], 50) == ((0, 1, 2, 3), (10, 10, 10, 14))
+        assert fit(columns, [10, 10, 10, 40], 45) == ((0, 2, 3), (10, 10, 21))
+        assert fit(columns, [10, 10, 10, 40], 20) == ((0, 3), (10, 8))
+        assert fit(columns, [10, 10, 10, 40], 11) == ((0,), (10,))
 
 
 def test_prefixes_over_mcp(served: dict[str, str], repo: Path, errlog: IO[str]) -> None:  # noqa: F811

@@ -11,7 +11,6 @@ from typing import IO, Any
 
 import msgspec
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
@@ -19,6 +18,7 @@ from cortex.screen.blocks import assessment_rows as _assessment_rows
 from cortex.screen.blocks import kv as _kv
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
+from cortex.screen.columns import Column, print_table
 from cortex.screen.text import clean, safe
 
 Data = dict[str, Any]
@@ -112,35 +112,46 @@ def _closed(console: Console, data: Data) -> None:
     console.print(line)
 
 
+_LIST_COLUMNS = (
+    Column("task"),
+    Column("status"),
+    Column("rev", priority=4),
+    Column("evidence", priority=3),
+    Column("updated", priority=2),
+    Column("goal", flexible=True),
+)
+
+
 def _list(console: Console, data: Data) -> None:
     items = data["items"]
     if not items:
         console.print(Text(f"No cases in {data['store']['root']}", style="dim"))
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("task", "status", "rev", "evidence", "updated", "goal"):
-        table.add_column(column)
+    rows: list[list[Text]] = []
     for item in items:
         if "error" in item:
-            table.add_row(
-                Text(item["taskId"]),
-                Text("unreadable", style="red"),
-                "",
-                "",
-                "",
-                Text(item["error"]["message"], style="red"),
+            rows.append(
+                [
+                    Text(item["taskId"]),
+                    Text("unreadable", style="red"),
+                    Text(""),
+                    Text(""),
+                    Text(""),
+                    Text(item["error"]["message"], style="red"),
+                ]
             )
             continue
-        goal = item["goal"] if len(item["goal"]) <= 60 else item["goal"][:57] + "..."
-        table.add_row(
-            Text(item["taskId"]),
-            Text(item["status"], style="cyan"),
-            str(item["revision"]),
-            str(item["evidence"]),
-            Text(item["updatedAt"]),
-            Text(goal),
+        rows.append(
+            [
+                Text(item["taskId"]),
+                Text(item["status"], style="cyan"),
+                Text(str(item["revision"])),
+                Text(str(item["evidence"])),
+                Text(item["updatedAt"]),
+                Text(item["goal"]),
+            ]
         )
-    console.print(table)
+    print_table(console, _LIST_COLUMNS, rows)
     console.print(Text(f"{len(items)} of {data['total']} case(s)", style="dim"))
 
 
