@@ -36,9 +36,15 @@ def _body(
         def run_studio(kernel: Kernel) -> Result:
             from cortex.studio.launch import launch
 
-            refresh = parsed.values["refresh"]
+            values = parsed.values
+            refresh, repo, query = values["refresh"], values["repo"], values["query"]
             return launch(
-                kernel, refresh=None if refresh is None else str(refresh), streams=streams
+                kernel,
+                refresh=None if refresh is None else str(refresh),
+                streams=streams,
+                active=bool(values["active"]),
+                repo=None if repo is None else str(repo),
+                query=None if query is None else str(query),
             )
 
         return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)

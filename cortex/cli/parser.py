@@ -459,6 +459,11 @@ COMMANDS: tuple[Cmd, ...] = (
                 "seconds between two refreshes (default 2, from 0.5 to 60)",
                 metavar="SECONDS",
             ),
+            Opt("--active", "only cases that are not closed (f toggles it)", kind="flag"),
+            Opt("--repo", "only cases of this repository or store", metavar="NAME"),
+            Opt(
+                "--query", "only cases whose goal or id contains TEXT (/ edits it)", metavar="TEXT"
+            ),
         ),
     ),
     Cmd(
