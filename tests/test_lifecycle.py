@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cli, case_path, make_repo, tree_state
+from conftest import Cli, case_path, committed_state, make_repo, tree_state
 
 from cortex.cases import bounds
 from cortex.cases.ids import new_id
@@ -48,8 +48,9 @@ LOCKS = {".lock", ".store.lock"}
 
 
 def durable_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """`tree_state` without lock files (a refused writer still records itself as lock holder)."""
-    return {k: v for k, v in tree_state(root).items() if Path(k).name not in LOCKS}
+    """`tree_state` of what a case is: without lock files (a refused writer still records itself
+    as lock holder) nor the refusal log (where a refused command counts itself)."""
+    return committed_state(root, ignore=LOCKS)
 
 
 def add_evidence(cli: Cli, task: str, claim: str = "the callback ignores return_to") -> str:

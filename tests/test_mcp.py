@@ -410,3 +410,8 @@ def test_an_agent_unblocks_a_case_over_mcp(
     phases = (case_path(served, task) / "phases.jsonl").read_text().splitlines()
     last = json.loads(phases[-1])
     assert (last["from"], last["to"], last["reason"]) == ("blocked", "orienting", "staging is up")
+    # The refused second call is counted like a refused CLI command, outside the case.
+    refusals = (case_path(served, task) / "refusals.jsonl").read_text().splitlines()
+    assert [(json.loads(r)["operation"], json.loads(r)["code"]) for r in refusals] == [
+        ("case.unblock", "refused")
+    ]

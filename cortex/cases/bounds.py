@@ -152,6 +152,10 @@ ID_PREFIX_MIN = 4
 ID_CANDIDATES_SHOWN = 10
 """Ids an ambiguous prefix lists (the count of the others stays exact)."""
 
+# The refusal log (cortex/cases/refusals.py).
+REFUSALS_MAX = 256 * KIB
+"""Bytes of a case's refusals.jsonl; once full, further refusals are not recorded (capped)."""
+
 # `cortex case show`.
 SHOW_RECENT_MAX = 200
 """Newest ledger records `show` returns (with exact totals of every ledger)."""

@@ -361,12 +361,22 @@ class CaseStore:
         actor: str,
         operation: str,
         expected_revision: int | None = None,
+        started_ms: int | None = None,
     ) -> Transaction:
-        """A locked, recoverable commit on an existing case (use as a context manager)."""
+        """A locked, recoverable commit on an existing case (use as a context manager).
+
+        `started_ms` (a `monotonic_ms` reading) is when the command began, if before this
+        transaction: the audit line's duration then covers the whole command (a verify's run).
+        """
         from cortex.cases.txn import Transaction  # import cycle by design
 
         return Transaction(
-            self, task_id, actor=actor, operation=operation, expected_revision=expected_revision
+            self,
+            task_id,
+            actor=actor,
+            operation=operation,
+            expected_revision=expected_revision,
+            started_ms=started_ms,
         )
 
     def create(

@@ -137,10 +137,21 @@ def _common(data: Data) -> list[tuple[str, str | Text]]:
     hypotheses = data["hypotheses"]
     decisions = data["decisions"]
     timing = commands["durationMs"]
+    errors = commands["errors"]
+    refused = f"{errors['refused']}" + (
+        f": {_counts(errors['byOperation'])}" if errors["refused"] else ""
+    )
+    if errors["capped"]:
+        refused += " (the log is full: later refusals are not counted)"
+    slowest = sorted(timing["byOperation"].items(), key=lambda item: -item[1]["max"])[:3]
     return [
         ("commands", f"{commands['calls']} ({timing['total']} ms in all, longest {timing['max']})"),
         ("  by operation", _counts(commands["byOperation"])),
-        ("  errors", Text("not recorded: a refused or failed command writes nothing", "dim")),
+        (
+            "  slowest",
+            ", ".join(f"{name} {duration(t['max'] / 1000)}" for name, t in slowest) or "none",
+        ),
+        ("  refused", refused),
         ("evidence", f"{evidence['total']} ({evidence['sensitive']} sensitive)"),
         ("  by kind", _counts(evidence["byKind"])),
         (

@@ -86,6 +86,10 @@ class Kernel:
             self.state_root, "sessions", self.workspace.store_id
         )
         self.default_actor = default_actor
+        self.writing: tuple[str, CaseStore] | None = None
+        """The case this call is writing (set by `find_writable`), for `record_refusal`."""
+        self.acted_as: str | None = None
+        """The identity this call acts as, once validated (`actor`)."""
         for label, path in (
             ("workspace", self.workspace.root),
             ("state directory", self.state_root),
@@ -134,7 +138,28 @@ class Kernel:
 
     def actor(self, given: str | None) -> str:
         """The acting identity: the one given, else the surface default; validated."""
-        return validate.identifier(given or self.default_actor, "actor", self.redactor)
+        self.acted_as = validate.identifier(given or self.default_actor, "actor", self.redactor)
+        return self.acted_as
+
+    def record_refusal(self, operation: str, code: str) -> None:
+        """Count a refused command in the case it was writing (`refusals.jsonl`), if any.
+
+        Only the refusals of the case's rules count (`refusals.RECORDED`): a gate, a lease
+        held by someone else, a revision that moved. Nothing of the case itself changes.
+        """
+        from cortex.cases import refusals
+
+        if self.writing is None or code not in refusals.RECORDED:
+            return
+        task_id, store = self.writing
+        try:
+            path = store.case_path(task_id)
+        except CortexError:
+            return
+        record = refusals.Refusal(
+            timestamp=self.now(), operation=operation, code=code, actor=self.acted_as
+        )
+        refusals.append(path, record)
 
     def find(self, ref: str, *, argument: str = "task") -> tuple[str, CaseStore]:
         """The whole task id `ref` names, and the store holding that case.
@@ -187,6 +212,7 @@ class Kernel:
         store settings come from that repository's configuration.
         """
         task_id, store = self.find(ref, argument=argument)
+        self.writing = (task_id, store)
         if store is not self.store:
             workspace = store.read_case(task_id).workspace.root
             msg = (

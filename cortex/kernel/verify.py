@@ -246,7 +246,10 @@ def verify(
     no_op: bool = False,
 ) -> Result:
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
+    from cortex.cases.store import monotonic_ms
     from cortex.verifiers.registry import resolve
+
+    began = monotonic_ms()  # the audit line's duration covers the verifiers' run
 
     task_id, store = kernel.find_writable(task_id)
     case, documents = store.read_view(task_id)
@@ -280,7 +283,7 @@ def verify(
     lease_before = _lease_identity(kernel, case)
     runs = _run_all(verifiers, context)
 
-    with store.transaction(task_id, actor=who, operation="case.verify") as txn:
+    with store.transaction(task_id, actor=who, operation="case.verify", started_ms=began) as txn:
         _check_phase(txn.case)
         require_lease_holder(txn, who, kernel, doing="verify", required=case.mode == "change")
         end = live_capture(kernel, txn.case)
