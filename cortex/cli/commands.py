@@ -377,6 +377,21 @@ def _overview(c: Call) -> Result:
     return overview(c.kernel)
 
 
+def _completion(c: Call) -> Result:
+    from cortex.cli.completion import SCRIPTS, check_shell, complete
+
+    shell = check_shell(c["shell"])
+    if c["line"] is None:
+        return Result(data={"shell": shell, "script": SCRIPTS[shell]})
+    found = complete(c.kernel, c["line"])
+    return Result(
+        data={
+            "shell": shell,
+            "candidates": [{"value": value, "description": about} for value, about in found],
+        }
+    )
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -411,4 +426,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.sessions": _sessions,
     "case.overview": _overview,
     "case.unblock": _unblock,
+    "completion": _completion,
 }

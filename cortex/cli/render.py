@@ -387,6 +387,14 @@ def _handoff(console: Console, data: Data) -> None:
     handoff(console, data)
 
 
+def _completion(console: Console, data: Data) -> None:
+    # Written as it is: a script to source, or the lines a script reads (no markup, no wrap).
+    # (The launcher writes it itself, without loading rich; this is for other callers.)
+    from cortex.cli.completion import text_of
+
+    console.file.write(text_of(data))
+
+
 def _stats(name: str) -> Callable[[Console, Data], None]:
     def renderer(console: Console, data: Data) -> None:
         from cortex.cli import render_stats
@@ -432,6 +440,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.overview": _stats("overview"),
     "studio": _studio,
     "case.unblock": _closed,
+    "completion": _completion,
 }
 
 
