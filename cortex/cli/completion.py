@@ -210,7 +210,7 @@ def _values(kernel: Kernel, opt: Opt, current: str) -> list[Candidate]:
 
 def _tasks(kernel: Kernel, current: str) -> list[Candidate]:
     """This workspace's cases, newest first, with their goals; and `@latest`."""
-    from cortex.cases.errors import CortexError
+    from cortex.kernel.errors import CortexError
     from cortex.kernel.refs import LATEST, short
 
     found: list[Candidate] = []
