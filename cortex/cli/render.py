@@ -284,6 +284,9 @@ def _initialized(console: Console, data: Data) -> None:
     )
     for name, argv in data["argv"].items():
         console.print(Text(f"  {name}: {' '.join(argv)}"))
+    interpreter = data.get("interpreter")
+    if interpreter:
+        console.print(Text(f"  interpreter: {interpreter['path']} ({interpreter['source']})"))
     console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
 
 
