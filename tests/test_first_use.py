@@ -56,9 +56,13 @@ def follow(actions: list[dict[str, str]], repo: Path, env: dict[str, str]) -> No
             assert done.returncode == 0, done.stderr
 
 
-def first_case(cli: Cli) -> str:
-    """open, evidence, plan (pytest and scope), lease, fix: ready for the first verify."""
-    task = cli.open("Fix total")
+def first_case(cli: Cli) -> tuple[str, list[str]]:
+    """open, evidence, plan (pytest and scope), lease, fix: ready for the first verify.
+
+    Returns the task and the warnings its `case open` gave.
+    """
+    opened = cli("case", "open", "Fix total").data
+    task = opened["taskId"]
     evidence = cli(
         "case", "evidence", "add", task, "--claim", "total subtracts",
         "--kind", "code_location", "--file", "app.py", "--line", "2",
@@ -72,7 +76,67 @@ def first_case(cli: Cli) -> str:
     assert planned.code == 0, planned.stdout
     assert cli("case", "begin-change", task).code == 0
     (cli.cwd / "app.py").write_text("def total(a: int, b: int) -> int:\n    return a + b\n")
-    return task
+    return task, opened["warnings"]
+
+
+class TestTheTrialFlow:
+    def test_following_the_printed_advice_the_first_verify_is_not_failed_by_cortex_files(
+        self, tmp_path: Path, env: dict[str, str]
+    ) -> None:
+        env = {**env, "CORTEX_APPROVE_COMMANDS": "1", "CORTEX_ACTOR": "agent-1"}
+        repo = project(tmp_path, env)
+        cli = Cli(env, repo)
+        init = cli("init")
+        data = init.data
+        assert data["argv"]["pytest"][0] == str(repo / ".venv" / "bin" / "python")
+        assert data["interpreter"]["source"] == "the project's .venv"
+        [toml] = data["files"]
+        assert (toml["relative"], toml["changesTree"]) == ("cortex.toml", True)
+        assert "commit it before you open a case" in toml["advice"]
+        follow(init.envelope["actions"], repo, env)
+        setup = cli("setup", "claude")
+        [mcp] = setup.data["files"]
+        assert (mcp["relative"], mcp["changesTree"]) == (".mcp.json", True)
+        follow(setup.envelope["actions"], repo, env)
+        assert git(repo, "status", "--porcelain", env=env) == ""
+        assert cli("doctor").code == 0
+
+        task, warnings = first_case(cli)
+        assert warnings == []
+        verified = cli("case", "verify", task).data
+        statuses = {r["requirement"]: r["status"] for r in verified["receipts"] if r["requirement"]}
+        assert statuses == {"pytest": "passed", "scope": "passed"}, verified["receipts"]
+        assert verified["assessment"]["status"] == "verified"
+
+    def test_without_the_commit_cortex_files_are_the_tasks_drift(
+        self, tmp_path: Path, env: dict[str, str]
+    ) -> None:
+        """The control: the same flow, the advice ignored, and scope fails on cortex.toml."""
+        env = {**env, "CORTEX_APPROVE_COMMANDS": "1", "CORTEX_ACTOR": "agent-1"}
+        repo = project(tmp_path, env)
+        cli = Cli(env, repo)
+        assert cli("init").code == 0
+        task, warnings = first_case(cli)
+        # Said at the moment it matters, too: when the case opens.
+        assert len(warnings) == 1
+        assert warnings[0].startswith("cortex.toml (written by cortex init or setup) is not")
+        verified = cli("case", "verify", task).data
+        scope = next(r for r in verified["receipts"] if r["requirement"] == "scope")
+        assert scope["status"] == "failed"
+
+    def test_people_read_which_files_to_commit(self, tmp_path: Path, env: dict[str, str]) -> None:
+        repo = project(tmp_path, env)
+        cli = Cli(env, repo)
+        out = cli("init", human=True)
+        assert out.code == 0
+        text = " ".join(out.stdout.split())
+        assert f"interpreter: {repo / '.venv' / 'bin' / 'python'} (the project's .venv)" in text
+        assert "cortex.toml: commit it before you open a case" in text
+        assert "next: git add -- cortex.toml && git commit -m 'Set up Cortex'" in text
+        shown = " ".join(cli("setup", "claude", human=True).stdout.split())
+        assert ".mcp.json: commit it before you open a case" in shown
+        user = " ".join(cli("setup", "codex", "--scope", "user", human=True).stdout.split())
+        assert "outside the repository: nothing to commit" in user
 
 
 class TestInterpreter:

@@ -288,6 +288,15 @@ def _initialized(console: Console, data: Data) -> None:
     if interpreter:
         console.print(Text(f"  interpreter: {interpreter['path']} ({interpreter['source']})"))
     console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
+    _files(console, data.get("files", []))
+
+
+def _files(console: Console, entries: list[Data]) -> None:
+    """Each file a set-up command wrote or read, and what it means for the next case."""
+    for entry in entries:
+        where = entry.get("relative") or entry["path"]
+        style = "yellow" if entry.get("changesTree") else "dim"
+        console.print(Text(f"{where}: ", style="bold") + Text(entry["advice"], style=style))
 
 
 _HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
@@ -319,6 +328,7 @@ def _setup(console: Console, data: Data) -> None:
     console.print(_kv(rows))
     if data["dryRun"] and data["changed"]:
         console.print(Text("dry run: nothing was written", style="dim"))
+    _files(console, data.get("files", []))
 
 
 _CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
@@ -478,7 +488,8 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
             _candidates(err, ambiguous)
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
-    if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify", "init"}:
+    shown = {"case.status", "case.open", "case.verify", "init", "setup.claude", "setup.codex"}
+    if envelope.ok and envelope.command not in shown:
         return
     for action in clean(msgspec.to_builtins(envelope.actions)):
         out.print(

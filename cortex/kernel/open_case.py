@@ -56,6 +56,7 @@ def open_case(
         branch, commit, problem = git_head(identity.root, kernel.env)
         if problem:
             warnings.append(problem)
+        warnings += _own_files_uncommitted(kernel)
     elif identity.note:
         warnings.append(identity.note)
     now = kernel.now()
@@ -139,6 +140,34 @@ def open_case(
             Action(command=f"cortex case status {task}", reason="see where the case stands"),
         ],
     )
+
+
+OWN_FILES = ("cortex.toml", ".mcp.json", os.path.join(".codex", "config.toml"))
+"""What `cortex init` and `cortex setup --scope project` write into a repository."""
+
+
+def _own_files_uncommitted(kernel: Kernel) -> list[str]:
+    """A warning if Cortex's own set-up files are not committed as the case opens.
+
+    They would count as this task's changes, outside its boundary, and fail `scope`. Git runs
+    only when one of the files exists.
+    """
+    root = kernel.workspace.root
+    present = [name for name in OWN_FILES if os.path.lexists(os.path.join(root, name))]
+    if not present:
+        return []
+    from cortex.workspace.dirty import uncommitted
+
+    changed = uncommitted(root, kernel.env, present)
+    if not changed:
+        return []
+    names = ", ".join(sorted(changed))
+    warning = (
+        f"{names} (written by cortex init or setup) is not committed: it will count as this "
+        "task's change outside its boundary, and scope will fail on it; commit it and open "
+        "the case again, or add it to the plan's boundary"
+    )
+    return [warning]
 
 
 def _open_child(

@@ -88,7 +88,7 @@ def _package_test_script(root: str) -> bool:
 
 def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Result:
     """Detect test runners and write their verifiers (see the module docstring)."""
-    from cortex.kernel.host import programs
+    from cortex.kernel.host import files, programs
 
     root = kernel.workspace.root
     python, python_source = programs.project_python(root, kernel.env)
@@ -127,6 +127,7 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
         raise GateRefusedError(msg, []) from None
     mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
     write_atomic(path, text.encode("utf-8"), mode=mode)
+    entries = files.describe(kernel, [(path, True)])
     return Result(
         data={
             "file": path,
@@ -137,9 +138,13 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
             "interpreter": (
                 {"path": python, "source": python_source} if "pytest" in found else None
             ),
+            "files": entries,
         },
         actions=[
-            Action(command=f"cortex case trust {name}", reason="approve it, at a terminal")
-            for name in sorted(found)
+            *files.commit_action(entries),
+            *(
+                Action(command=f"cortex case trust {name}", reason="approve it, at a terminal")
+                for name in sorted(found)
+            ),
         ],
     )
