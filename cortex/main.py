@@ -42,9 +42,15 @@ def _body(
         def run_studio(kernel: Kernel) -> Result:
             from cortex.studio.launch import launch
 
-            refresh = parsed.values["refresh"]
+            values = parsed.values
+            refresh, repo, query = values["refresh"], values["repo"], values["query"]
             return launch(
-                kernel, refresh=None if refresh is None else str(refresh), streams=streams
+                kernel,
+                refresh=None if refresh is None else str(refresh),
+                streams=streams,
+                active=bool(values["active"]),
+                repo=None if repo is None else str(repo),
+                query=None if query is None else str(query),
             )
 
         return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)
@@ -155,6 +161,12 @@ def _emit(
         if as_json:
             stdout.write(to_json(envelope) + "\n")
             stdout.flush()
+            return
+        if envelope.ok and envelope.command == "completion":
+            # Asked on every <Tab>: written without loading rich (a tenth of a second).
+            from cortex.cli.completion import text_of
+
+            stdout.write(text_of(envelope.data))
             return
         from cortex.cli.render import render
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -213,6 +214,21 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
             info.st_ino,
             info.st_mode,
         )
+    return state
+
+
+def committed_state(
+    root: Path, *, ignore: frozenset[str] | set[str] = frozenset()
+) -> dict[str, tuple[int, int, int, int]]:
+    """`tree_state` of what commits write: without the refusal log, where a refused command
+    counts itself outside the case (cortex/cases/refusals.py), and without directories' times
+    (a new file shows as its own entry). `ignore` names more files to leave out."""
+    skipped = {"refusals.jsonl", *ignore}
+    state = {}
+    for name, (size, mtime, inode, mode) in tree_state(root).items():
+        if Path(name).name in skipped:
+            continue
+        state[name] = (0, 0, inode, mode) if stat.S_ISDIR(mode) else (size, mtime, inode, mode)
     return state
 
 

@@ -49,6 +49,7 @@ NOT_SERVED = {
     "setup.codex": "set-up, run from a shell",
     "serve": "is the server",
     "studio": "is another face",
+    "completion": "shell completion for people at a terminal",
 }
 """CLI commands with no MCP tool, and why."""
 

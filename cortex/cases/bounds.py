@@ -146,6 +146,16 @@ TIMELINE_CURSOR_MAX = 1024
 TIMELINE_DATE_MAX = 64
 """Characters of a `--since`, `--until` or `--anchor` date."""
 
+# Ids as people type them: a unique prefix stands for the whole id.
+ID_PREFIX_MIN = 4
+"""Characters after `task_`, `ev_`, `hyp_` or `dec_` a prefix must give to be looked up."""
+ID_CANDIDATES_SHOWN = 10
+"""Ids an ambiguous prefix lists (the count of the others stays exact)."""
+
+# The refusal log (cortex/cases/refusals.py).
+REFUSALS_MAX = 256 * KIB
+"""Bytes of a case's refusals.jsonl; once full, further refusals are not recorded (capped)."""
+
 # `cortex case show`.
 SHOW_RECENT_MAX = 200
 """Newest ledger records `show` returns (with exact totals of every ledger)."""

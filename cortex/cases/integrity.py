@@ -46,6 +46,7 @@ from cortex.cases.records import (
     decode,
 )
 from cortex.cases.redact import Redactor
+from cortex.cases.refusals import REFUSALS_FILE
 from cortex.cases.store import decode_case
 
 MAX_FINDINGS_PER_LEDGER = 20
@@ -53,6 +54,7 @@ _KNOWN_ENTRIES = frozenset(
     {CASE_FILE, LOCK_FILE, JOURNAL_FILE, RAW_DIR, REFS_DIR}
     | {ledger_file(name) for name in LEDGERS}
     | {"plan.json", "hypotheses.json", "decisions.json", "verification.json", "summary.md"}
+    | {REFUSALS_FILE}
 )
 
 

@@ -136,6 +136,8 @@ class CaseFile(_Record, kw_only=True):
     mode: Mode = "change"
     status: Phase = "new"
     paused_from: Phase | None = None
+    """Where a held case goes back to: the phase a pending decision paused, or the phase a
+    blocked case was blocked in (`unblock` returns there)."""
     actor: str
     risk: Risk = "medium"
     parent_task_id: str | None = None

@@ -295,6 +295,17 @@ class CaseStore:
             found[record_id] = record
         return found
 
+    def ids_beginning(
+        self, case: CaseFile, name: str, start: str, limit: int
+    ) -> tuple[list[str], int]:
+        """Committed ids of a ledger that begin with `start` (the first `limit`), and how many.
+
+        Nothing is decoded: see `ledger.ids_beginning`.
+        """
+        state = case.ledgers.get(name) or LedgerState()
+        path = os.path.join(self.case_path(case.id), ledger_file(name))
+        return ledger.ids_beginning(path, state.bytes, start, limit)
+
     def ledger_lines_between(
         self, before: CaseFile, after: CaseFile, name: str, *, limit: int
     ) -> list[bytes] | None:
@@ -350,12 +361,22 @@ class CaseStore:
         actor: str,
         operation: str,
         expected_revision: int | None = None,
+        started_ms: int | None = None,
     ) -> Transaction:
-        """A locked, recoverable commit on an existing case (use as a context manager)."""
+        """A locked, recoverable commit on an existing case (use as a context manager).
+
+        `started_ms` (a `monotonic_ms` reading) is when the command began, if before this
+        transaction: the audit line's duration then covers the whole command (a verify's run).
+        """
         from cortex.cases.txn import Transaction  # import cycle by design
 
         return Transaction(
-            self, task_id, actor=actor, operation=operation, expected_revision=expected_revision
+            self,
+            task_id,
+            actor=actor,
+            operation=operation,
+            expected_revision=expected_revision,
+            started_ms=started_ms,
         )
 
     def create(

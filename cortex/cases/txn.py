@@ -79,6 +79,7 @@ class Transaction:
         actor: str,
         operation: str,
         expected_revision: int | None,
+        started_ms: int | None = None,
     ) -> None:
         if expected_revision is not None and expected_revision < 0:
             # No case is ever at a negative revision: this is bad input, not a conflict to retry.
@@ -108,7 +109,7 @@ class Transaction:
         self._floors: dict[str, str] = {}
         self._blobs: list[tuple[str, bytes]] = []
         self._snapshots: list[tuple[str, msgspec.Struct]] = []
-        self._started = monotonic_ms()
+        self._started = monotonic_ms() if started_ms is None else started_ms
         self._lock = FileLock(
             os.path.join(self.path, LOCK_FILE),
             timeout=store.lock_timeout,

@@ -221,6 +221,12 @@ def _abort(c: Call) -> Result:
     return close(c.kernel, c["task"], to="abandoned", reason=c["reason"], actor=c["actor"])
 
 
+def _unblock(c: Call) -> Result:
+    from cortex.kernel.close import unblock
+
+    return unblock(c.kernel, c["task"], reason=c["reason"], actor=c["actor"])
+
+
 def _audit(c: Call) -> Result:
     from cortex.kernel.views.audit import audit
 
@@ -260,11 +266,15 @@ def _attest(c: Call) -> Result:
     return attest(c.kernel, c["task"])
 
 
-def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | None:
+def _confirm_at_terminal(
+    name: str, env: Mapping[str, str]
+) -> Callable[[str, Sequence[str]], bool] | None:
     """Ask at the controlling terminal, never at stdin: piped input cannot approve a command."""
 
     def confirm(workspace: str, argv: Sequence[str]) -> bool:
         import json
+
+        from cortex.kernel.host.programs import resolve
 
         try:
             tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
@@ -276,9 +286,13 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
             # The argv as a JSON list of ASCII strings: one line, every argument visible, no
             # newline, escape or bidi override in a repository's config can redraw the prompt.
             shown = json.dumps(list(argv), ensure_ascii=True)
+            # Which program that is, as the run will find it: `python` may be any Python.
+            found = resolve(argv[0], workspace, env) if argv else None
+            program = json.dumps(found, ensure_ascii=True) if found else "not found on PATH"
             prompt = safe(
                 f"Approve the verifier {name!r} for {workspace}?\n"
                 f"  it runs: {shown}\n"
+                f"  program: {program}\n"
                 f"Type {name} to approve, anything else to cancel: "
             )
             tty.write(prompt.encode("utf-8", "backslashreplace"))
@@ -291,7 +305,8 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
 def _trust(c: Call) -> Result:
     from cortex.kernel.host.trust import trust
 
-    return trust(c.kernel, c["name"], confirm=_confirm_at_terminal(c["name"]), revoke=c["revoke"])
+    confirm = _confirm_at_terminal(c["name"], c.env)
+    return trust(c.kernel, c["name"], confirm=confirm, revoke=c["revoke"])
 
 
 def _config(c: Call) -> Result:
@@ -371,6 +386,21 @@ def _overview(c: Call) -> Result:
     return overview(c.kernel)
 
 
+def _completion(c: Call) -> Result:
+    from cortex.cli.completion import SCRIPTS, check_shell, complete
+
+    shell = check_shell(c["shell"])
+    if c["line"] is None:
+        return Result(data={"shell": shell, "script": SCRIPTS[shell]})
+    found = complete(c.kernel, c["line"])
+    return Result(
+        data={
+            "shell": shell,
+            "candidates": [{"value": value, "description": about} for value, about in found],
+        }
+    )
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -404,4 +434,6 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
+    "case.unblock": _unblock,
+    "completion": _completion,
 }

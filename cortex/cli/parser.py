@@ -92,7 +92,7 @@ _EXPECT = Opt(
     metavar="N",
     integer=True,
 )
-_TASK = ("task", "task id (task_...)")
+_TASK = ("task", "task id (task_...), a unique prefix of one (task_ and 4 or more), or @latest")
 _ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default=defaults.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
@@ -175,7 +175,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "read-evidence"),
         "print one evidence record in full",
-        positionals=(_TASK, ("evidence", "evidence id (ev_...)")),
+        positionals=(_TASK, ("evidence", "evidence id (ev_...) or a unique prefix of one")),
     ),
     Cmd(
         ("case", "read-artifact"),
@@ -232,7 +232,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "resolve"),
         "confirm, challenge or reject a hypothesis",
-        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...)")),
+        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...) or a unique prefix of one")),
         options=(
             Opt("--status", "confirmed|challenged|rejected", required=True),
             _REASON,
@@ -272,7 +272,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "decision", "answer"),
         "answer a pending decision (for people, not agents)",
-        positionals=(_TASK, ("decision", "decision id (dec_...)")),
+        positionals=(_TASK, ("decision", "decision id (dec_...) or a unique prefix of one")),
         options=(
             Opt("--answer", "the chosen option id", metavar="OPTION", required=True),
             Opt("--responder", "who answers", metavar="NAME", required=True),
@@ -281,7 +281,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(("case", "decision", "list"), "the decisions of a case", positionals=(_TASK,)),
     Cmd(
         ("case", "block"),
-        "stop a case that cannot go on (terminal)",
+        "put a case that cannot go on now on hold (unblock resumes it)",
         positionals=(_TASK,),
         options=(_REASON, _ACTOR),
     ),
@@ -467,9 +467,63 @@ COMMANDS: tuple[Cmd, ...] = (
                 "seconds between two refreshes (default 2, from 0.5 to 60)",
                 metavar="SECONDS",
             ),
+            Opt("--active", "only cases that are not closed (f toggles it)", kind="flag"),
+            Opt("--repo", "only cases of this repository or store", metavar="NAME"),
+            Opt(
+                "--query", "only cases whose goal or id contains TEXT (/ edits it)", metavar="TEXT"
+            ),
+        ),
+    ),
+    Cmd(
+        ("case", "unblock"),
+        "return a blocked case to the phase it was blocked in",
+        positionals=(_TASK,),
+        options=(_REASON, _ACTOR),
+    ),
+    Cmd(
+        ("completion",),
+        "print a shell completion script; task ids complete with their goals",
+        positionals=(("shell", "bash, zsh or fish"),),
+        options=(
+            Opt(
+                "--line",
+                "the candidates for the last word of this command line (what the scripts ask)",
+                metavar="TEXT",
+            ),
         ),
     ),
 )
+
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("open", ("case.open",)),
+    ("investigate", ("case.evidence.add", "case.note", "case.resolve")),
+    ("plan", ("case.plan",)),
+    ("change", ("case.begin-change", "case.lease.renew", "case.lease.release")),
+    ("verify", ("case.verify", "case.trust")),
+    ("decide", ("case.decision.request", "case.decision.answer", "case.decision.list")),
+    ("finish", ("case.complete", "case.block", "case.unblock", "case.abort")),
+    (
+        "read",
+        (
+            "case.status",
+            "case.show",
+            "case.list",
+            "case.read-evidence",
+            "case.read-artifact",
+            "case.timeline",
+            "case.handoff",
+            "case.attest",
+            "case.audit",
+            "case.metrics",
+            "case.sessions",
+            "case.overview",
+            "studio",
+        ),
+    ),
+    ("set up", ("init", "config", "doctor", "setup.claude", "setup.codex", "serve", "completion")),
+)
+"""How `--help` lists the commands: by where in a case's life each is used. A command not named
+here is listed under "other" (so none is ever left out of the help)."""
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}
 
@@ -513,6 +567,9 @@ def parse(argv: Sequence[str]) -> Parsed:
     index = 0
     while command is None:
         if index >= len(args):
+            if not words and "json" not in state.values:
+                # Bare `cortex` (or only -C DIR): the help, not an error.
+                raise HelpRequested(_group_help(()))
             options = ", ".join(_next_words(tuple(words)))
             where = " ".join(["cortex", *words])
             raise UsageError(f"{where}: expected a command: {options}")
@@ -520,6 +577,8 @@ def parse(argv: Sequence[str]) -> Parsed:
         index += 1
         if arg in {"-h", "--help"}:
             raise HelpRequested(_group_help(tuple(words)))
+        if arg == "help" and not words:
+            raise HelpRequested(help_for([a for a in args[index:] if not a.startswith("-")]))
         if arg == "--version" and not words:
             raise HelpRequested(f"cortex {__version__}")
         if arg.startswith("-"):
@@ -669,12 +728,34 @@ def command_help(command: Cmd) -> str:
     return "\n".join(lines)
 
 
+def help_for(words: Sequence[str]) -> str:
+    """`cortex help [WORDS...]`: a command's help, a group's, or everything's."""
+    command = _BY_WORDS.get(tuple(words))
+    if command is not None:
+        return command_help(command)
+    if words and not _next_words(tuple(words)):
+        where = " ".join(words)
+        raise UsageError(f"cortex help: no command {where!r} (cortex help lists them)")
+    return _group_help(tuple(words))
+
+
 def _group_help(prefix: tuple[str, ...]) -> str:
-    lines = ["usage: " + " ".join(["cortex", *prefix, "<command> ..."]), ""]
-    lines += [
-        f"  {' '.join(c.words):<28} {c.help}" for c in COMMANDS if c.words[: len(prefix)] == prefix
+    lines = ["usage: " + " ".join(["cortex", *prefix, "<command> ..."])]
+    under = [c for c in COMMANDS if c.words[: len(prefix)] == prefix]
+    grouped = {name for _, names in GROUPS for name in names}
+    sections = [
+        (title, [c for name in names for c in under if c.name == name]) for title, names in GROUPS
     ]
+    sections.append(("other", [c for c in under if c.name not in grouped]))
+    for title, commands in sections:
+        if commands:
+            lines += ["", f"{title}:"]
+            lines += [f"  {' '.join(c.words):<28} {c.help}" for c in commands]
     lines += ["", "global options:", *(_option_line(o) for o in GLOBAL)]
     if not prefix:
         lines.append(f"  {'--version':<28} print the version")
+    lines += [
+        "",
+        "cortex <command> --help (or cortex help <command>) lists its options and defaults.",
+    ]
     return "\n".join(lines)

@@ -11,7 +11,6 @@ from typing import IO, Any
 
 import msgspec
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
@@ -19,6 +18,7 @@ from cortex.screen.blocks import assessment_rows as _assessment_rows
 from cortex.screen.blocks import kv as _kv
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
+from cortex.screen.columns import Column, print_table
 from cortex.screen.text import clean, safe
 
 Data = dict[str, Any]
@@ -105,9 +105,21 @@ def _decisions(console: Console, data: Data) -> None:
 
 
 def _closed(console: Console, data: Data) -> None:
-    console.print(
-        Text(f"{data['taskId']} is {data['status']}", style="bold") + Text(f": {data['reason']}")
-    )
+    line = Text(f"{data['taskId']} is {data['status']}", style="bold")
+    line += Text(f": {data['reason']}")
+    if data.get("resumesIn"):
+        line += Text(f" (unblock returns it to {data['resumesIn']})", style="dim")
+    console.print(line)
+
+
+_LIST_COLUMNS = (
+    Column("task"),
+    Column("status"),
+    Column("rev", priority=4),
+    Column("evidence", priority=3),
+    Column("updated", priority=2),
+    Column("goal", flexible=True),
+)
 
 
 def _list(console: Console, data: Data) -> None:
@@ -115,30 +127,31 @@ def _list(console: Console, data: Data) -> None:
     if not items:
         console.print(Text(f"No cases in {data['store']['root']}", style="dim"))
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("task", "status", "rev", "evidence", "updated", "goal"):
-        table.add_column(column)
+    rows: list[list[Text]] = []
     for item in items:
         if "error" in item:
-            table.add_row(
-                Text(item["taskId"]),
-                Text("unreadable", style="red"),
-                "",
-                "",
-                "",
-                Text(item["error"]["message"], style="red"),
+            rows.append(
+                [
+                    Text(item["taskId"]),
+                    Text("unreadable", style="red"),
+                    Text(""),
+                    Text(""),
+                    Text(""),
+                    Text(item["error"]["message"], style="red"),
+                ]
             )
             continue
-        goal = item["goal"] if len(item["goal"]) <= 60 else item["goal"][:57] + "..."
-        table.add_row(
-            Text(item["taskId"]),
-            Text(item["status"], style="cyan"),
-            str(item["revision"]),
-            str(item["evidence"]),
-            Text(item["updatedAt"]),
-            Text(goal),
+        rows.append(
+            [
+                Text(item["taskId"]),
+                Text(item["status"], style="cyan"),
+                Text(str(item["revision"])),
+                Text(str(item["evidence"])),
+                Text(item["updatedAt"]),
+                Text(item["goal"]),
+            ]
         )
-    console.print(table)
+    print_table(console, _LIST_COLUMNS, rows)
     console.print(Text(f"{len(items)} of {data['total']} case(s)", style="dim"))
 
 
@@ -271,7 +284,19 @@ def _initialized(console: Console, data: Data) -> None:
     )
     for name, argv in data["argv"].items():
         console.print(Text(f"  {name}: {' '.join(argv)}"))
+    interpreter = data.get("interpreter")
+    if interpreter:
+        console.print(Text(f"  interpreter: {interpreter['path']} ({interpreter['source']})"))
     console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
+    _files(console, data.get("files", []))
+
+
+def _files(console: Console, entries: list[Data]) -> None:
+    """Each file a set-up command wrote or read, and what it means for the next case."""
+    for entry in entries:
+        where = entry.get("relative") or entry["path"]
+        style = "yellow" if entry.get("changesTree") else "dim"
+        console.print(Text(f"{where}: ", style="bold") + Text(entry["advice"], style=style))
 
 
 _HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
@@ -317,6 +342,7 @@ def _setup(console: Console, data: Data) -> None:
     console.print(_kv(rows))
     if data["dryRun"] and data["changed"]:
         console.print(Text("dry run: nothing was written", style="dim"))
+    _files(console, data.get("files", []))
 
 
 _CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
@@ -388,6 +414,14 @@ def _handoff(console: Console, data: Data) -> None:
     handoff(console, data)
 
 
+def _completion(console: Console, data: Data) -> None:
+    # Written as it is: a script to source, or the lines a script reads (no markup, no wrap).
+    # (The launcher writes it itself, without loading rich; this is for other callers.)
+    from cortex.cli.completion import text_of
+
+    console.file.write(text_of(data))
+
+
 def _stats(name: str) -> Callable[[Console, Data], None]:
     def renderer(console: Console, data: Data) -> None:
         from cortex.cli import render_stats
@@ -432,7 +466,21 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.sessions": _stats("sessions"),
     "case.overview": _stats("overview"),
     "studio": _studio,
+    "case.unblock": _closed,
+    "completion": _completion,
 }
+
+
+def _candidates(console: Console, ambiguous: Data) -> None:
+    """The ids an ambiguous prefix begins, whole, each with its title: pick one and run again."""
+    for candidate in ambiguous["candidates"]:
+        line = Text(f"  {candidate['id']}")
+        if candidate.get("title"):
+            line += Text(f"  {candidate['title']}", style="dim")
+        console.print(line)
+    rest = ambiguous["total"] - len(ambiguous["candidates"])
+    if rest > 0:
+        console.print(Text(f"  ... and {rest} more", style="dim"))
 
 
 def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
@@ -441,17 +489,21 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
     data = clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
     out = Console(file=stdout, highlight=False, soft_wrap=True)
     renderer = _RENDERERS.get(envelope.command)
-    if data is not None and renderer is not None:
+    ambiguous = data.get("ambiguous") if isinstance(data, dict) and not envelope.ok else None
+    if data is not None and renderer is not None and ambiguous is None:
         renderer(out, data)
     if envelope.error is not None:
-        err = Console(file=stderr, highlight=False)
+        err = Console(file=stderr, highlight=False, soft_wrap=True)
         err.print(
             Text(f"error [{envelope.error.code}]: ", style="bold red")
             + Text(safe(envelope.error.message))
         )
+        if ambiguous is not None:
+            _candidates(err, ambiguous)
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
-    if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify", "init"}:
+    shown = {"case.status", "case.open", "case.verify", "init", "setup.claude", "setup.codex"}
+    if envelope.ok and envelope.command not in shown:
         return
     for action in clean(msgspec.to_builtins(envelope.actions)):
         out.print(

@@ -246,13 +246,15 @@ class Completed(_Answer):
 
 
 class Closed(_Answer):
-    """`case block` and `case abort`."""
+    """`case block`, `case unblock` and `case abort`."""
 
     task_id: str
     revision: int
     status: str
     reason: str
     withdrawn_decision: str | None
+    resumes_in: str | None = None
+    """Where `unblock` takes a blocked case back to (None once it is not blocked)."""
 
 
 class Member(_Answer):
@@ -412,6 +414,7 @@ ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.complete": Completed,
     "case.block": Closed,
     "case.abort": Closed,
+    "case.unblock": Closed,
     "case.read-artifact": Artifact,
     "case.timeline": Timeline,
     "case.handoff": Handoff,
@@ -433,6 +436,31 @@ def object_schema(type_: Any) -> dict[str, Any]:
     if rest:
         root["$defs"] = rest
     return root
+
+
+class Candidate(_Answer):
+    """One id an ambiguous prefix begins, with its title (a case's goal) when known."""
+
+    id: str
+    title: str | None = None
+
+
+class Ambiguity(_Answer):
+    """A prefix that begins more than one id (`cortex.kernel.refs`)."""
+
+    prefix: str
+    total: int
+    candidates: list[Candidate]
+
+
+class Ambiguous(_Answer):
+    """The `data` of a refusal for an ambiguous id prefix: the candidates to choose from."""
+
+    ambiguous: Ambiguity
+
+
+REFUSAL_DATA: tuple[type[msgspec.Struct], ...] = (Ambiguous,)
+"""What a refusal may carry in `data` on any command (otherwise it is null)."""
 
 
 def envelope_schema(command: str, action: type[msgspec.Struct]) -> dict[str, Any]:
@@ -457,6 +485,12 @@ def envelope_schema(command: str, action: type[msgspec.Struct]) -> dict[str, Any
     )
     built = object_schema(envelope)
     properties = built["properties"]
+    if answer is not None:
+        # A refusal's report (the candidates of an ambiguous prefix) is data too.
+        for report in REFUSAL_DATA:
+            extra = msgspec.json.schema(report)
+            built.setdefault("$defs", {}).update(extra.pop("$defs", {}))
+            properties["data"]["anyOf"].insert(-1, extra)
     properties["schema"] = {"const": SCHEMA, "description": "the version of the contract"}
     properties["command"] = {"const": command}
     built["title"] = f"cortex {command}"

@@ -43,7 +43,7 @@ def complete(
         )
     actor = kernel.acting(actor)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.complete") as txn:
         case = txn.case
         lifecycle.require(case, "persisting", doing="complete", txn=txn)

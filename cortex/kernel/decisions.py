@@ -22,9 +22,9 @@ from cortex.cases.bounds import (
 )
 from cortex.cases.documents import Decision, DecisionOption, Decisions
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.records import Evidence, Source
-from cortex.kernel import lifecycle, validate
+from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -98,7 +98,7 @@ def request(
     question = validate.text(question, "--question", QUESTION_MAX)
     choices = _options(options, kernel)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.decision.request") as txn:
         doc = txn.snapshot("decisions.json", Decisions) or Decisions()
         waiting = pending(doc)
@@ -133,14 +133,24 @@ def answer(
     kernel: Kernel, task_id: str, decision_id: str, *, option: str, responder: str
 ) -> Result:
     """Record a person's answer and resume the case exactly where it paused."""
-    check_id(decision_id, "dec", what="decision id")
+    refs.check(decision_id, "dec", what="decision id")
     who = validate.identifier(responder, "--responder", kernel.redactor, max_bytes=IDENTIFIER_MAX)
     if kernel.redactor.looks_secret(option):
         raise ArgumentError("{answer} looks like a secret; answers are option ids", "answer")
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     now = kernel.now()
     with store.transaction(task_id, actor=who, operation="case.decision.answer") as txn:
         doc = txn.snapshot("decisions.json", Decisions)
+        asked = {d.id: d.question for d in (doc.decisions if doc else [])}
+        decision_id = refs.among(
+            decision_id,
+            "dec",
+            asked,
+            argument="decision",
+            noun="decisions",
+            where=f"case {task_id}",
+            title=lambda i: refs.short(asked[i]),
+        )
         decision = next((d for d in (doc.decisions if doc else []) if d.id == decision_id), None)
         if doc is None or decision is None:
             raise NotFoundError(f"no decision {decision_id} in case {task_id}")
@@ -221,7 +231,7 @@ def withdraw_pending(txn: Transaction) -> str | None:
 
 def list_decisions(kernel: Kernel, task_id: str) -> Result:
     """Every decision of a case, oldest first."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     doc = store.read_snapshot(task_id, "decisions.json", Decisions) or Decisions()
     return Result(
         data={

@@ -15,7 +15,7 @@ from cortex.cases.bounds import (
 )
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref, tree_name
 from cortex.cases.records import (
     CaseFile,
@@ -23,10 +23,10 @@ from cortex.cases.records import (
     Location,
     Source,
 )
-from cortex.kernel import defaults, lifecycle, validate
+from cortex.kernel import defaults, lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lifecycle import TERMINAL
+from cortex.kernel.lifecycle import FINAL
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
@@ -144,7 +144,7 @@ def add_evidence(
     if len(parents) > DERIVED_FROM_MAX:
         raise ArgumentError(f"at most {DERIVED_FROM_MAX} {{derived_from}} ids", "derived_from")
     for parent in parents:
-        check_id(parent, "ev", what="--derived-from id")
+        refs.check(parent, "ev", what="--derived-from id")
     if len(set(parents)) != len(parents):
         raise ArgumentError("an id is given twice in {derived_from}", "derived_from")
     if raw is not None and len(raw) > RAW_BLOB_MAX:
@@ -152,20 +152,21 @@ def add_evidence(
     if raw is not None and raw_tree is not None:
         raise InvalidInputError("give raw output as a file or as a directory, not both")
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
 
     with store.transaction(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
     ) as txn:
-        if txn.case.status in TERMINAL:
+        if txn.case.status in FINAL:
             raise lifecycle.refusal(txn.case, "cannot record evidence", txn=txn)
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
-        elif txn.case.status == lifecycle.PAUSED and txn.case.paused_from == "orienting":
-            # Paused before any evidence: the answer will resume into the investigation.
+        elif txn.case.status in lifecycle.HELD and txn.case.paused_from == "orienting":
+            # Paused or blocked before any evidence: it resumes into the investigation.
             txn.case.paused_from = "investigating"
         if parents:
+            parents = refs.evidence(store, txn.case, parents, argument="derived_from")
             known = store.find_records(txn.case, "evidence", parents)
             missing = [parent for parent in parents if parent not in known]
             if missing:
@@ -235,10 +236,11 @@ def add_note(
 
 
 def read_evidence(kernel: Kernel, task_id: str, evidence_id: str) -> Result:
-    """The full committed record of one piece of evidence."""
-    check_id(evidence_id, "ev", what="evidence id")
-    store = kernel.locate(task_id)
+    """The full committed record of one piece of evidence (its id whole or a unique prefix)."""
+    refs.check(evidence_id, "ev", what="evidence id")
+    task_id, store = kernel.find(task_id)
     case: CaseFile = store.read_case(task_id)
+    evidence_id = refs.evidence(store, case, [evidence_id], argument="evidence")[0]
     record = store.find_records(case, "evidence", [evidence_id]).get(evidence_id)
     if record is not None:
         return Result(

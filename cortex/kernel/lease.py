@@ -123,7 +123,7 @@ def begin_change(
     """Take (or renew) the change lease and enter `changing`."""
     seconds = parse_ttl(ttl)
     who = kernel.actor(kernel.lease_actor(actor))
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.begin-change") as txn:
         case = txn.case
         if case.mode != "change":
@@ -159,7 +159,7 @@ def renew(kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = 
     """Extend an active lease held by `actor`."""
     seconds = parse_ttl(ttl)
     who = kernel.actor(kernel.lease_actor(actor))
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.renew") as txn:
         lease = txn.case.change_lease
         now = kernel.clock()
@@ -191,7 +191,7 @@ def renew(kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = 
 def release(kernel: Kernel, task_id: str, *, actor: str | None) -> Result:
     """Give the lease up; idempotent, and the record stays for audit."""
     who = kernel.actor(kernel.lease_actor(actor))
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.release") as txn:
         lease = txn.case.change_lease
         current = state(lease, kernel.clock())

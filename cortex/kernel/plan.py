@@ -26,10 +26,10 @@ from cortex.cases.bounds import (
 from cortex.cases.digest import sha256_hex
 from cortex.cases.documents import Hypotheses, Hypothesis, Plan
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
-from cortex.kernel import lifecycle, validate
+from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -85,7 +85,7 @@ def _hypotheses(specs: Sequence[str | tuple[str, str]], supports: list[str]) -> 
                 f"{{support}} names hypothesis {index}, which is not given", "support"
             )
         chosen = [
-            check_id(i.strip(), "ev", what="--support id") for i in ids.split(",") if i.strip()
+            refs.check(i.strip(), "ev", what="--support id") for i in ids.split(",") if i.strip()
         ]
         target = drafts[index - 1].supports
         target.extend(i for i in chosen if i not in target)
@@ -146,7 +146,7 @@ def plan(
     if reason is not None:
         reason = validate.text(reason, "--reason", REASON_MAX, required=False) or None
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     now = kernel.now()
 
     with store.transaction(
@@ -176,6 +176,9 @@ def plan(
             )
             arguments = ("hypothesis", "uncertainty", "file", "symbol", "boundary_reason")
             raise naming(refusal, *arguments, "verify", "reason")
+        for draft in drafts:
+            # Prefixes made whole against this case's evidence (exit 3 or 4 if they cannot be).
+            draft.supports = refs.evidence(store, case, draft.supports, argument="support")
         cited = sorted({i for d in drafts for i in d.supports})
         known = store.find_records(case, "evidence", cited)
         absent = [i for i in cited if i not in known]

@@ -46,6 +46,7 @@ def in_kernel(
 
         kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress)
         seen["redactor"] = kernel.redactor
+        seen["kernel"] = kernel
         result = use_case(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
         result.data = scrub_value(result.data, kernel.redactor)
@@ -85,6 +86,10 @@ def execute(
     except CortexError as exc:
         if spelling is not None:
             exc.spell(spelling)
+        kernel = seen.get("kernel")
+        if kernel is not None:
+            # Counted where metrics can see it, outside the case's commits (cases/refusals.py).
+            kernel.record_refusal(command, exc.code)
         return refusal(command, exc, seen, actions=actions), exc.exit_status
     except KeyboardInterrupt as exc:
         # Ctrl-C, SIGTERM during a verifier run (which carries its own status, 143), or a

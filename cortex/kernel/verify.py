@@ -270,10 +270,13 @@ def verify(
     no_op: bool = False,
 ) -> Result:
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
+    from cortex.cases.store import monotonic_ms
     from cortex.verifiers.registry import resolve
 
     progress = kernel.progress or Progress()
-    store = kernel.writable(task_id)
+    began = monotonic_ms()  # the audit line's duration covers the verifiers' run
+
+    task_id, store = kernel.find_writable(task_id)
     case, documents = store.read_view(task_id)
     old = documents.get("verification.json") or Verification()
     _check_phase(case)
@@ -308,7 +311,7 @@ def verify(
     runs = _run_all(kernel, verifiers, context, progress)
     progress.step("commit")  # the last moment a cancelled request stops the run unwritten
 
-    with store.transaction(task_id, actor=who, operation="case.verify") as txn:
+    with store.transaction(task_id, actor=who, operation="case.verify", started_ms=began) as txn:
         _check_phase(txn.case)
         require_lease_holder(txn, who, kernel, doing="verify", required=case.mode == "change")
         end = live_capture(kernel, txn.case)

@@ -24,7 +24,13 @@ from cortex.kernel.errors import InvalidInputError
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
 
-TaskId = Annotated[str, msgspec.Meta(description="the case's task id (task_...)")]
+TaskId = Annotated[
+    str,
+    msgspec.Meta(
+        description="the case's task id (task_...), a unique prefix of one (task_ and at least "
+        "4 more characters), or @latest (the newest case of this workspace)"
+    ),
+]
 Actor = Annotated[
     str | None,
     msgspec.Meta(description="who is acting (default: $CORTEX_ACTOR of the server, else mcp)"),
@@ -190,7 +196,7 @@ class Resolve(_Args):
     """Arguments of cortex_resolve."""
 
     task_id: TaskId
-    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_...")]
+    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_..., or a unique prefix of one")]
     status: Literal["confirmed", "challenged", "rejected"]
     reason: str
     evidence: list[str] = msgspec.field(default_factory=list)
@@ -269,11 +275,19 @@ class Block(_Args):
     actor: Actor = None
 
 
+class Unblock(_Args):
+    """Arguments of cortex_unblock."""
+
+    task_id: TaskId
+    reason: Annotated[str, msgspec.Meta(description="what changed: why the case can go on")]
+    actor: Actor = None
+
+
 class ReadEvidence(_Args):
     """Arguments of cortex_read_evidence."""
 
     task_id: TaskId
-    evidence_id: Annotated[str, msgspec.Meta(description="ev_...")]
+    evidence_id: Annotated[str, msgspec.Meta(description="ev_..., or a unique prefix of one")]
 
 
 class ReadArtifact(_Args):
@@ -495,6 +509,12 @@ def _block(k: Kernel, a: Block) -> Result:
     return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor)
 
 
+def _unblock(k: Kernel, a: Unblock) -> Result:
+    from cortex.kernel.close import unblock
+
+    return unblock(k, a.task_id, reason=a.reason, actor=a.actor)
+
+
 def _read_evidence(k: Kernel, a: ReadEvidence) -> Result:
     from cortex.kernel.evidence import read_evidence
 
@@ -675,6 +695,14 @@ TOOLS: tuple[Tool, ...] = (
         call=_list,
         read_only=True,
         idempotent=True,
+    ),
+    Tool(
+        name="cortex_unblock",
+        command="case.unblock",
+        description="Return a blocked case to the phase it was blocked in, with the reason it "
+        "can go on (recorded on the phase change).",
+        args=Unblock,
+        call=_unblock,
     ),
 )
 

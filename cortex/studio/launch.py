@@ -38,9 +38,24 @@ def _is_terminal(stream: IO[Any] | None) -> bool:
         return False
 
 
-def launch(kernel: Kernel, *, refresh: str | None, streams: Sequence[IO[Any] | None]) -> Result:
-    """Run the board until the person quits; the result lists the answers it recorded."""
+def launch(
+    kernel: Kernel,
+    *,
+    refresh: str | None,
+    streams: Sequence[IO[Any] | None],
+    active: bool = False,
+    repo: str | None = None,
+    query: str | None = None,
+) -> Result:
+    """Run the board until the person quits; the result lists the answers it recorded.
+
+    `active`, `repo` and `query` are the filters `case sessions` takes, applied from the start
+    (the `f` key and the search box change the first and the last).
+    """
     seconds = refresh_seconds(refresh)
+    from cortex.kernel.views.sessions import check_filters
+
+    check_filters(repo, query)
     if not all(_is_terminal(stream) for stream in streams):
         msg = (
             "cortex studio is interactive and needs a terminal on stdin, stdout and stderr; "
@@ -50,7 +65,7 @@ def launch(kernel: Kernel, *, refresh: str | None, streams: Sequence[IO[Any] | N
     from cortex.studio.app import StudioApp
     from cortex.studio.data import Source
 
-    app = StudioApp(Source(kernel), refresh=seconds)
+    app = StudioApp(Source(kernel), refresh=seconds, active=active, repo=repo, query=query)
     app.run()
     if app.return_code:
         # Textual has printed what went wrong once it restored the terminal.

@@ -57,10 +57,10 @@ def read_artifact(
     if parts is None:
         raise InvalidInputError(f"{ref[:200]!r} is not a case://<task>/raw/<raw id> reference")
     owner, raw_id = check_id(parts[0], "task", what="ref task"), check_id(parts[1], "raw")
+    task_id, store = kernel.find(task_id)
     if owner != task_id:
         msg = f"{ref} belongs to {owner}; a raw output is readable only through its own case"
         raise GateRefusedError(msg, [])
-    store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
     citation = _citation(store.case_path(task_id), case, documents.get("verification.json"), ref)
     if citation is None:

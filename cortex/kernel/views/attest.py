@@ -22,7 +22,7 @@ PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 
 def attest(kernel: Kernel, task_id: str) -> Result:
     """Build the statement for the latest batch; refused if that batch is not bound."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     doc: Verification | None = documents.get("verification.json")
     if doc is None or not doc.batches:

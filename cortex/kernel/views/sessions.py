@@ -190,6 +190,11 @@ def _filters(
     return _Filters(repo, active, seconds, query)
 
 
+def check_filters(repo: str | None, query: str | None) -> None:
+    """Refuse a `--repo` or `--query` that `sessions` would refuse (exit 4), reading nothing."""
+    _filters(repo, active=False, stale_after=None, query=query)
+
+
 def sessions(
     kernel: Kernel,
     *,

@@ -38,7 +38,7 @@ from cortex.kernel.views.timeline.cards import Context, Entry, card, ledger_entr
 
 def show(kernel: Kernel, task_id: str) -> Result:
     """The one-screen view of a case (see the module docstring)."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     described = describe_case(kernel, store, case, documents)
     times = phase_times(store, case, kernel.clock())

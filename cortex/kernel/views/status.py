@@ -39,7 +39,7 @@ def counts(case: CaseFile) -> dict[str, int]:
 
 def status(kernel: Kernel, task_id: str) -> Result:
     """Where one case stands, as of its latest committed revision, and what can be done next."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     return describe_case(kernel, store, case, documents)
 

@@ -106,7 +106,7 @@ _VERBATIM = frozenset({"id", "taskId", "batchId", "evidenceId", "nextActions"})
 
 def handoff(kernel: Kernel, task_id: str, *, compact: bool) -> Result:
     """The handoff packet of `task_id` (see the module docstring)."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     full = gather(kernel, store, case, documents)
     budget = HANDOFF_BUDGET

@@ -128,6 +128,7 @@ def timeline(
         if value is not None and not 0 <= value <= TIMELINE_AROUND_MAX:
             msg = "{%s} must be between 0 and %d" % (name, TIMELINE_AROUND_MAX)  # noqa: UP031
             raise ArgumentError(msg, name)
+    task_id, store = kernel.find(task_id)  # whole, before a cursor is bound to it
     scope = query.scope(task_id)
     start = None if cursor is None else read_cursor(cursor, scope)
     anchored = None if anchor is None else entry_id(anchor)
@@ -135,7 +136,6 @@ def timeline(
     if anchor is not None and anchored is None:
         moment = canonical(when(anchor, "--anchor")[0])
 
-    store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
     entries = (e for e in stream(store, case, documents, query.effective_kinds) if query.matches(e))
     # Time-ordered ledgers are searched instead of streamed (timeline_fast; same answers).
