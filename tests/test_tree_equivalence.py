@@ -5,8 +5,9 @@ with `cp -a`, so every example starts from the same commit): edits, new files, d
 chmod, symlinks, nested directories, file <-> directory type changes, names with spaces,
 newlines and non-UTF-8 bytes, `.gitattributes` with `text=auto` and `eol=crlf`, a submodule,
 staged-then-edited files, intent-to-add entries and commits in between. For each state the
-capture's tree id must equal what git writes in a throwaway copy, and the real repository's
-`.git` must be byte-for-byte what it was (T1, T2). Where the capture gives no tree id, the reason
+capture's tree id must equal what `git add -A && git write-tree` writes into a throwaway
+`cp -a` copy of `.git` (see `tree_of`), and the real repository's `.git` must be byte-for-byte
+what it was (T1, T2). Where the capture gives no tree id, the reason
 must be one the design names and one an operation of the example can have caused.
 """
 
@@ -67,17 +68,22 @@ CONTENTS = [
 
 
 def tree_of(repo: Path, env: dict[str, str], tmp: Path) -> str:
-    """What git itself writes for the work tree: `git add -A && git write-tree` in a copy.
+    """What git itself writes for the work tree: `git add -A && git write-tree` on a copy.
 
-    The repository under test is itself a `cp -a` of the base, so in both git re-reads every
-    file (new inodes and ctimes): status in the original and `git add -A` in the copy look at
-    the same bytes with the same attributes.
+    The copy is of the whole `.git` (`cp -a`), and git runs on it against the real work tree:
+    the index's stat data then still describes the files it was taken from, so git trusts and
+    re-reads exactly the files it would in place (a copied work tree has new inodes and
+    ctimes, and git would re-read every file, which is not what `git add -A` in the
+    repository does after, say, a change of attributes). Nothing of `repo` is written.
     """
-    copy = tmp / "copy"
+    copy = tmp / "copy.git"
     shutil.rmtree(copy, ignore_errors=True)
-    subprocess.run(["cp", "-a", str(repo), str(copy)], check=True)
-    git(copy, "add", "-A", env=env)
-    return git(copy, "write-tree", env=env)
+    subprocess.run(["cp", "-a", str(repo / ".git"), str(copy)], check=True)
+    where = [f"--git-dir={copy}", f"--work-tree={repo}"]
+    # Optional locks off: git would refresh (write) a dirty submodule's own index otherwise.
+    quiet = {**env, "GIT_OPTIONAL_LOCKS": "0"}
+    git(repo, *where, "add", "-A", env=quiet)
+    return git(repo, *where, "write-tree", env=quiet)
 
 
 def hashes(root: Path) -> dict[str, str]:
@@ -250,6 +256,7 @@ def check_state(repo: Path, env: dict[str, str], tmp: Path, ops: list[Op]) -> No
         assert any(cause(op) for cause in causes for op in ops), (reason, ops)
         return
     assert taken.tree == tree_of(repo, env, tmp), [taken.changed, ops]
+    assert hashes(repo / ".git") == before, "the oracle wrote the repository's .git"
 
 
 def run_ops(base: tuple[Path, dict[str, str]], tmp: Path, ops: list[Op]) -> None:

@@ -136,6 +136,34 @@ def test_legacy_modes_are_written_as_git_writes_them() -> None:
     assert rewritten == b"100644 a\0" + bytes(20) + b"40000 d\0" + bytes(20)
 
 
+def test_a_rebuilt_directory_writes_legacy_modes_canonically() -> None:
+    """Only directories on a changed path are rewritten, and those as git's index would."""
+    store = Store()
+    legacy = b"100664 old.txt\0" + blob(b"old") + b"100644 z.txt\0" + blob(b"z")
+    inner = tree_id.object_id(b"tree", legacy, "sha1")
+    store.objects[inner] = legacy
+    root_body = b"40000 d\0" + inner
+    root = tree_id.object_id(b"tree", root_body, "sha1")
+    store.objects[root] = root_body
+    built = tree_id.build(root, {b"d/z.txt": file_entry(b"new z")}, store.read)
+    assert built == from_scratch(
+        {b"d/old.txt": file_entry(b"old"), b"d/z.txt": file_entry(b"new z")}
+    )
+    # ... while a directory off the changed paths keeps HEAD's id, legacy modes or not.
+    untouched = tree_id.build(root, {b"e.txt": file_entry(b"e")}, store.read)
+    expected = {b"d": (TREE, inner), b"e.txt": file_entry(b"e")}
+    assert untouched == tree_id.object_id(b"tree", tree_id.serialize_tree(expected), "sha1")
+
+
+def test_removing_every_entry_of_a_read_tree_drops_it() -> None:
+    store = Store()
+    root = store.write_state(
+        {b"d/a": file_entry(b"a"), b"d/b": file_entry(b"b"), b"k": file_entry(b"k")}
+    )
+    built = tree_id.build(root, {b"d/a": None, b"d/b": None}, store.read)
+    assert built == from_scratch({b"k": file_entry(b"k")})
+
+
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from conftest import base_env

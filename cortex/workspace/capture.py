@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -228,6 +228,7 @@ def _finish(
             return Capture(reason="git ls-files failed on entries git status does not look at")
         hidden = [(path, tag + b" " + staged.get(path, b"? ?")) for path, tag in hidden]
     seen = _Seen()
+    seen.feed = helpers.feed
     try:
         result = digest_status(
             proc.stdout, root, exclude=exclude, env=env, depth=depth, hidden=hidden, seen=seen
@@ -468,6 +469,9 @@ def digest_status(
         hidden_entry = fields.startswith(b"hidden:")
         if seen is not None:
             (seen.hidden if hidden_entry else seen.records).append((path, fields))
+            regular = seen.disk.get(path) in (_REGULAR, _EXECUTABLE)
+            if seen.feed is not None and regular and _hashed(fields):
+                seen.feed(path)
         if not hidden_entry or _differs_from_index(
             os.path.join(root_bytes, path), fields[len(b"hidden:") :]
         ):
@@ -603,6 +607,8 @@ def _nested_state(
 
 _MISSING, _LINK, _DIR, _REGULAR, _EXECUTABLE = range(5)
 _ZERO_MODE = b"000000"
+_EARLY = 512
+"""Paths fed to hash-object while the digest runs (see `_Helpers.feed`)."""
 _BATCH = 256
 """Objects asked of `cat-file` per write: its answers are read before more is asked, so
 neither side can fill a pipe while the other waits."""
@@ -620,6 +626,8 @@ class _Seen:
         self.nested: dict[bytes, Capture] = {}
         self.carriage: set[bytes] = set()
         """Regular files whose bytes hold a carriage return (see `_safer_crlf`)."""
+        self.feed: Callable[[bytes], None] | None = None
+        """Where to send a file the tree id will need hashed, as soon as the digest saw it."""
 
 
 class _NoTreeError(Exception):
@@ -632,16 +640,23 @@ class _Helpers:
     Both only read: cat-file answers object ids, hash-object without `-w` prints the id a
     file would get and stores nothing. Both are killed and reaped by `close`, and a watchdog
     kills them if a read outlasts GIT_TIMEOUT, so a hung git cannot hang the capture.
+
+    Their latency is hidden where it is safe: while status runs, a thread asks cat-file for
+    HEAD's commit and tree and parses the root (kept only if that commit is the HEAD status
+    then reports); and files are fed to hash-object while the digest reads them.
     """
 
     def __init__(self, base: list[str], root: str, env: Mapping[str, str]) -> None:
         import subprocess
+        import threading
 
         self.base = base
         self.root = root
         self.env = env
-        self.timer: object | None = None
         self.file_mode: bool | None = None
+        self.fed: list[bytes] = []
+        self.head: tuple[str, bytes, str, tree_id.ParsedTree] | None = None
+        """What the prefetch found: (commit id, commit body, tree id, the parsed tree)."""
         self.objects = subprocess.Popen(
             [*base, "cat-file", "--batch"],
             cwd=root,
@@ -662,36 +677,54 @@ class _Helpers:
         except BaseException:
             _reap(self.objects)
             raise
+        self.timer = threading.Timer(GIT_TIMEOUT, self.close)
+        self.timer.daemon = True
+        self.timer.start()
+        self.prefetch = threading.Thread(target=self._prefetch, daemon=True)
+        self.prefetch.start()
 
     def close(self) -> None:
         """Kill and reap both processes (idempotent)."""
-        if self.timer is not None:
-            self.timer.cancel()  # type: ignore[attr-defined]
+        self.timer.cancel()
         _reap(self.objects)
         _reap(self.hasher)
 
-    def _watch(self) -> None:
-        if self.timer is None:
-            import threading
+    def _prefetch(self) -> None:
+        try:
+            found = self.read(["HEAD", "HEAD^{tree}"])
+        except _NoTreeError:
+            return
+        commit, tree = found.get("HEAD"), found.get("HEAD^{tree}")
+        if commit is None or tree is None or commit[1] != b"commit" or tree[1] != b"tree":
+            return
+        try:
+            parsed = tree_id.ParsedTree(tree[2], len(tree[0]) // 2)
+        except tree_id.TreeError:
+            return
+        self.head = (commit[0], commit[2], tree[0], parsed)
 
-            timer = threading.Timer(GIT_TIMEOUT, self.close)
-            timer.daemon = True
-            timer.start()
-            self.timer = timer
+    def prefetched(self, head: str) -> tuple[str, tree_id.ParsedTree] | None:
+        """(tree id, parsed tree) of `head`'s tree, if the prefetch read that very commit."""
+        self.prefetch.join(GIT_TIMEOUT)
+        found = self.head
+        if found is None or found[0] != head:
+            return None  # HEAD moved since (or before) status read it
+        if not found[1].startswith(b"tree " + found[2].encode("ascii") + b"\n"):
+            return None  # HEAD moved between the prefetch's two lookups
+        return found[2], found[3]
 
-    def read(self, oids: list[str]) -> dict[str, tuple[bytes, bytes]]:
-        """Object id (hex) -> (type, body); ids git does not have are left out."""
-        self._watch()
+    def read(self, requests: list[str]) -> dict[str, tuple[str, bytes, bytes]]:
+        """Request (an object id or name) -> (id, type, body); what git lacks is left out."""
         stdin, stdout = self.objects.stdin, self.objects.stdout
         assert stdin is not None  # noqa: S101 - the pipes were asked for
         assert stdout is not None  # noqa: S101
-        found: dict[str, tuple[bytes, bytes]] = {}
+        found: dict[str, tuple[str, bytes, bytes]] = {}
         try:
-            for start in range(0, len(oids), _BATCH):
-                chunk = oids[start : start + _BATCH]
-                stdin.write(b"".join(oid.encode("ascii") + b"\n" for oid in chunk))
+            for start in range(0, len(requests), _BATCH):
+                chunk = requests[start : start + _BATCH]
+                stdin.write(b"".join(name.encode("ascii") + b"\n" for name in chunk))
                 stdin.flush()
-                for oid in chunk:
+                for name in chunk:
                     header = stdout.readline().split()
                     if len(header) == 2 and header[1] == b"missing":
                         continue
@@ -703,7 +736,7 @@ class _Helpers:
                     if len(body) != size + 1:
                         msg = "git cat-file stopped answering"
                         raise _NoTreeError(msg)
-                    found[oid] = (header[1], body[:size])
+                    found[name] = (header[0].decode("ascii"), header[1], body[:size])
         except (OSError, ValueError) as exc:
             msg = f"git cat-file failed ({exc})"
             raise _NoTreeError(msg) from None
@@ -713,26 +746,45 @@ class _Helpers:
         """The reader `tree_id.build` asks, one level at a time."""
         answered = self.read([oid.hex() for oid in oids])
         return {
-            bytes.fromhex(oid): body for oid, (kind, body) in answered.items() if kind == b"tree"
+            bytes.fromhex(oid): body for oid, (_, kind, body) in answered.items() if kind == b"tree"
         }
 
-    def hash_paths(self, paths: list[bytes]) -> list[str]:
+    def feed(self, path: bytes) -> None:
+        """Start hashing `path` now (the digest is reading it); its id is read in `hash_paths`.
+
+        Only the first _EARLY paths: until its output is read, hash-object can hold only what
+        fits in a pipe, and a writer that fills the other pipe meanwhile would wait forever.
+        """
+        stdin = self.hasher.stdin
+        if stdin is None or len(self.fed) >= _EARLY or not _line_safe(path):
+            return
+        try:
+            stdin.write(path + b"\n")
+            stdin.flush()
+        except OSError:
+            return  # hash_paths will report hash-object's failure
+        self.fed.append(path)
+
+    def hash_paths(self, paths: list[bytes]) -> dict[bytes, str]:
         """The blob id `git add` would give each file (clean filters and eol conversion)."""
         import subprocess
 
+        early = set(self.fed)
+        rest = [path for path in dict.fromkeys(paths) if path not in early]
         try:
             out, err = self.hasher.communicate(
-                b"".join(path + b"\n" for path in paths), timeout=GIT_TIMEOUT
+                b"".join(path + b"\n" for path in rest), timeout=GIT_TIMEOUT
             )
         except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
             msg = f"git hash-object failed ({type(exc).__name__})"
             raise _NoTreeError(msg) from None
         ids = out.decode("ascii", "replace").split()
-        if self.hasher.returncode != 0 or len(ids) != len(paths):
+        asked = self.fed + rest
+        if self.hasher.returncode != 0 or len(ids) != len(asked):
             first = err.decode("utf-8", "replace").strip().splitlines()
             msg = "a listed file could not be hashed (it changed while it was captured?)"
             raise _NoTreeError(msg + (f": {first[0][:200]}" if first else ""))
-        return ids
+        return dict(zip(asked, ids, strict=True))
 
     def hash_one(self, path: bytes) -> str:
         """`hash_paths` for a path its line protocol cannot carry (newline, CR, leading quote)."""
@@ -785,6 +837,17 @@ def _read_regular(path: bytes) -> bytes:
     return b"".join(chunks)
 
 
+def _hashed(fields: bytes) -> bool:
+    """Whether the tree id hashes the work-tree file of this status record (see `_ordinary`)."""
+    kind = fields[:1]
+    if kind in (b"?", b"u"):
+        return True
+    if kind != b"1":
+        return False
+    parts = fields.split(b" ")
+    return parts[1][1:2] not in (b".", b"D") and parts[5] in (tree_id.REGULAR, tree_id.EXECUTABLE)
+
+
 def _line_safe(path: bytes) -> bool:
     """Whether `hash-object --stdin-paths` reads `path` back as it is (it unquotes `"...`)."""
     return b"\n" not in path and b"\r" not in path and not path.startswith(b'"')
@@ -809,11 +872,18 @@ class _Plan:
 def _working_tree(seen: _Seen, head: str, helpers: _Helpers) -> tuple[str, str]:
     """(tree id, HEAD's tree id) of the working state (verification.md §1.1), or _NoTreeError."""
     algorithm = "sha256" if len(head) == 64 else "sha1"
-    commit = helpers.read([head]).get(head)
-    if commit is None or commit[0] != b"commit" or not commit[1].startswith(b"tree "):
-        msg = f"git cat-file could not read HEAD ({head})"
-        raise _NoTreeError(msg)
-    head_tree = commit[1][5 : commit[1].index(b"\n")].decode("ascii")
+    parsed: dict[bytes, tree_id.ParsedTree] = {}
+    early = helpers.prefetched(head)
+    if early is not None:
+        head_tree = early[0]
+        parsed[bytes.fromhex(head_tree)] = early[1]
+    else:
+        commit = helpers.read([head]).get(head)
+        if commit is None or commit[1] != b"commit" or not commit[2].startswith(b"tree "):
+            msg = f"git cat-file could not read HEAD ({head})"
+            raise _NoTreeError(msg)
+        commit_body = commit[2]
+        head_tree = commit_body[5 : commit_body.index(b"\n")].decode("ascii")
     plan = _Plan(algorithm)
     untracked = []
     for path, fields in seen.records:
@@ -833,8 +903,7 @@ def _working_tree(seen: _Seen, head: str, helpers: _Helpers) -> tuple[str, str]:
     for path, fields in seen.hidden:
         _hidden(plan, seen, helpers, path, fields[len(b"hidden:") :].split(b" "))
     _safer_crlf(plan, helpers)
-    line_safe = [path for path, _mode in plan.hash if _line_safe(path)]
-    ids = dict(zip(line_safe, helpers.hash_paths(line_safe), strict=True))
+    ids = helpers.hash_paths([path for path, _mode in plan.hash if _line_safe(path)])
     for path, mode in plan.hash:
         oid = ids[path] if path in ids else helpers.hash_one(path)
         try:
@@ -844,7 +913,11 @@ def _working_tree(seen: _Seen, head: str, helpers: _Helpers) -> tuple[str, str]:
             raise _NoTreeError(msg) from None
     try:
         built = tree_id.build(
-            bytes.fromhex(head_tree), plan.changes, helpers.trees, algorithm=algorithm
+            bytes.fromhex(head_tree),
+            plan.changes,
+            helpers.trees,
+            algorithm=algorithm,
+            parsed=parsed,
         )
     except tree_id.TreeError as exc:
         raise _NoTreeError(str(exc)) from None
@@ -968,7 +1041,7 @@ def _safer_crlf(plan: _Plan, helpers: _Helpers) -> None:
     for path, blob in plan.index_blobs.items():
         found = blobs.get(blob)
         # git: the index's version is text (no NUL, among other tests) with a CRLF in it.
-        if found is None or (b"\r\n" in found[1] and b"\0" not in found[1]):
+        if found is None or (b"\r\n" in found[2] and b"\0" not in found[2]):
             name = path.decode("utf-8", "backslashreplace")
             msg = f"{name} has CRLF line endings in the index and the work tree: git add's "
             msg += "safer-autocrlf rule reads the index, which hash-object does not"

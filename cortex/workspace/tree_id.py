@@ -9,7 +9,9 @@ byte format, and returns the root's id. What `git add -A && git write-tree` woul
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
+from itertools import accumulate
 from typing import Any
 
 from cortex.cases.digest import _sha256
@@ -41,6 +43,15 @@ _CANONICAL = {
     REGULAR: REGULAR,
     EXECUTABLE: EXECUTABLE,
 }
+
+
+_KNOWN = frozenset(_CANONICAL)
+_ENTRY = {
+    width: re.compile(rb"([0-7]+) ([^\0]+)\0(.{%d})" % width, re.DOTALL)
+    for width in _WIDTHS.values()
+}
+"""One tree entry: mode, name, id. Matched back to back from the start of a well-formed tree,
+so the segmentation is git's; `ParsedTree` checks that the matches cover the body exactly."""
 
 
 class TreeError(ValueError):
@@ -76,20 +87,59 @@ def canonical(mode: bytes) -> bytes:
 
 
 def parse_tree(body: bytes, width: int) -> dict[bytes, Entry]:
-    """The entries of a tree object's body: name -> (mode, raw id); `width` is the id's size."""
-    entries: dict[bytes, Entry] = {}
-    position = 0
-    end = len(body)
-    while position < end:
-        space = body.find(b" ", position)
-        nul = body.find(b"\0", space + 1)
-        if space < 0 or nul < 0 or nul + 1 + width > end:
+    """The entries of a tree object's body, in its order: name -> (mode, raw id).
+
+    `width` is the size of an id (20 for SHA-1, 32 for SHA-256).
+    """
+    return {name: (mode, oid) for mode, name, oid in ParsedTree(body, width).found}
+
+
+class ParsedTree:
+    """A tree read from git, kept as its bytes: rebuilt by splicing when only entries change.
+
+    The root of a large repository holds thousands of entries and is on every changed path;
+    replacing a few of them in the bytes costs far less than parsing and writing them all.
+    """
+
+    __slots__ = ("body", "canonical", "found", "index", "offsets")
+
+    def __init__(self, body: bytes, width: int) -> None:
+        found: list[tuple[bytes, bytes, bytes]] = _ENTRY[width].findall(body)
+        extra = 2 + width
+        offsets = list(
+            accumulate((len(mode) + len(name) + extra for mode, name, _ in found), initial=0)
+        )
+        if offsets[-1] != len(body):
             msg = "a tree object is truncated or malformed"
             raise TreeError(msg)
-        name = body[space + 1 : nul]
-        entries[name] = (body[position:space], body[nul + 1 : nul + 1 + width])
-        position = nul + 1 + width
-    return entries
+        self.body = body
+        self.found = found
+        self.offsets = offsets
+        self.index = {name: position for position, (_, name, _) in enumerate(found)}
+        self.canonical = {mode for mode, _, _ in found} <= _KNOWN
+
+    def get(self, name: bytes) -> Entry | None:
+        """The entry called `name`, if the tree has one."""
+        position = self.index.get(name)
+        if position is None:
+            return None
+        mode, _, oid = self.found[position]
+        return (mode, oid)
+
+    def entries(self) -> dict[bytes, Entry]:
+        """All entries, in the tree's order."""
+        return {name: (mode, oid) for mode, name, oid in self.found}
+
+    def splice(self, replaced: Mapping[int, bytes]) -> bytes:
+        """The body with entry `i` replaced by `replaced[i]` (b"" removes it)."""
+        pieces = []
+        after = 0
+        for position in sorted(replaced):
+            pieces.append(self.body[self.offsets[after] : self.offsets[position]])
+            pieces.append(replaced[position])
+            after = position + 1
+        pieces.append(self.body[self.offsets[after] :])
+        return b"".join(pieces)
 
 
 def _order(item: tuple[bytes, Entry]) -> bytes:
@@ -100,9 +150,13 @@ def _order(item: tuple[bytes, Entry]) -> bytes:
 
 def serialize_tree(entries: Mapping[bytes, Entry]) -> bytes:
     """A tree object's body for `entries`, in git's order and with git's mode strings."""
+    items = sorted(entries.items(), key=_order)
+    known = _CANONICAL.get
     return b"".join(
-        canonical(mode) + b" " + name + b"\0" + oid
-        for name, (mode, oid) in sorted(entries.items(), key=_order)
+        [
+            (known(mode) or canonical(mode)) + b" " + name + b"\0" + oid
+            for name, (mode, oid) in items
+        ]
     )
 
 
@@ -155,6 +209,7 @@ def build(
     read: Reader,
     *,
     algorithm: str = "sha1",
+    parsed: Mapping[bytes, ParsedTree] | None = None,
 ) -> bytes:
     """The root tree id after applying `changes` to the tree `base` (None: the empty tree).
 
@@ -162,29 +217,33 @@ def build(
     symlink or gitlink is there any more. Directories are implied: one exists while something
     is below it, so a directory whose last entry goes is dropped, and a deletion never removes
     a directory by itself (git lists each of its files). Trees off the changed paths are never
-    read. Raises TreeError when the changes cannot be applied exactly.
+    read. `parsed` holds trees the caller already has (by raw id): they are not read again.
+    Raises TreeError when the changes cannot be applied exactly.
     """
     width = _WIDTHS[algorithm]
     root = _trie(changes)
     if not root.children:
         return base if base is not None else empty_tree(algorithm)
-    contents: dict[int, dict[bytes, Entry]] = {}
+    contents: dict[int, ParsedTree] = {}
     level: list[tuple[_Node, bytes]] = []
     if base is not None:
         level = [(root, base)]
     while level:
-        wanted = list(dict.fromkeys(oid for _, oid in level))
-        answered = read(wanted)
+        known = parsed or {}
+        wanted = list(dict.fromkeys(oid for _, oid in level if oid not in known))
+        answered = read(wanted) if wanted else {}
         following: list[tuple[_Node, bytes]] = []
         for node, oid in level:
-            body = answered.get(oid)
-            if body is None:
-                msg = f"the tree {oid.hex()} could not be read"
-                raise TreeError(msg)
-            entries = parse_tree(body, width)
-            contents[id(node)] = entries
+            tree = known.get(oid)
+            if tree is None:
+                body = answered.get(oid)
+                if body is None:
+                    msg = f"the tree {oid.hex()} could not be read"
+                    raise TreeError(msg)
+                tree = ParsedTree(body, width)
+            contents[id(node)] = tree
             for name, child in node.children.items():
-                entry = entries.get(name)
+                entry = tree.get(name)
                 if _needs_read(child, entry) and entry is not None:
                     following.append((child, entry[1]))
         level = following
@@ -192,8 +251,12 @@ def build(
     return built[1] if built is not None else empty_tree(algorithm)
 
 
+def _line(name: bytes, entry: Entry) -> bytes:
+    return canonical(entry[0]) + b" " + name + b"\0" + entry[1]
+
+
 def _build(
-    node: _Node, base: Entry | None, contents: dict[int, dict[bytes, Entry]], algorithm: str
+    node: _Node, base: Entry | None, contents: dict[int, ParsedTree], algorithm: str
 ) -> Entry | None:
     if node.has_change and node.change is not None:
         # A file (or symlink, or gitlink) is here now; below it there can only be deletions.
@@ -204,22 +267,43 @@ def _build(
     if not node.children:
         # A deletion here removes a file, never a directory (git lists a directory's files).
         return base if _is_tree(base) else None
-    if _is_tree(base):
-        entries = dict(contents[id(node)])
-    elif base is not None and not node.has_change:
+    tree = contents[id(node)] if _is_tree(base) else None
+    if tree is None and base is not None and not node.has_change:
         # A file that stays, with something listed below it.
         if node.additions:
             msg = "a file and a directory at one name"
             raise TreeError(msg)
         return base
-    else:
-        entries = {}
+    updates: dict[bytes, Entry | None] = {}
+    replaced: dict[int, bytes] = {}
+    # A tree read from git is in git's order: replacing an entry by one of the same kind, or
+    # removing one, keeps it, so its bytes are spliced. A new name or a kind change (which
+    # moves the name in git's order) rebuilds the tree from its entries, sorted.
+    splice = tree is not None and tree.canonical
     for name, child in node.children.items():
-        entry = _build(child, entries.get(name), contents, algorithm)
-        if entry is None:
-            entries.pop(name, None)
+        old = tree.get(name) if tree is not None else None
+        entry = _build(child, old, contents, algorithm)
+        updates[name] = entry
+        if old is None:
+            splice = splice and entry is None
+        elif entry is None:
+            replaced[tree.index[name]] = b""  # type: ignore[union-attr]
+        elif _is_tree(old) == _is_tree(entry):
+            replaced[tree.index[name]] = _line(name, entry)  # type: ignore[union-attr]
         else:
-            entries[name] = entry
-    if not entries:
-        return None
-    return (TREE, object_id(b"tree", serialize_tree(entries), algorithm))
+            splice = False
+    if splice and tree is not None:
+        if sum(1 for line in replaced.values() if not line) == len(tree.found):
+            return None
+        body = tree.splice(replaced)
+    else:
+        entries = tree.entries() if tree is not None else {}
+        for name, entry in updates.items():
+            if entry is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = entry
+        if not entries:
+            return None
+        body = serialize_tree(entries)
+    return (TREE, object_id(b"tree", body, algorithm))
