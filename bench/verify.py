@@ -21,9 +21,10 @@ as for cortex). Output is Markdown for docs/benchmarks.md.
 In process, the capture's tree id (docs/design/verification.md §1.1) is timed on its own too:
 the part of a capture after `git status` has answered (hashing the listed files with
 `git hash-object`, reading trees with `git cat-file`, rebuilding them). `--scaling` builds
-repositories of 1k, 10k, 50k and 200k files (25 per directory, under 50 top-level directories,
-made with `git fast-import`) with 50 modified files each, and reports status, capture and tree
-id side by side: the tree id must grow with the changed paths, not with the repository.
+repositories of 1k, 10k, 50k and 200k files (25 per directory, three levels of at most 20
+directories, made with `git fast-import`) with 50 modified files each, and reports status,
+capture and tree id side by side: the tree id must grow with the changed paths, not with the
+repository.
 """
 
 from __future__ import annotations
@@ -230,8 +231,10 @@ def fast_import(repo: Path, files: int, env: dict[str, str]) -> list[str]:
     stream += [b"data 4\ninit\n"]
     paths = []
     for index in range(files):
+        # Three levels of at most 20 directories, 25 files in each leaf: every directory has
+        # the same size at every repository size, and only their number grows.
         leaf = index % leaves
-        path = f"t{leaf % 50:02d}/l{leaf:05d}/f{index:06d}.txt"
+        path = f"a{leaf // 400:02d}/b{leaf // 20 % 20:02d}/c{leaf % 20:02d}/f{index:06d}.txt"
         paths.append(path)
         data = bytes(rng.choices(ALPHABET, k=64))
         stream.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")

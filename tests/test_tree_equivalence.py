@@ -278,7 +278,8 @@ def test_tree_id_equals_git_add_all_write_tree(
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, **SETTINGS)  # type: ignore[arg-type]
+@pytest.mark.timeout(3000)
+@settings(max_examples=2000, **SETTINGS)  # type: ignore[arg-type]
 @given(st.lists(OPS, min_size=1, max_size=20))
 def test_tree_id_equals_git_campaign(
     base: tuple[Path, dict[str, str]], tmp_path: Path, ops: list[Op]

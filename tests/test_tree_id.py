@@ -180,7 +180,9 @@ MODES = st.sampled_from([REGULAR, EXECUTABLE, SYMLINK, GITLINK, TREE])
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.dictionaries(NAMES, st.tuples(MODES, st.binary(min_size=20, max_size=20)), max_size=12))
 def test_serialize_and_hash_agree_with_git_mktree(
@@ -361,7 +363,7 @@ def _consistent(state: dict[bytes, Entry]) -> dict[bytes, Entry]:
     return kept
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(PATHS.map(b"/".join), ENTRIES.filter(lambda e: e is not None), max_size=10),
     st.dictionaries(PATHS.map(b"/".join), ENTRIES, max_size=8),

@@ -148,7 +148,7 @@ def capture(
             stderr=subprocess.DEVNULL,
         )
         try:
-            # Started now, fed once status has listed the paths: their start-up overlaps it.
+            # Started now, so their start-up (and HEAD's tree, read meanwhile) overlaps status.
             helpers = _Helpers(base, root, {**git_env, "GIT_OPTIONAL_LOCKS": "0"})
             proc = subprocess.run(
                 [*base, *_STATUS],
@@ -895,6 +895,9 @@ def _working_tree(seen: _Seen, head: str, helpers: _Helpers) -> tuple[str, str]:
         elif kind == b"u":
             # A conflict: `git add -A` resolves it with what is on disk.
             _work_tree_entry(plan, seen, helpers, path, mode=None, index_blob=None)
+        else:
+            msg = f"git status gave a record this capture does not know ({kind!r})"
+            raise _NoTreeError(msg)
     for path in untracked:
         # Last, so a path removed from the index but still on disk (`git rm --cached`) is added.
         _work_tree_entry(
@@ -989,7 +992,8 @@ def _work_tree_entry(
         if index_blob is not None and key in seen.carriage:
             plan.index_blobs[path] = index_blob
     else:
-        msg = f"{name} is neither a file, a symlink nor a repository (a FIFO or a socket?)"
+        msg = f"{name} could not be read as a file, a symlink or a repository (a FIFO, a "
+        msg += "socket, or no permission?)"
         raise _NoTreeError(msg)
 
 

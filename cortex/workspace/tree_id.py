@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from itertools import accumulate
+from operator import add, itemgetter
 from typing import Any
 
 from cortex.cases.digest import _sha256
@@ -46,6 +47,8 @@ _CANONICAL = {
 
 
 _KNOWN = frozenset(_CANONICAL)
+_first = itemgetter(0)
+_second = itemgetter(1)
 _ENTRY = {
     width: re.compile(rb"([0-7]+) ([^\0]+)\0(.{%d})" % width, re.DOTALL)
     for width in _WIDTHS.values()
@@ -101,22 +104,23 @@ class ParsedTree:
     replacing a few of them in the bytes costs far less than parsing and writing them all.
     """
 
-    __slots__ = ("body", "canonical", "found", "index", "offsets")
+    __slots__ = ("_offsets", "body", "canonical", "extra", "found", "index")
 
     def __init__(self, body: bytes, width: int) -> None:
+        # Per-entry work stays in C (findall, map, zip): a tree on a changed path may hold
+        # thousands of entries, and Python-level loops over them were most of the cost.
         found: list[tuple[bytes, bytes, bytes]] = _ENTRY[width].findall(body)
-        extra = 2 + width
-        offsets = list(
-            accumulate((len(mode) + len(name) + extra for mode, name, _ in found), initial=0)
-        )
-        if offsets[-1] != len(body):
+        modes = list(map(_first, found))
+        names = list(map(_second, found))
+        self.extra = 2 + width
+        if sum(map(len, modes)) + sum(map(len, names)) + len(found) * self.extra != len(body):
             msg = "a tree object is truncated or malformed"
             raise TreeError(msg)
         self.body = body
         self.found = found
-        self.offsets = offsets
-        self.index = {name: position for position, (_, name, _) in enumerate(found)}
-        self.canonical = {mode for mode, _, _ in found} <= _KNOWN
+        self.index = dict(zip(names, range(len(found)), strict=True))
+        self.canonical = set(modes) <= _KNOWN
+        self._offsets: list[int] | None = None
 
     def get(self, name: bytes) -> Entry | None:
         """The entry called `name`, if the tree has one."""
@@ -132,13 +136,20 @@ class ParsedTree:
 
     def splice(self, replaced: Mapping[int, bytes]) -> bytes:
         """The body with entry `i` replaced by `replaced[i]` (b"" removes it)."""
+        if self._offsets is None:
+            # Where entry i starts, less i * extra (the fixed part of each entry): C-level.
+            sizes = map(add, map(len, map(_first, self.found)), map(len, map(_second, self.found)))
+            self._offsets = list(accumulate(sizes, initial=0))
+        offsets, extra = self._offsets, self.extra
         pieces = []
         after = 0
         for position in sorted(replaced):
-            pieces.append(self.body[self.offsets[after] : self.offsets[position]])
+            pieces.append(
+                self.body[offsets[after] + after * extra : offsets[position] + position * extra]
+            )
             pieces.append(replaced[position])
             after = position + 1
-        pieces.append(self.body[self.offsets[after] :])
+        pieces.append(self.body[offsets[after] + after * extra :])
         return b"".join(pieces)
 
 
