@@ -200,10 +200,20 @@ class Op:
             _git_quiet(repo, env, "commit", "-q", "--allow-empty", "-m", "step")
         elif self.kind == "sub-commit" and (repo / "sub" / ".git").exists():
             sub = repo / "sub"
+            _unlink_link(sub / "app.py")
             (sub / "app.py").write_bytes(self.data)
             _git_quiet(sub, env, "commit", "-q", "-a", "--allow-empty", "-m", "sub step")
         elif self.kind == "sub-edit" and (repo / "sub" / ".git").exists():
+            _unlink_link(repo / "sub" / "app.py")
             (repo / "sub" / "app.py").write_bytes(self.data + b"# uncommitted\n")
+
+
+def _unlink_link(path: Path) -> None:
+    """A symlink an earlier operation put here (it may point at itself) is replaced."""
+    if path.is_symlink():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
 
 
 def _git_quiet(repo: Path, env: dict[str, str], *args: str) -> None:
