@@ -272,8 +272,9 @@ class TestHappyPath:
         statement = attested["statement"]
         assert statement["_type"] == "https://in-toto.io/Statement/v1"
         assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
-        commit, worktree = statement["subject"]
+        commit, tree, worktree = statement["subject"]
         assert commit["digest"] == {"gitCommit": head(repo, env)}
+        assert tree == {"name": "tree", "digest": {"gitTree": data["batch"]["tree"]}}
         live = capture(str(repo), env)
         assert live.digest is not None
         assert worktree["digest"] == {"sha256": live.digest.removeprefix("sha256:")}

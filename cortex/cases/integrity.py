@@ -482,7 +482,8 @@ def _audit_receipts(document: Verification, evidence_ids: set[str], found: _Coll
             continue
         if receipt.binding != batch.binding or (
             receipt.binding == "bound"
-            and (receipt.revision, receipt.dirty_digest) != (batch.revision, batch.dirty_digest)
+            and (receipt.revision, receipt.dirty_digest, receipt.tree)
+            != (batch.revision, batch.dirty_digest, batch.tree)
         ):
             found.error("receipt_binding", f"{receipt.id} disagrees with {batch.id}", file=name)
         if receipt.binding == "unbound" and receipt.status in ("passed", "failed"):

@@ -332,6 +332,8 @@ def verify(
             reasons=reasons,
             revision=end.head if end.bound else start.head,
             dirty_digest=end.digest if end.bound else start.digest,
+            tree=end.tree if end.bound else start.tree,
+            head_tree=end.head_tree if end.bound else start.head_tree,
             branch=end.branch or start.branch,
             case_revision=case.revision,
             lease_actor=lease_before[0] if lease_before else None,
@@ -402,6 +404,12 @@ def _binding_reasons(start: Capture, end: Capture, before: int, now: int) -> lis
             reasons.append(f"HEAD moved during the run ({start.head} -> {end.head})")
         elif start.digest != end.digest:
             reasons.append("the work tree changed during the run")
+        elif start.tree != end.tree:
+            # The digest is stricter within one HEAD, but the tree is what currency is judged by.
+            reasons.append(
+                f"the tree id changed during the run ({start.tree or start.tree_reason} -> "
+                f"{end.tree or end.tree_reason})"
+            )
     if before != now:
         reasons.append(f"the case changed during the run (revision {before} -> {now})")
     return reasons

@@ -184,6 +184,8 @@ def _verification(p: Data) -> list[str]:
     lines = [f"## Verification: **{inline(v['status'])}**", ""]
     if v.get("batchId"):
         lines.append(f"Latest batch {code(v['batchId'])}, {inline(v['binding'])}.")
+    if v.get("currency"):
+        lines.append(f"Code: {inline(v['currency']['summary'])}.")
     if not v.get("bindingPossible"):
         reason = v.get("bindingReason") or "the workspace could not be captured"
         lines.append(f"Nothing can be bound here now: {inline(reason)}.")
