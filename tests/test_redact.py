@@ -794,3 +794,185 @@ class TestMarkers:
             f"--token {REDACTED}",
         ):
             assert REDACTOR(text) == text
+
+
+# Escaped text (issue 18, item 1) -------------------------------------------------------------
+
+
+def json_escaped(text: str, *, ascii_only: bool = True) -> str:
+    """`text` as a JSON string literal (quotes included)."""
+    return json.dumps(text, ensure_ascii=ascii_only)
+
+
+class TestEscapedText:
+    """Text kept in an escaped form (JSON strings, Python reprs) is redacted as if unescaped."""
+
+    def test_structured_log_line_in_a_raw_blob(self) -> None:
+        """A JSON log whose message holds env lines: both values go, the line stays JSON."""
+        line = (
+            '{"level":"info","msg":"loaded env\\nDB_PASSWORD=JsonLogPw123456\\n'
+            'API_TOKEN=JsonLogTok98765\\n"}'
+        )
+        out = REDACTOR(line)
+        assert "JsonLogPw123456" not in out
+        assert "JsonLogTok98765" not in out
+        assert json.loads(out) == {
+            "level": "info",
+            "msg": f"loaded env\nDB_PASSWORD={REDACTED}\nAPI_TOKEN={REDACTED}\n",
+        }
+
+    def test_a_literal_backslash_n_in_a_claim(self) -> None:
+        """`x \\npassword = v` typed with a real backslash is read as the two lines it means."""
+        assert REDACTOR("x \\npassword = Hunter2Hunter2A3") == f"x \\npassword = {REDACTED}"
+
+    def test_a_repr_quoted_value_in_an_error_message(self) -> None:
+        """An error message quoting a bad value with repr() loses the password inside it."""
+        bad = "[database]\npassword = Hunter2Hunter2Kd\n"
+        message = f"--kind must be one of a, b, not {bad!r}"
+        out = REDACTOR(message)
+        assert "Hunter2Hunter2Kd" not in out
+        assert out == f"--kind must be one of a, b, not '[database]\\npassword = {REDACTED}\\n'"
+
+    @pytest.mark.parametrize(
+        ("escaped", "secret"),
+        [
+            ("db:\\tpassword:\\tTabbedPw12345", "TabbedPw12345"),
+            ("\\u001b[0mDB_PASSWORD=AnsiLogPw12345\\u001b[0m", "AnsiLogPw12345"),
+            ("said \\u003cprivate\\u003eGoEscaped999\\u003c/private\\u003e ok", "GoEscaped999"),
+            ("export TOKEN=\\u0022QuotedTok12345\\u0022", "QuotedTok12345"),
+            ("run \\u002d-password EscapedDash123 now", "EscapedDash123"),
+            ("dsn https:\\/\\/app:SlashedPw12345@db.example.invalid\\/x", "SlashedPw12345"),
+            ("caf\\u00e9\\rsecret: CarriageRet12345", "CarriageRet12345"),
+            ("emoji \\ud83d\\ude00\\npassword=SurrogatePw1234", "SurrogatePw1234"),
+            ("repr '\\x1b[31mAPI_KEY=HexEscaped12345'", "HexEscaped12345"),
+        ],
+        ids=["tab", "ansi_u_escape", "html_safe_json", "u_quote", "u_dash", "escaped_slashes",
+             "carriage_return", "surrogate_pair", "python_hex_escape"],
+    )  # fmt: skip
+    def test_every_escape_form(self, escaped: str, secret: str) -> None:
+        """JSON's and Python's escapes are all read through; the escaping itself is kept."""
+        out = REDACTOR(escaped)
+        assert secret not in out
+        assert REDACTED in out or PRIVATE in out
+        assert REDACTOR(out) == out
+
+    def test_escapes_around_the_secret_are_kept_as_written(self) -> None:
+        """Only the value changes: every escape before and after it is left as it was."""
+        text = "caf\\u00e9 \\t x\\npassword: EscapedPw12345\\n\\u00e9t\\u00e9 \\\\ done"
+        assert REDACTOR(text) == (
+            f"caf\\u00e9 \\t x\\npassword: {REDACTED}\\n\\u00e9t\\u00e9 \\\\ done"
+        )
+
+    def test_nested_json_strings_are_read_level_by_level(self) -> None:
+        """A JSON log kept inside a JSON string (escaped twice) is still read through."""
+        inner = json.dumps({"msg": "boot\nDB_PASSWORD=NestedPw12345\n"})
+        document = json.dumps({"stdout": inner})
+        out = REDACTOR(document)
+        assert "NestedPw12345" not in out
+        assert json.loads(json.loads(out)["stdout"]) == {"msg": f"boot\nDB_PASSWORD={REDACTED}\n"}
+
+    def test_a_quoted_key_with_a_bare_value_inside_a_string_stays_json(self) -> None:
+        """A marker quoted to keep an escaped document parseable is quoted at its level."""
+        document = json.dumps({"log": "{\n" + '"password": 12345678' + "\n}"})
+        out = REDACTOR(document)
+        assert "12345678" not in out
+        assert json.loads(json.loads(out)["log"]) == {"password": REDACTED}
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "C:\\Users\\dev\\new\\tokens.txt",
+            'printf "%s\\n" "$x"',
+            "regex \\d+\\s*=\\s*\\w+",
+            '{"msg": "line one\\nline two\\ttabbed \\u00e9"}',
+            "trailing backslash \\",
+            'escaped quote \\" and backslash \\\\',
+        ],
+    )
+    def test_escaped_text_without_secrets_is_returned_as_is(self, text: str) -> None:
+        """Reading through escapes never rewrites text that hides nothing."""
+        assert REDACTOR(text) == text
+
+
+# Strings the pipeline redacts: secret-bearing lines of every rule (values long enough to be
+# masked), prose, non-ASCII and control characters, each followed by a separator.
+ESCAPE_VALUES = ["FAKEvalue0123456789", "FAKEother987654321"]
+ESCAPE_PIECES = [
+    "DB_PASSWORD={v}",
+    'export API_KEY="{v}"',
+    "password: {v}",
+    '{{"token": "{v}"}}',
+    "--token {v}",
+    "--token={v}",
+    "Authorization: Bearer {v}7",
+    AWS_KEY_ID,
+    GITHUB_CLASSIC,
+    pem("RSA "),
+    "<private>{v}</private>",
+    "postgres://app:{v}@db.example.invalid/x",
+    "secret_key = '{v}'",
+    "'auth': '{v}'",
+    '{{"password": 12345678}}',
+    '["--api-key", "{v}"]',
+    'client_secret: "{v}"',
+    "max_tokens: 4096",
+    "tenant-fake-0042",
+    "[database]",
+    "loaded env",
+    "café naïve",
+    "\x1b[0m",
+    "\u2028",
+    "it's",
+    'say "hi"',
+    "a\\b",
+    "x=1",
+]
+ESCAPE_SEPARATORS = ["\n", "\t", " ", "\r\n", ", ", "\n\n", "; "]
+
+
+@st.composite
+def redactable_text(draw: st.DrawFn) -> str:
+    """Secret-bearing pieces and prose, separated as logs and configuration files are."""
+    pieces = draw(st.lists(st.sampled_from(ESCAPE_PIECES), max_size=8))
+    return "".join(
+        piece.format(v=draw(st.sampled_from(ESCAPE_VALUES)))
+        + draw(st.sampled_from(ESCAPE_SEPARATORS))
+        for piece in pieces
+    )
+
+
+class TestEscapingCommutes:
+    """Escaping and redacting commute: what is stored escaped is redacted as if it were not."""
+
+    @DETERMINISTIC
+    @given(redactable_text(), st.booleans())
+    def test_json_escaping_then_redacting_is_redacting_then_escaping(
+        self, text: str, ascii_only: bool
+    ) -> None:
+        """`redact(json(s)) == json(redact(s))`, and no secret value is left in either."""
+        escaped = LITERAL_REDACTOR(json.dumps(text, ensure_ascii=ascii_only))
+        assert escaped == json.dumps(LITERAL_REDACTOR(text), ensure_ascii=ascii_only)
+        for secret in [*ESCAPE_VALUES, AWS_KEY_ID, GITHUB_CLASSIC, "tenant-fake-0042"]:
+            assert secret not in escaped
+        assert "PRIVATE KEY-----" not in escaped.replace("-----END RSA PRIVATE KEY-----", "")
+
+    @DETERMINISTIC
+    @given(redactable_text(), st.booleans())
+    def test_the_same_inside_a_json_document(self, text: str, ascii_only: bool) -> None:
+        """A string value of a JSON document (a log record) is redacted as the string alone is."""
+        document = {"level": "info", "msg": text, "n": 1}
+        out = LITERAL_REDACTOR(json.dumps(document, ensure_ascii=ascii_only))
+        expected = {**document, "msg": LITERAL_REDACTOR(text)}
+        assert out == json.dumps(expected, ensure_ascii=ascii_only)
+
+    @DETERMINISTIC
+    @given(
+        st.lists(
+            st.sampled_from([*FRAGMENTS, "\\n", "\\u00e9", "\\x41", "\\/"]) | st.text(max_size=4),
+            max_size=16,
+        ).map("".join)
+    )
+    def test_idempotent_with_escapes(self, text: str) -> None:
+        """Reading through escapes keeps redaction idempotent."""
+        once = LITERAL_REDACTOR(text)
+        assert LITERAL_REDACTOR(once) == once

@@ -278,9 +278,12 @@ _NOT_AT_STRING_END = r"(?!" + _STRING_END + r")"
 # again, and a YAML list or mapping is not a scalar.
 _WORD = r"(?![\[{])(?:(?!" + _STRING_END + r")\S)+"
 _LINE = r"(?![\[{\s])(?:(?!" + _STRING_END + r")[^\n])+"
-_FLAG_WORD = r"(?!-)(?:(?!" + _STRING_END + r")\S)+"
+# A flag's value may start with `[`, but not with a marker: a masked value is not masked again
+# (with what follows it, such as the `\n` that ends it in an escaped string).
+_FLAG_WORD = r"(?!-|\[REDACTED\]|\[PRIVATE\])(?:(?!" + _STRING_END + r")\S)+"
 # A bare value after a quoted key: a JSON, YAML or Python scalar (`12345678`, `null`).
 _SCALAR = r"[^\s,;}\]\[{\"'\\][^\s,;}\]\"'\\]*"
+_ESCAPED_BREAKS = ("\\n", "\\r", "\\t")
 _NOT_SECRET_BARE = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 _STRONG_WORDS = ("secret", "pass", "pwd", "key", "credential", "auth")
 # Words that make a token-ish key a count (`max_tokens`, `token_limit`), whose numbers are spared.
@@ -343,7 +346,13 @@ def _mask_quoted(match: re.Match[str]) -> str:
 
 
 def _is_secret_bare(value: str, key: str) -> bool:
-    stripped = value.strip()
+    # Inside an escaped string a bare value ends at an escaped line break or tab, as the string's
+    # unescaped reading reads it: `max_tokens: 4096\\nnext` is the count 4096 (what follows was
+    # read, and masked if it needed to be, in that reading).
+    # The break may be escaped again, inside a string in a string: `4096\\\\n`.
+    for escaped in _ESCAPED_BREAKS:
+        value = value.split(escaped, 1)[0]
+    stripped = value.rstrip("\\").strip()
     if len(stripped) < 4 or stripped.lower() in _NOT_SECRET_BARE:
         return False
     # `max_tokens: 4096` is a count, but `password: 12345678` is a PIN and `"token": 123456` a
@@ -435,29 +444,118 @@ def redact_assignments(text: str) -> str:
     return "".join(parts)
 
 
+# Triggers of every rule, for a cheap look at whether any rule could change a text.
+_ALL_TRIGGERS = tuple(
+    dict.fromkeys(
+        [
+            *(t for lower, _ in _SHAPE_TRIGGERS for t in lower),
+            "private",  # strip_private
+            "authorization",  # redact_credentials
+            "bearer",
+            "://",
+            *_ASSIGN_WORDS,  # redact_assignments
+        ]
+    )
+)
+_ALL_EXACT_TRIGGERS = tuple(t for _, exact in _SHAPE_TRIGGERS for t in exact)
+_HIDING_ESCAPES = ("\\u", "\\x", "\\U", "\\/")
+
+
+def _always(_text: str) -> bool:
+    return True
+
+
 # The pipeline -------------------------------------------------------------------------------
 
 
 MAX_PASSES = 4
 """Passes of the pipeline over one text; in practice the second finds nothing left to mask."""
 
+ESCAPE_LEVELS = 4
+"""Levels of escaping read through: a JSON string inside a JSON string, four deep."""
+
 
 class Redactor:
     """The ordered pipeline, with the configured literals bound in."""
 
-    __slots__ = ("_rules",)
+    __slots__ = ("_escapable_literals", "_literals", "_rules")
 
     def __init__(self, literals: Iterable[str] = ()) -> None:
+        self._literals = tuple(literal for literal in literals if literal)
+        # A literal holding a character that JSON or repr() escapes may be written with any
+        # escape in it: then every escaped part is worth reading (see `_reading_filter`).
+        self._escapable_literals = any(
+            not literal.isascii() or not literal.isprintable() or '"' in literal
+            or "'" in literal or "\\" in literal
+            for literal in self._literals
+        )  # fmt: skip
         self._rules: tuple[StrRule, ...] = (
             strip_private,
-            literal_rule(literals),
+            literal_rule(self._literals),
             redact_token_shapes,
             redact_credentials,
             redact_assignments,
         )
 
     def __call__(self, text: str) -> str:
-        """Return `text` with every secret removed.
+        r"""Return `text` with every secret removed, also where it is written escaped.
+
+        Text holding a backslash is first read as it means (`cortex.cases.escapes`): a JSON
+        string's `\n`, a repr's `\x1b`. What that reading masks is
+        carried back onto the text as written; then the rules run on the text itself.
+        """
+        if "\\" in text:
+            text = self._through_escapes(text, ESCAPE_LEVELS)
+        return self._passes(text)
+
+    def _through_escapes(self, text: str, levels: int) -> str:
+        """`text` with what the reading of its escaped parts masks masked, escapes kept."""
+        from cortex.cases.escapes import has_escape, read_through
+
+        if not has_escape(text):
+            return text  # backslashes, but none escaping anything (a Windows path)
+        worth_reading = self._reading_filter(text)
+        if worth_reading is None:
+            return text
+
+        def redact_reading(decoded: str) -> str:
+            if levels > 1 and "\\" in decoded:
+                # Escaped again inside (a JSON document kept in a JSON string): level by level.
+                decoded = self._through_escapes(decoded, levels - 1)
+            return self._passes(decoded)
+
+        return read_through(text, redact_reading, worth_reading)
+
+    def _reading_filter(self, text: str) -> Callable[[str], bool] | None:
+        r"""Which escaped parts of `text` are worth reading; None when none is.
+
+        Reading a part costs a pipeline run, and most parts of a large JSON log hide nothing. A
+        reading holds a rule's trigger (or a literal) only where the written part holds it too,
+        or where an escape sits inside it: one that can stand for a letter, digit or `/`
+        (`\u`, `\x`, `\U`, `\/`). A literal with a
+        character that JSON or repr() escapes may be written with any escape in it.
+        """
+        if self._escapable_literals:
+            return _always
+        # What occurs anywhere in the text: only these are then looked for, part by part.
+        low = text.lower()
+        lower = tuple(t for t in _ALL_TRIGGERS if t in low)
+        exact = tuple(
+            t for t in (*_ALL_EXACT_TRIGGERS, *_HIDING_ESCAPES, *self._literals) if t in text
+        )
+        if not lower and not exact:
+            return None
+
+        def worth_reading(written: str) -> bool:
+            if any(t in written for t in exact):
+                return True
+            written_low = written.lower() if lower else ""
+            return any(t in written_low for t in lower)
+
+        return worth_reading
+
+    def _passes(self, text: str) -> str:
+        """The rules, run until a pass changes nothing.
 
         A mask can complete a pattern that an earlier rule could not see (`'k': 'PWD="...`
         becomes `'k': 'PWD=[REDACTED] '`, a quoted value), so the rules run again until a pass
