@@ -976,3 +976,36 @@ class TestEscapingCommutes:
         """Reading through escapes keeps redaction idempotent."""
         once = LITERAL_REDACTOR(text)
         assert LITERAL_REDACTOR(once) == once
+
+
+class TestLineContinuation:
+    """A secret split by a backslash-newline shell continuation is redacted like the joined line."""
+
+    @pytest.mark.parametrize(
+        ("text", "parts"),
+        [
+            ("deploy --token abcFAKE\\\ndefFAKE123 --yes", ["abcFAKE", "defFAKE123"]),
+            ("export API_KEY=FAKEhead\\\nFAKEtail99", ["FAKEhead", "FAKEtail99"]),
+            ("curl -H 'Authorization: Bearer FAKEbear\\\r\ner0123456789'", ["FAKEbear"]),
+            ("DB_PASSWORD=FAKEone\\\nFAKEtwo\\\nFAKEthree ./run", ["FAKEone", "FAKEthree"]),
+        ],
+        ids=["flag", "env", "crlf", "twice"],
+    )
+    def test_split_secret_goes_whole(self, text: str, parts: list[str]) -> None:
+        """Neither half survives; the continuation inside the secret goes with it."""
+        out = REDACTOR(text)
+        assert [p for p in parts if p in out] == []
+        assert REDACTED in out
+
+    def test_the_rest_of_the_command_keeps_its_continuations(self) -> None:
+        """Continuations outside a secret stay exactly where they were."""
+        text = "docker run \\\n  --rm \\\n  --password FAKEpass\\\nword12 \\\n  image:latest"
+        assert (
+            REDACTOR(text)
+            == f"docker run \\\n  --rm \\\n  --password {REDACTED} \\\n  image:latest"
+        )
+
+    def test_continuation_alone_is_kept(self) -> None:
+        """A continued command without secrets is unchanged."""
+        text = "make \\\n  test \\\n  lint"
+        assert REDACTOR(text) == text

@@ -1,8 +1,8 @@
 r"""The unescaped reading of a text, and the way back from its redaction to the text as written.
 
 Secrets are stored in escaped forms too: a JSON log kept in a raw blob (`"msg":"a\nTOKEN=v"`),
-an error message quoting a bad value with `repr()`, a plan pretty-printed as JSON.
-`read_through` reads each escaped part of a text as
+an error message quoting a bad value with `repr()`, a plan pretty-printed as JSON, a shell
+command continued with a backslash-newline. `read_through` reads each escaped part of a text as
 it means, has it redacted, and carries the result back onto the text as written: only masked
 values change, every escape around them stays as it was.
 
@@ -12,9 +12,10 @@ reading is its value, so a mask inside it can never reach its quotes or the docu
 it; what is made of several strings (`"password": "v"`) is the redactor's own rules' business.
 
 `unescape` decodes JSON's escapes (`\n \t \r \b \f \" \\ \/ \uXXXX`, surrogate
-pairs included) and Python's (`\' \xXX \UXXXXXXXX`). Anything else after a backslash is kept
-as written. Each character of a reading comes from one escape or one character of the text,
-which is what lets `remap` map back.
+pairs included) and Python's (`\' \xXX \UXXXXXXXX`), and deletes a backslash-newline (a
+shell line continuation: `abc\<newline>def` reads `abcdef`). Anything else after a backslash
+is kept as written. Each character of a reading comes from one escape or one character of the
+text (a continuation belongs to the character after it), which is what lets `remap` map back.
 
 Imported only for text holding a backslash: most text never pays for it.
 """
@@ -38,7 +39,7 @@ _SIMPLE = {
 _ESCAPE = re.compile(
     r"\\(?:u(?P<high>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<low>[dD][c-fC-F][0-9a-fA-F]{2})"
     r"|u(?P<u>[0-9a-fA-F]{4})|U(?P<U>[0-9a-fA-F]{8})|x(?P<x>[0-9a-fA-F]{2})"
-    r"|(?P<char>[ntrbf\"'\\/]))"
+    r"|(?P<continued>\r?\n)|(?P<char>[ntrbf\"'\\/]))"
 )
 """The escapes `unescape` decodes; a backslash before anything else is an ordinary character."""
 _MARKERS = re.compile(r"\[REDACTED\]|\[PRIVATE\]")
@@ -58,6 +59,8 @@ def _decode(match: re.Match[str]) -> str:
     char = match.group("char")
     if char is not None:
         return _SIMPLE[char]
+    if match.group("continued") is not None:
+        return ""
     for name in ("u", "x"):
         digits = match.group(name)
         if digits is not None:
@@ -94,10 +97,13 @@ def token_ends(text: str) -> list[int]:
         decoded = _decode(match)
         if decoded == match.group(0):
             ends.extend(range(match.start() + 1, match.end() + 1))
-        else:
+        elif decoded:
             ends.append(match.end())
+        # A continuation reads as nothing: it is written as part of the next character.
         pos = match.end()
     ends.extend(range(pos + 1, len(text) + 1))
+    # ... or of the last one, when nothing follows it.
+    ends[-1] = len(text)
     return ends
 
 

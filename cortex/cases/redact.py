@@ -458,7 +458,7 @@ _ALL_TRIGGERS = tuple(
     )
 )
 _ALL_EXACT_TRIGGERS = tuple(t for _, exact in _SHAPE_TRIGGERS for t in exact)
-_HIDING_ESCAPES = ("\\u", "\\x", "\\U", "\\/")
+_HIDING_ESCAPES = ("\\u", "\\x", "\\U", "\\/", "\\\n", "\\\r")
 
 
 def _always(_text: str) -> bool:
@@ -501,7 +501,7 @@ class Redactor:
         r"""Return `text` with every secret removed, also where it is written escaped.
 
         Text holding a backslash is first read as it means (`cortex.cases.escapes`): a JSON
-        string's `\n`, a repr's `\x1b`. What that reading masks is
+        string's `\n`, a repr's `\x1b`, a shell continuation. What that reading masks is
         carried back onto the text as written; then the rules run on the text itself.
         """
         if "\\" in text:
@@ -532,7 +532,7 @@ class Redactor:
         Reading a part costs a pipeline run, and most parts of a large JSON log hide nothing. A
         reading holds a rule's trigger (or a literal) only where the written part holds it too,
         or where an escape sits inside it: one that can stand for a letter, digit or `/`
-        (`\u`, `\x`, `\U`, `\/`). A literal with a
+        (`\u`, `\x`, `\U`, `\/`), or a continuation joining two halves. A literal with a
         character that JSON or repr() escapes may be written with any escape in it.
         """
         if self._escapable_literals:
