@@ -96,6 +96,14 @@ TOKEN_SHAPES = {
     "twilio_api_key": "SK" + fill(32, "fa4e"),
     "jwt": JWT,
     "jwt_alg_none": "eyJhbGciOiJub25lIn0." + "eyJzdWIiOiJGQUtFIn0.",
+    # Issue 18, item 6.
+    "shopify_shpat": "shpat_" + fill(32, "fa4e"),
+    "shopify_shpss": "shpss_" + fill(32, "fa4e"),
+    "pypi": "pypi-AgEIcHlwaS5vcmc" + fill(64, "FAKE_fake-"),
+    "digitalocean_dop": "dop_v1_" + fill(64, "fa4e"),
+    "digitalocean_doo": "doo_v1_" + fill(64, "fa4e"),
+    "google_oauth_client_secret": "GOCSPX-" + fill(28, "FAKE_fake-"),
+    "age_secret_key": "AGE-SECRET-KEY-1" + fill(58, "FAKE"),
 }
 
 
@@ -139,6 +147,13 @@ class TestTokenShapes:
             "SK" + fill(31, "fa4e"),  # Twilio: 31 hex digits
             "sk" + fill(32, "fa4e"),  # Twilio SIDs are upper-case SK
             "eyJhbGciOiJIUzI1NiJ9",  # a JWT header alone
+            "shpat_" + fill(31, "fa4e"),  # Shopify: 31 hex digits
+            "pypi-simple-index",  # a package name, not a macaroon
+            "pypi-AgE" + fill(20),  # too short for a token
+            "dop_v1_" + fill(63, "fa4e"),
+            "GOCSPX-" + fill(27, "FAKE"),
+            "AGE-SECRET-KEY-1" + fill(57, "FAKE"),
+            "AGE-SECRET-KEY-1" + fill(58, "fake"),  # Bech32 here is upper-case
         ],
     )
     def test_near_misses_are_left_alone(self, text: str) -> None:
@@ -150,6 +165,66 @@ class TestTokenShapes:
         secrets = list(TOKEN_SHAPES.values())
         out = REDACTOR(" | ".join(secrets))
         assert out == " | ".join([REDACTED] * len(secrets))
+
+
+AZURE_ACCOUNT_KEY = fill(86, "FAKEfake0123+/") + "=="
+AZURE_SAS_SIGNATURE = fill(40, "FAKEfake0123") + "%2B" + fill(3) + "%3D"
+
+
+class TestAzure:
+    """Azure storage account keys and shared access signatures (issue 18, item 6)."""
+
+    def test_account_key_in_a_connection_string(self) -> None:
+        """Only the key goes: the rest of the connection string still says where it points."""
+        text = (
+            "DefaultEndpointsProtocol=https;AccountName=fakeaccount;"
+            f"AccountKey={AZURE_ACCOUNT_KEY};EndpointSuffix=core.windows.net"
+        )
+        assert REDACTOR(text) == (
+            "DefaultEndpointsProtocol=https;AccountName=fakeaccount;"
+            f"AccountKey={REDACTED};EndpointSuffix=core.windows.net"
+        )
+
+    def test_shared_access_key_in_a_service_bus_connection_string(self) -> None:
+        """Service Bus and Event Hubs spell it SharedAccessKey."""
+        key = fill(43, "FAKEfake0123") + "="
+        text = (
+            "Endpoint=sb://fake.servicebus.windows.net/;SharedAccessKeyName=Root;"
+            f"SharedAccessKey={key}"
+        )
+        out = REDACTOR(text)
+        assert key not in out
+        # `SharedAccessKeyName` names an access key too: its value is masked with the rest.
+        assert out.startswith("Endpoint=sb://fake.servicebus.windows.net/;SharedAccessKeyName=")
+        assert redact_token_shapes(text).endswith(f"SharedAccessKey={REDACTED}")
+
+    def test_sas_signature_in_a_url(self) -> None:
+        """The `sig` parameter of a SAS URL goes; the other parameters stay readable."""
+        url = (
+            "https://fakeaccount.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o"
+            f"&sp=r&se=2030-01-01T00:00:00Z&sig={AZURE_SAS_SIGNATURE}&spr=https"
+        )
+        out = REDACTOR(f"GET {url} 200")
+        assert AZURE_SAS_SIGNATURE not in out
+        assert f"&sig={REDACTED}&spr=https 200" in out
+
+    def test_sas_token_alone(self) -> None:
+        """A SAS token without its URL (`?sv=...&sig=...`) loses its signature too."""
+        out = REDACTOR(f"token ?sv=2022-11-02&sp=rl&sig={AZURE_SAS_SIGNATURE}")
+        assert out == f"token ?sv=2022-11-02&sp=rl&sig={REDACTED}"
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "AccountKey=short",
+            "the sig= parameter signs the URL",
+            "config.sig=abc",
+            "AccountName=fakeaccount;EndpointSuffix=core.windows.net",
+        ],
+    )
+    def test_near_misses_are_left_alone(self, text: str) -> None:
+        """Short values and prose about the parameters are not secrets."""
+        assert REDACTOR(text) == text
 
 
 class TestPemBlocks:

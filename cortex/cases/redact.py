@@ -146,6 +146,25 @@ _TOKEN_SHAPES: tuple[tuple[tuple[str, ...], str, int], ...] = (
     # Twilio API key SIDs. The trigger is case-sensitive (see `redact_token_shapes`): a lowercase
     # "sk" is in every other word ("task", "risk"), an uppercase "SK" is rare.
     (("SK",), r"\bSK[0-9a-fA-F]{32}\b", 0),
+    # Shopify access tokens, shared secrets, custom-app and private-app tokens.
+    (("shpat_", "shpss_", "shpca_", "shppa_"), r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b", 0),
+    # PyPI API tokens: a macaroon, whose base64 always starts `AgE`.
+    (("pypi-age",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}", 0),
+    # DigitalOcean personal access, OAuth and refresh tokens.
+    (("dop_v1_", "doo_v1_", "dor_v1_"), r"\bdo[opr]_v1_[a-f0-9]{64}\b", 0),
+    # Google OAuth client secrets.
+    (("gocspx-",), r"\bGOCSPX-[A-Za-z0-9_-]{28}(?![A-Za-z0-9_-])", 0),
+    # age secret keys (Bech32, upper-case).
+    (("age-secret-key-1",), r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", 0),
+    # Azure storage account keys and Service Bus / Event Hubs shared access keys in connection
+    # strings, and the signature of a shared access signature (SAS): the value only, so the rest
+    # of the string still says what it points at.
+    (
+        ("accountkey=", "sharedaccesskey="),
+        r"(?:(?<=AccountKey=)|(?<=SharedAccessKey=))[A-Za-z0-9+/]{20,}={0,2}",
+        re.IGNORECASE,
+    ),
+    (("sig=",), r"(?<=[?&;]sig=)[A-Za-z0-9%+/=_-]{16,}", 0),
     # JSON Web Tokens (the signature may be empty for alg "none").
     # It starts at a token boundary: after `-` or `_` every `eyJ` of a long run would be a start,
     # each scanning the rest of the run.
