@@ -719,3 +719,177 @@ class TestRefusals:
         assert proc.returncode == 4
         assert tree_state(state_root) == before
         assert needles_in(proc.stdout + proc.stderr, [GHP, SK]) == []
+
+
+# Issue 18, item 1: secrets in escaped form, on every surface ----------------------------------
+
+INI_KIND = "[database]\npassword = Hunter2Hunter2Kd\n"
+INI_SOURCE = "[database]\npassword = Hunter2Hunter2Sr\n"
+INI_ORIGIN = "[database]\npassword = Hunter2Hunter2Or\n"
+INI_TASK = "[database]\npassword = Hunter2Hunter2Tk\n"
+INI_LIMIT = "[database]\npassword = Hunter2Hunter2Lm\n"
+ESCAPED_SECRETS = [
+    "Hunter2Hunter2Kd",
+    "Hunter2Hunter2Sr",
+    "Hunter2Hunter2Or",
+    "Hunter2Hunter2Tk",
+    "Hunter2Hunter2Lm",
+    "Hunter2Hunter2A3",
+    "JsonLogPw123456",
+    "JsonLogTok98765",
+    "PlanPw1234567890",
+]
+
+
+class TestEscapedIngress:
+    """The reproductions of issue 18, item 1: each used to leave its secret in plain sight."""
+
+    def test_a_json_log_piped_as_raw_output(
+        self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path
+    ) -> None:
+        """A structured log's escaped env lines are masked in the blob, which stays JSON."""
+        task = cli.open()
+        line = (
+            '{"level":"info","msg":"loaded env\\nDB_PASSWORD=JsonLogPw123456\\n'
+            'API_TOKEN=JsonLogTok98765\\n"}\n'
+        )
+        proc = run_cortex(
+            ["case", "evidence", "add", task, "--claim", "json log", "--raw-file", "-", "--json"],
+            env,
+            repo,
+            stdin=line.encode(),
+        )
+        assert proc.returncode == 0, proc.stderr
+        record = json.loads(proc.stdout)["data"]["evidence"]
+        assert record["sensitivity"] == "sensitive"
+        assert needles_in(proc.stdout + proc.stderr, ESCAPED_SECRETS) == []
+        blob = next(state_root.glob(f"sessions/*/{task}/raw/*.txt")).read_bytes()
+        assert (
+            json.loads(blob)["msg"] == f"loaded env\nDB_PASSWORD={REDACTED}\nAPI_TOKEN={REDACTED}\n"
+        )
+        assert no_secret_under(state_root, ESCAPED_SECRETS)
+
+    def test_a_claim_with_a_literal_backslash_n(self, cli: Cli, state_root: Path) -> None:
+        """`--claim 'x \\npassword = v'` is stored masked, like a real newline is."""
+        task = cli.open()
+        out = cli("case", "evidence", "add", task, "--claim", "x \\npassword = Hunter2Hunter2A3")
+        assert out.data["evidence"]["claim"] == f"x \\npassword = {REDACTED}"
+        assert no_secret_under(state_root, ESCAPED_SECRETS)
+
+    def test_the_plan_blob_is_built_from_redacted_values(self, cli: Cli, state_root: Path) -> None:
+        """The plan's raw record holds exactly what plan.json and hypotheses.json hold."""
+        task = cli.open()
+        cli("case", "evidence", "add", task, "--claim", "seen")
+        out = cli(
+            "case", "plan", task, "--hypothesis", "h :: [database]\npassword = PlanPw1234567890\n",
+            "--uncertainty", "none", "--file", "app.py", "--boundary-reason", "here",
+            "--verify", "pytest",
+        )  # fmt: skip
+        assert out.code == 0, out.stdout
+        case_dir = next(state_root.glob(f"sessions/*/{task}"))
+        hypotheses = json.loads((case_dir / "hypotheses.json").read_text())["hypotheses"]
+        assert hypotheses[0]["disproof"] == f"[database]\npassword = {REDACTED}"
+        plans = [r for r in evidence_records_of(case_dir).values() if r["kind"] == "plan"]
+        assert [p["sensitivity"] for p in plans] == ["sensitive"]
+        raw_id = plans[0]["rawRef"].rsplit("/", 1)[1]
+        blob = json.loads((case_dir / "raw" / f"{raw_id}.txt").read_text())
+        assert blob["hypotheses"] == hypotheses
+        assert no_secret_under(state_root, ESCAPED_SECRETS)
+
+    def test_error_messages_quoting_bad_values(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        """`--kind`, `--source`, `--origin`, a task id and a parse error quote no password."""
+        task = cli.open()
+        outcomes = [
+            cli("case", "evidence", "add", task, "--claim", "c", "--kind", INI_KIND),
+            cli("case", "evidence", "add", task, "--claim", "c", "--source", INI_SOURCE),
+            cli("case", "evidence", "add", task, "--claim", "c", "--origin", INI_ORIGIN),
+            cli("case", "evidence", "add", INI_TASK, "--claim", "c"),
+            cli("case", "list", "--limit", INI_LIMIT),
+        ]
+        for outcome in outcomes:
+            assert outcome.code == 4
+            assert outcome.error_code == "invalid_input"
+            assert REDACTED in outcome.envelope["error"]["message"]
+            assert needles_in((outcome.stdout + outcome.stderr).encode(), ESCAPED_SECRETS) == []
+        human = cli("case", "evidence", "add", task, "--claim", "c", "--kind", INI_KIND, human=True)
+        assert human.code == 4
+        assert needles_in((human.stdout + human.stderr).encode(), ESCAPED_SECRETS) == []
+        proc = run_cortex(["case", "list", "--limit", INI_LIMIT, "--json"], env, repo)
+        assert proc.returncode == 4
+        assert needles_in(proc.stdout + proc.stderr, ESCAPED_SECRETS) == []
+
+    def test_a_parse_error_uses_the_configured_literals(
+        self, cli: Cli, env: dict[str, str]
+    ) -> None:
+        """A command line that does not parse is redacted with the workspace's literals too."""
+        env["CORTEX_REDACT_LITERALS"] = "fake-parse-literal"
+        out = cli("case", "list", "--limit", "fake-parse-literal")
+        assert out.code == 4
+        assert "fake-parse-literal" not in out.stdout
+        assert REDACTED in out.envelope["error"]["message"]
+
+
+def evidence_records_of(case_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every evidence record of a case directory, by id."""
+    lines = (case_dir / "evidence.jsonl").read_text().splitlines()
+    return {record["id"]: record for record in map(json.loads, lines)}
+
+
+def no_secret_under(root: Path, secrets: list[str]) -> bool:
+    """Whether no file under `root` holds any of `secrets` (raw or JSON-escaped)."""
+    leaks = {
+        str(path.relative_to(root)): found
+        for path in every_file(root)
+        if (found := needles_in(path.read_bytes(), secrets))
+    }
+    assert leaks == {}
+    return True
+
+
+MCP_SECRETS = {
+    name: f"[database]\npassword = McpFake{name.title().replace('_', '')}99\n"
+    for name in ("tool", "origin", "kind", "task_id", "field", "method", "actor", "source")
+}
+
+
+def test_mcp_error_paths_quote_no_secret(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """Every kind of refused MCP call, and the SDK's own protocol errors, come back redacted."""
+    from test_mcp_adversarial import envelope_of, raw_server
+
+    env = {**env, "CORTEX_REDACT_LITERALS": "fake-mcp-literal"}
+    needles = [v.split(" = ")[1].strip() for v in MCP_SECRETS.values()] + ["fake-mcp-literal"]
+    with raw_server(repo, env, tmp_path) as s:
+        opened = envelope_of(s.call("cortex_open_task", {"goal": "g"}))[0]
+        task = opened["data"]["taskId"]
+        replies = [
+            s.call(MCP_SECRETS["tool"], {}),
+            s.call("fake-mcp-literal", {}),
+            s.call("cortex_note", {"task_id": task, "text": "x", "origin": MCP_SECRETS["origin"]}),
+            s.call(
+                "cortex_record_evidence",
+                {"task_id": task, "claim": "c", "kind": MCP_SECRETS["kind"]},
+            ),
+            s.call(
+                "cortex_record_evidence",
+                {"task_id": task, "claim": "c", "source": MCP_SECRETS["source"]},
+            ),
+            s.call("cortex_status", {"task_id": MCP_SECRETS["task_id"]}),
+            s.call("cortex_status", {"task_id": task, MCP_SECRETS["field"]: 1}),
+            s.call("cortex_note", {"task_id": task, "text": "x", "actor": MCP_SECRETS["actor"]}),
+        ]
+        for reply in replies:
+            envelope, status = envelope_of(reply)
+            assert status == 4, envelope
+        # The SDK answers an unknown method itself, quoting it: that answer is redacted too.
+        unknown = s.wait_for(s.request(MCP_SECRETS["method"], {}), 30)
+        assert unknown is not None
+        assert "error" in unknown
+        replies.append(unknown)
+        assert s.finish() == 0
+    answered = json.dumps(replies).encode()
+    assert needles_in(answered, needles) == []
+    assert b"[REDACTED]" in answered
+    assert needles_in((tmp_path / "serve-stderr.txt").read_bytes(), needles) == []
+    assert no_secret_under(Path(env["CORTEX_STATE_DIR"]), needles)

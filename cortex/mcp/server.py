@@ -14,13 +14,14 @@ Nothing here is imported by any other command.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 import anyio
 import anyio.to_thread
@@ -28,11 +29,14 @@ import mcp_types as types
 import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from cortex import __version__
 from cortex.cases.errors import InvalidInputError
+from cortex.cases.redact import Redactor
+from cortex.cases.scrub import scrub_value
 from cortex.kernel.envelope import Envelope, Result
-from cortex.kernel.surface import execute, in_kernel, to_json
+from cortex.kernel.surface import execute, in_kernel, redactor_for, to_json
 from cortex.mcp.tools import BY_NAME, TOOLS, Tool, decode_args, object_schema, output_schema
 from cortex.mcp.wire import INVALID, repair
 
@@ -134,12 +138,51 @@ def serve(cwd: str, env: Mapping[str, str], *, stderr: IO[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stop)
 
+    redactor = redactor_for(cwd, env)
+
     async def main() -> None:
         async with stdio_server(stdin=_requests()) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            writes = _RedactedErrors(write_stream, redactor)
+            await server.run(read_stream, writes, server.create_initialization_options())
 
     anyio.run(main)
     return 0
+
+
+class _RedactedErrors:
+    """The wire's write side, with the text of every protocol-level error redacted.
+
+    Every tool answer is an envelope made by `surface.refusal`, redacted there; but the SDK
+    answers some requests itself with a JSON-RPC error that quotes them (an unknown method's
+    name comes back as the error's data). Those pass through here on their way out.
+    """
+
+    def __init__(self, inner: Any, redactor: Redactor) -> None:
+        self._inner = inner
+        self._redactor = redactor
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCError):
+            error = message.error.model_copy(
+                update={
+                    "message": self._redactor(message.error.message),
+                    "data": scrub_value(message.error.data, self._redactor),
+                }
+            )
+            item = dataclasses.replace(item, message=message.model_copy(update={"error": error}))
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result
 
 
 def _stop(signum: int, _frame: object) -> None:
