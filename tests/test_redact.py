@@ -263,6 +263,37 @@ class TestPemBlocks:
         text = f"{pem('RSA ')}\nbetween\n{pem('EC ')}"
         assert REDACTOR(text) == f"{REDACTED}\nbetween\n{REDACTED}"
 
+    def test_a_tail_cut_inside_a_block_keeps_no_key_line(self) -> None:
+        """Kept output that starts inside a key: its body lines go with the END line.
+
+        Issue 18, item 2: the verifier runner keeps the tail of long output; a tail starting
+        inside a private key held body lines and the END line but no BEGIN, and kept them.
+        """
+        lines = [fill(64, "FAKEfake0123") for _ in range(3)]
+        text = (
+            "[... 9000 bytes omitted ...]\n"
+            + "\n".join(lines)[20:]
+            + "\n-----END RSA PRIVATE KEY-----\ntests: 3 passed\n"
+        )
+        out = REDACTOR(text)
+        assert out == f"[... 9000 bytes omitted ...]\n{REDACTED}\ntests: 3 passed\n"
+
+    @pytest.mark.parametrize(
+        "before",
+        ["log line\n", "", "Proc-Type: 4,ENCRYPTED\n", "armor\n\n", "x-----\r\n"],
+        ids=["prose", "start", "pem_header", "blank_line", "crlf"],
+    )
+    def test_an_end_line_without_begin_takes_the_body_lines_before_it(self, before: str) -> None:
+        """Every base64 line right before an orphan END line is masked; the line above stays."""
+        body = "\r\n".join([fill(64, "FAKE+/09"), fill(40, "fake") + "=="])
+        text = f"{before}{body}\r\n-----END OPENSSH PRIVATE KEY-----\r\nafter"
+        assert REDACTOR(text) == f"{before}{REDACTED}\r\nafter"
+
+    def test_an_orphan_pgp_footer_takes_its_checksum_and_body(self) -> None:
+        """A PGP armor cut after its blank line loses its body and checksum line."""
+        text = f"{PEM_BODY}\n=FaKe\n-----END PGP PRIVATE KEY BLOCK-----\n"
+        assert REDACTOR(text) == f"{REDACTED}\n"
+
     def test_public_key_and_certificate_are_not_private(self) -> None:
         """Public material is not a private key and is left alone."""
         text = f"-----BEGIN PUBLIC KEY-----\n{PEM_BODY}\n-----END PUBLIC KEY-----"
@@ -1084,3 +1115,53 @@ class TestLineContinuation:
         """A continued command without secrets is unchanged."""
         text = "make \\\n  test \\\n  lint"
         assert REDACTOR(text) == text
+
+
+# Cut private keys (issue 18, item 2) --------------------------------------------------------
+
+KEY_LINES = [fill(64, unit) for unit in ("FAKEfake0123", "fakeFAKE+/45", "FaKe6789fAkE")]
+KEY_LINES.append(fill(22, "fAKE") + "==")
+CUT_TEXT = (
+    "collected 3 items\nprinting the fixture key:\n-----BEGIN RSA PRIVATE KEY-----\n"
+    + "\n".join(KEY_LINES)
+    + "\n-----END RSA PRIVATE KEY-----\ntests: 3 passed in 0.2s\n"
+)
+
+
+def key_fragments(text: str, size: int = 12) -> list[str]:
+    """Every piece of `size` characters of a key line that occurs in `text`."""
+    return [
+        line[i : i + size]
+        for line in KEY_LINES
+        for i in range(len(line) - size + 1)
+        if line[i : i + size] in text
+    ]
+
+
+class TestCutKeys:
+    """A private-key block cut anywhere leaves no key line: not before, not after the cut."""
+
+    @DETERMINISTIC
+    @given(st.integers(0, len(CUT_TEXT)))
+    def test_a_block_cut_at_any_offset_leaves_no_key_line(self, offset: int) -> None:
+        """What is kept before a cut (a preview's head) or after it (a tail) holds no key."""
+        for kept in (CUT_TEXT[:offset], CUT_TEXT[offset:]):
+            assert key_fragments(REDACTOR(kept)) == [], (offset, kept)
+
+    @DETERMINISTIC
+    @given(st.integers(0, len(CUT_TEXT)), st.integers(0, len(CUT_TEXT)))
+    def test_a_head_and_tail_cut_leaves_no_key_line(self, first: int, second: int) -> None:
+        """Head and tail around a dropped middle, as the verifier runner keeps long output."""
+        head, tail = sorted((first, second))
+        kept = CUT_TEXT[:head] + "\n[... 100 bytes omitted ...]\n" + CUT_TEXT[tail:]
+        assert key_fragments(REDACTOR(kept)) == [], (head, tail)
+
+    @DETERMINISTIC
+    @given(st.integers(0, len(CUT_TEXT)), st.booleans())
+    def test_the_same_inside_a_json_string(self, offset: int, ascii_only: bool) -> None:
+        """A cut key kept inside a JSON string (a tool's JSON output) is masked there too."""
+        for kept in (CUT_TEXT[:offset], CUT_TEXT[offset:]):
+            document = json.dumps({"stdout": kept, "n": 1}, ensure_ascii=ascii_only)
+            out = REDACTOR(document)
+            assert key_fragments(out) == [], (offset, out)
+            assert json.loads(out)["n"] == 1

@@ -224,6 +224,47 @@ def redact_token_shapes(text: str) -> str:
     return text
 
 
+# What a cut left of a private-key block ------------------------------------------------------
+
+
+@cache
+def _pem_remnant_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    end = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+    body = re.compile(r"[A-Za-z0-9+/=]+\r?")
+    return end, body
+
+
+def redact_pem_remnants(text: str) -> str:
+    """Mask what a cut left of a private-key block: an END line whose BEGIN line is gone.
+
+    Output kept from its tail (a verifier's long output) can start inside a key. This runs
+    after the token shapes, which take every whole block (and a BEGIN without its END), so an
+    END line still here lost its BEGIN: it is masked with the base64 lines right above it (the
+    key's body, the first perhaps cut mid-line), up to a line that is anything else.
+    """
+    if "private key" not in text.lower():
+        return text
+    end, body = _pem_remnant_patterns()
+    out: list[str] = []
+    done = 0
+    for match in end.finditer(text):
+        start = match.start()
+        line = max(done, text.rfind("\n", done, start) + 1)
+        if body.fullmatch(text, line, start) or line == start:
+            start = line  # the END line itself, whatever precedes it on its line is body
+            while start > done:
+                above = max(done, text.rfind("\n", done, start - 1) + 1)
+                if not body.fullmatch(text, above, start - 1):
+                    break
+                start = above
+        out += (text[done:start], REDACTED)
+        done = match.end()
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
 @cache
 def _header_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     # The header name may be a quoted key with a quoted value (`{"Authorization": "Basic ..."}`,
@@ -512,6 +553,7 @@ class Redactor:
             strip_private,
             literal_rule(self._literals),
             redact_token_shapes,
+            redact_pem_remnants,
             redact_credentials,
             redact_assignments,
         )
