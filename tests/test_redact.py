@@ -1165,3 +1165,35 @@ class TestCutKeys:
             out = REDACTOR(document)
             assert key_fragments(out) == [], (offset, out)
             assert json.loads(out)["n"] == 1
+
+
+# Quoting a cut value (issue 18, item 1) ------------------------------------------------------
+
+
+class TestClip:
+    """A value cut short for an error message is cut between words, never inside one."""
+
+    def test_short_text_is_kept_whole(self) -> None:
+        """Nothing to cut: the text comes back as it is."""
+        assert redact.clip("fits", 4) == "fits"
+
+    def test_a_cut_inside_a_word_drops_that_word(self) -> None:
+        """The word the cut falls in goes whole, and `...` says something was cut."""
+        assert redact.clip("one two three", 9) == "one two ..."
+
+    def test_a_cut_between_words_keeps_every_word_before_it(self) -> None:
+        """A cut at a space loses nothing before it."""
+        assert redact.clip("one two three", 8) == "one two ..."
+        assert redact.clip("one two three", 7) == "one two..."
+
+    def test_a_token_cut_in_two_leaves_nothing_of_itself(self) -> None:
+        """Cut inside a token, a quoted value keeps no prefix of it: redaction could not see it."""
+        value = "x" * 30 + " " + GITHUB_CLASSIC
+        for limit in range(31, len(value)):
+            shown = redact.clip(value, limit)
+            assert "ghp_" not in shown, limit
+            assert REDACTOR(shown) == shown
+
+    def test_one_long_word_is_dropped(self) -> None:
+        """A value without any space, longer than the limit, is shown as `...` only."""
+        assert redact.clip(AWS_KEY_ID, 10) == "..."

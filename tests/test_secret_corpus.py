@@ -270,6 +270,7 @@ def build_corpus(seed: int = SEED) -> Corpus:
     v = value()
     c.add("private unclosed", f"the rest is mine <private reason=x>{v} and more", v)
     c.entries[-1].unclosed = True
+
     return c
 
 
@@ -819,6 +820,18 @@ class TestEscapedIngress:
         proc = run_cortex(["case", "list", "--limit", INI_LIMIT, "--json"], env, repo)
         assert proc.returncode == 4
         assert needles_in(proc.stdout + proc.stderr, ESCAPED_SECRETS) == []
+
+    def test_a_long_bad_value_is_cut_between_words(self, cli: Cli) -> None:
+        """A value quoted in part keeps no part of a token: the cut drops the word it hits."""
+        for pad in range(60, 84):
+            value = "x" * pad + " " + GHP
+            for argv in (
+                ["case", "status", value],
+                ["case", "timeline", cli.open(), "--kind", value],
+            ):
+                out = cli(*argv)
+                assert out.code == 4
+                assert "ghp_" not in out.stdout, (pad, out.stdout)
 
     def test_a_parse_error_uses_the_configured_literals(
         self, cli: Cli, env: dict[str, str]

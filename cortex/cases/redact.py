@@ -525,6 +525,24 @@ def _always(_text: str) -> bool:
     return True
 
 
+# Quoting cut values -----------------------------------------------------------------------
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters (and `...`) for quoting in a message.
+
+    A message is redacted after it is built, and a secret cut in two is no longer one the
+    rules recognise, so its first part would be printed. The cut is never inside a word: the
+    word it falls in is dropped whole.
+    """
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    if head and not head[-1].isspace() and not text[limit].isspace():
+        head = head[: len(head) - len(head.split()[-1])]
+    return head + "..."
+
+
 # The pipeline -------------------------------------------------------------------------------
 
 

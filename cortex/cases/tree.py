@@ -14,6 +14,7 @@ import msgspec
 from cortex.cases.bounds import TREE_DEPTH_MAX, TREE_PATH_MAX
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.records import Digest, _Record
+from cortex.cases.redact import clip
 
 FORMAT = "cortex-tree/1"
 
@@ -64,7 +65,7 @@ def member_path(path: str, what: str = "tree path") -> str:
     """`path` if it is a safe relative member path, else InvalidInputError saying why."""
     problem = path_problem(path)
     if problem is not None:
-        raise InvalidInputError(f"{what} {ascii(path)[:120]} {problem}")
+        raise InvalidInputError(f"{what} {clip(ascii(path), 120)} {problem}")
     return path
 
 

@@ -31,6 +31,7 @@ from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import CaseFile, Evidence, LedgerState, Source
+from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
@@ -98,7 +99,7 @@ def parse_claims(
             msg = (
                 f"--claim must be ID=STATEMENT with an id of letters, digits, _ and -, not {spec!r}"
             )
-            raise InvalidInputError(msg[:400])
+            raise InvalidInputError(clip(msg, 400))
         if claim_id in statements:
             raise InvalidInputError(f"--claim {claim_id} is given twice")
         if kernel.redactor.looks_secret(claim_id):
@@ -109,7 +110,7 @@ def parse_claims(
         claim_id, sep, contract = spec.partition("=")
         if not sep or claim_id not in statements:
             msg = f"--contract must be ID=REQUIREMENT for a claim given with --claim, not {spec!r}"
-            raise InvalidInputError(msg[:400])
+            raise InvalidInputError(clip(msg, 400))
         if claim_id in mapped:
             raise InvalidInputError(f"--contract {claim_id} is given twice")
         try:

@@ -31,6 +31,7 @@ from cortex.cases.bounds import (
 )
 from cortex.cases.errors import CortexError, IntegrityError, InvalidInputError
 from cortex.cases.fsio import open_for_read
+from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import validate
 from cortex.kernel.envelope import Result
@@ -112,7 +113,7 @@ def parse_duration(text: str | int, option: str = "--stale-after") -> int:
     else:
         match = _DURATION.fullmatch(text)
         if not match:
-            msg = f"{option} must look like 90s, 15m, 24h or 7d, not {text[:40]!r}"
+            msg = f"{option} must look like 90s, 15m, 24h or 7d, not {clip(text, 40)!r}"
             raise InvalidInputError(msg)
         seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if not 1 <= seconds <= STALE_AFTER_MAX:
