@@ -1179,12 +1179,15 @@ class TestClip:
 
     def test_a_cut_inside_a_word_drops_that_word(self) -> None:
         """The word the cut falls in goes whole, and `...` says something was cut."""
-        assert redact.clip("one two three", 9) == "one two ..."
+        assert redact.clip("one two three", 11) == "one two ..."
+        assert redact.clip("one two three", 9) == "one ..."
 
     def test_a_cut_between_words_keeps_every_word_before_it(self) -> None:
-        """A cut at a space loses nothing before it."""
-        assert redact.clip("one two three", 8) == "one two ..."
-        assert redact.clip("one two three", 7) == "one two..."
+        """A cut at a space loses nothing before it; the result fits the limit."""
+        assert redact.clip("one two three", 12) == "one two ..."
+        assert redact.clip("one two three", 10) == "one two..."
+        for limit in range(13):
+            assert len(redact.clip("one two three", limit)) <= max(limit, 3)
 
     def test_a_token_cut_in_two_leaves_nothing_of_itself(self) -> None:
         """Cut inside a token, a quoted value keeps no prefix of it: redaction could not see it."""

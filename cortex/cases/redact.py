@@ -529,16 +529,17 @@ def _always(_text: str) -> bool:
 
 
 def clip(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters (and `...`) for quoting in a message.
+    """`text` in at most `limit` characters, ending in `...` when it had to be cut.
 
-    A message is redacted after it is built, and a secret cut in two is no longer one the
-    rules recognise, so its first part would be printed. The cut is never inside a word: the
-    word it falls in is dropped whole.
+    Text is redacted after it is cut (a message quoting a value, a verifier's note), and a
+    secret cut in two is no longer one the rules recognise, so its first part would be kept.
+    The cut is never inside a word: the word it falls in is dropped whole.
     """
     if len(text) <= limit:
         return text
-    head = text[:limit]
-    if head and not head[-1].isspace() and not text[limit].isspace():
+    end = max(limit - 3, 0)
+    head = text[:end]
+    if head and not head[-1].isspace() and not text[end].isspace():
         head = head[: len(head) - len(head.split()[-1])]
     return head + "..."
 

@@ -256,8 +256,10 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
     try:
         problem = verifier.check(requirement, context)
     except Exception as exc:  # noqa: BLE001 - a broken plugin is bad input, not a crash
-        return f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})"[:500]
-    return None if problem is None else str(problem)[:SUMMARY_MAX]
+        return clip(
+            f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})", 500
+        )
+    return None if problem is None else clip(str(problem), SUMMARY_MAX)
 
 
 def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[_Run]:
@@ -269,7 +271,7 @@ def _run_all(verifiers: list[tuple[str, Verifier]], context: Context) -> list[_R
             outcome = Outcome(
                 status="blocked",
                 summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
-                notes=[str(exc)[:500]],
+                notes=[clip(str(exc), 500)],
             )
         runs.append(_Run(requirement=requirement, verifier=verifier, outcome=outcome))
     return runs
@@ -281,18 +283,20 @@ def _checked(outcome: object) -> Outcome:
         msg = f"run() returned {type(outcome).__name__}, not an Outcome"
         raise TypeError(msg)
     valid = msgspec.convert(msgspec.to_builtins(outcome, builtin_types=(bytes,)), Outcome)
-    valid.summary = valid.summary[:SUMMARY_MAX]
-    valid.notes = [note[:SUMMARY_MAX] for note in valid.notes[:NOTES_MAX]]
+    # Cut between words: these are redacted when stored, and a cut secret is not recognised.
+    valid.summary = clip(valid.summary, SUMMARY_MAX)
+    valid.notes = [clip(note, SUMMARY_MAX) for note in valid.notes[:NOTES_MAX]]
     valid.findings = valid.findings[:NOTES_MAX]
     for finding in valid.findings:
-        finding.claim = finding.claim[:CLAIM_STATEMENT_MAX]
+        finding.claim = clip(finding.claim, CLAIM_STATEMENT_MAX)
     if len(valid.contracts) > CONTRACTS_MAX:
         valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
         valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
     valid.details = dict(list(valid.details.items())[:NOTES_MAX])
     msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
     if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
-        valid.raw = valid.raw[:RAW_BLOB_MAX]
+        cut = max(valid.raw.rfind(space, 0, RAW_BLOB_MAX) for space in (b"\n", b" ", b"\t"))
+        valid.raw = valid.raw[: cut + 1 if cut >= 0 else RAW_BLOB_MAX]
         valid.notes.append(f"the raw output was cut at {RAW_BLOB_MAX} bytes")
     return valid
 
