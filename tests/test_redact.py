@@ -645,6 +645,14 @@ PATHOLOGICAL = {
     "jwt_prefix_run": "eyJ-" * 32_768,
     "backslash_run_before_a_quoted_key": "\\" * 131_072 + '"token": 1',
     "deeply_escaped_keys": ("\\" * 40 + '"token') * 2_849,
+    # The escaped reading (issue 18): quotes that never close, escapes everywhere, many secrets
+    # in one escaped string, a run of backslashes ending in an escape letter.
+    "stray_escaped_quotes": ('"a\\"' * 32_768)[:131_072],
+    "escaped_newlines": ("\\n" * 65_536),
+    "secrets_in_one_escaped_string": '"' + ("password=FAKEfake12\\n" * 6_000)[:131_070] + '"',
+    "escaped_private_tags": ("x\\u003c/private\\u003e</private>" * 4_000)[:131_072],
+    "backslash_run_then_n": "password: " + "\\" * 131_061 + "n",
+    "continuations": ("token=a\\\n" * 14_563)[:131_072],
 }
 
 

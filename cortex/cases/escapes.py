@@ -42,6 +42,10 @@ _ESCAPE = re.compile(
     r"|(?P<continued>\r?\n)|(?P<char>[ntrbf\"'\\/]))"
 )
 """The escapes `unescape` decodes; a backslash before anything else is an ordinary character."""
+# A backslash before a character an escape can start with: a superset of `_ESCAPE`'s matches,
+# found without backtracking (a run of backslashes is scanned once; an escaped escape, such as
+# the `\\n` of a string inside a string, is found by its last backslash).
+_TELLING = re.compile(r"""\\(?:[ntrbf/uxU"']|\r?\n)""")
 _MARKERS = re.compile(r"\[REDACTED\]|\[PRIVATE\]")
 # A quoted string on one line (JSON's, or a repr's in either quote), or an opening quote and the
 # rest of its line when it is never closed there: every quote starts a match that always
@@ -74,8 +78,12 @@ def _decode(match: re.Match[str]) -> str:
 
 
 def has_escape(text: str) -> bool:
-    """Whether `text` holds an escape that `unescape` decodes."""
-    return _ESCAPE.search(text) is not None
+    """Whether `text` holds an escape whose reading can differ from it as written.
+
+    A cheap look (one scan, no decoding) that spares text whose backslashes escape nothing
+    `unescape` knows (a Windows path, a regex) or only other backslashes.
+    """
+    return _TELLING.search(text) is not None
 
 
 def unescape(text: str) -> str:
