@@ -8,6 +8,7 @@ real key to a scanner. Tables name each case; properties run with a fixed seed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from typing import Any
@@ -32,8 +33,12 @@ DETERMINISTIC = settings(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=300,
-    suppress_health_check=[HealthCheck.too_slow],
+    # A mutation run (docs/testing.md) runs these once per mutant: fewer examples keep it to
+    # minutes; the fast default run still tries 300.
+    max_examples=30 if os.environ.get("MUTANT_UNDER_TEST") else 300,
+    # A mutation run (docs/testing.md) calls each test from several instances of its class in
+    # one process; the tests keep no state on `self`.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
 )
 
 REDACTOR = Redactor()
@@ -1208,3 +1213,186 @@ class TestClip:
     def test_one_long_word_is_dropped(self) -> None:
         """A value without any space, longer than the limit, is shown as `...` only."""
         assert redact.clip(AWS_KEY_ID, 10) == "..."
+
+
+# What mutation testing found unpinned (issue 21) ---------------------------------------------
+#
+# Each test names the mutant it kills: a one-line diff of cortex/cases/redact.py, or a word
+# dropped from a word list by tests/mutation/wordlists.py (docs/testing.md).
+
+
+class TestLiteralOrder:
+    """Configured literals go longest first, whatever order they come in."""
+
+    def test_a_literal_inside_a_longer_one_never_splits_it(self) -> None:
+        """`abcd1234ef` and `zz123456`-in-`azz123456b` go whole, the shorter inside them too.
+
+        Kills `sorted(..., key=len, reverse=True)` -> `sorted(..., key=len)` (the text became
+        `a[REDACTED]ef`, leaking part of the literal) and -> `sorted(..., reverse=True)` (by
+        letters, `zz123456` sorts before `azz123456b`, and `a[REDACTED]b` was left).
+        """
+        for literals in (["bcd1234", "abcd1234ef"], ["abcd1234ef", "bcd1234"]):
+            assert literal_rule(literals)("abcd1234ef") == REDACTED
+        for literals in (["zz123456", "azz123456b"], ["azz123456b", "zz123456"]):
+            assert literal_rule(literals)("x azz123456b y") == f"x {REDACTED} y"
+            assert literal_rule(literals)("x zz123456 y") == f"x {REDACTED} y"
+
+
+ASSIGN_WORD_CASES = [
+    ("passwd", "DB_PASSWD=FAKEvalue123", f"DB_PASSWD={REDACTED}"),
+    ("pwd", "MYSQL_PWD=FAKEvalue123", f"MYSQL_PWD={REDACTED}"),
+    ("apikey", "APIKEY=FAKEvalue123", f"APIKEY={REDACTED}"),
+    ("private_key", "SSH_PRIVATE_KEY=FAKEvalue123", f"SSH_PRIVATE_KEY={REDACTED}"),
+    ("private-key", "sign --private-key FAKEvalue123", f"sign --private-key {REDACTED}"),
+    ("private key", "Private Key: FAKEvalue123", f"Private Key: {REDACTED}"),
+    ("access_key", "S3_ACCESS_KEY=FAKEvalue123", f"S3_ACCESS_KEY={REDACTED}"),
+    ("access-key", "s3 --access-key FAKEvalue123", f"s3 --access-key {REDACTED}"),
+    ("accesskey", "ACCESSKEY=FAKEvalue123", f"ACCESSKEY={REDACTED}"),
+    ("access key", "Access Key: FAKEvalue123", f"Access Key: {REDACTED}"),
+    ("secret", "SIGNING_SECRET=FAKEvalue123", f"SIGNING_SECRET={REDACTED}"),
+    ("token", "GH_TOKEN=FAKEvalue123", f"GH_TOKEN={REDACTED}"),
+    ("password", "DB_PASSWORD=FAKEvalue123", f"DB_PASSWORD={REDACTED}"),
+    ("passphrase", "KEY_PASSPHRASE=FAKEvalue123", f"KEY_PASSPHRASE={REDACTED}"),
+    ("api_key", "OPENAI_API_KEY=FAKEvalue123", f"OPENAI_API_KEY={REDACTED}"),
+    ("api-key", "x-api-key: FAKEvalue123", f"x-api-key: {REDACTED}"),
+    ("api key", "API Key: FAKEvalue123", f"API Key: {REDACTED}"),
+    ("privatekey", "privateKey: FAKEvalue123", f"privateKey: {REDACTED}"),
+    ("credential", "credentials: FAKEvalue123", f"credentials: {REDACTED}"),
+    ("auth", "NPM_AUTH=FAKEvalue123", f"NPM_AUTH={REDACTED}"),
+]
+"""(trigger word, a text whose key holds that word and no other, its redaction)."""
+
+
+class TestEveryAssignWord:
+    """Each trigger word of `redact_assignments` masks a key that holds no other one."""
+
+    @pytest.mark.parametrize(
+        ("word", "text", "expected"), ASSIGN_WORD_CASES, ids=[c[0] for c in ASSIGN_WORD_CASES]
+    )
+    def test_the_word_alone_triggers_the_rule(self, word: str, text: str, expected: str) -> None:
+        """The key holds this trigger word and no other, and its value goes.
+
+        Kills `_ASSIGN_WORDS` without this word (tests/mutation/wordlists.py): the rule then
+        returns before looking, and `DB_PASSWD=...`, `MYSQL_PWD=...`, `APIKEY=...`,
+        `--private-key ...` or `Access Key: ...` leaked.
+        """
+        others = [w for w in redact._ASSIGN_WORDS if w != word and w in text.lower()]
+        assert word in text.lower()
+        assert others == []
+        assert redact_assignments(text) == expected
+        assert REDACTOR(text) == expected
+
+
+class TestNumbersUnderTokenKeys:
+    """A number under a key that counts tokens is kept, unless the key names something stronger."""
+
+    @pytest.mark.parametrize(
+        ("word", "text"),
+        [
+            ("secret", "max_secret_tokens: 12345678"),
+            ("pass", "max_passtoken: 12345678"),
+            ("pwd", "pwd_token_limit: 12345678"),
+            ("key", "key_token_count: 12345678"),
+            ("credential", "credential_token_ttl: 12345678"),
+            ("auth", "auth_token_budget: 12345678"),
+        ],
+    )
+    def test_a_strong_word_makes_the_number_a_secret(self, word: str, text: str) -> None:
+        """`max_secret_tokens: 12345678` is a code, not a count: it is masked.
+
+        Kills `_STRONG_WORDS` without this word, and `and not any(... _STRONG_WORDS)` ->
+        `and any(...)` / dropped (the number was then spared as a count).
+        """
+        key = text.split(":", 1)[0]
+        assert [w for w in redact._STRONG_WORDS if w in key.lower()] == [word]
+        assert REDACTOR(text) == f"{key}: {REDACTED}"
+
+    @pytest.mark.parametrize(
+        ("word", "text"),
+        [
+            ("tokens", "tokens: 4096"),
+            ("max", "token_max: 4096"),
+            ("min", "token_min: 1000"),
+            ("num", "num_token: 1000"),
+            ("count", "token_count: 1000"),
+            ("limit", "token_limit: 8192"),
+            ("budget", "token_budget: 9000"),
+            ("len", "token_len: 2048"),
+            ("size", "token_size: 1000"),
+            ("ttl", "token_ttl: 3600"),
+            ("expir", "token_expiry: 3600"),
+            ("timeout", "token_timeout: 3000"),
+        ],
+    )
+    def test_each_count_word_keeps_the_number(self, word: str, text: str) -> None:
+        """`token_limit: 8192` is a count: kept as written (over-redaction pinned).
+
+        Kills `_COUNT_WORDS` without this word (the number was then masked).
+        """
+        key = text.split(":", 1)[0]
+        assert [w for w in redact._COUNT_WORDS if w in key.lower()] == [word]
+        assert REDACTOR(text) == text
+        assert REDACTOR(f"{key}: 12ab34cd") == f"{key}: {REDACTED}"  # not a number: a secret
+
+
+TRIGGER_SAMPLES = {
+    "private key": pem("RSA "),
+    **{p: p.upper() + fill(16) for p in ("akia", "asia", "agpa", "aida", "aroa", "aipa")},
+    **{p: p.upper() + fill(16) for p in ("anpa", "anva", "asca", "abia", "acca")},
+    **{p: p + fill(36) for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")},
+    "github_pat_": GITHUB_FINE_GRAINED,
+    **{
+        p: p + fill(24)
+        for p in (
+            *("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-"),
+            *("gloas-", "glsoat-", "glffct-"),
+        )
+    },
+    "gr1348941": "GR1348941" + fill(20),
+    "xox": SLACK_BOT,
+    "xapp-": "xapp-1-A" + fill(10) + "-" + fill(13, "0") + "-" + fill(64, "fa4e"),
+    "hooks.slack.com": SLACK_WEBHOOK,
+    "_live_": STRIPE_SECRET,
+    "_test_": "rk_test_" + fill(24),
+    "whsec_": "whsec_" + fill(32),
+    "sk-": OPENAI_KEY,
+    "aiza": "AIza" + fill(35, "FAKE_fake-"),
+    "npm_": "npm_" + fill(36),
+    "sg.": "SG." + fill(22) + "." + fill(43, "fake"),
+    "hf_": "hf_" + fill(34),
+    "SK": "SK" + fill(32, "fa4e"),
+    **{p: p + fill(32, "fa4e") for p in ("shpat_", "shpss_", "shpca_", "shppa_")},
+    "pypi-age": "pypi-AgEIcHlwaS5vcmc" + fill(64, "FAKE_fake-"),
+    **{p: p + fill(64, "fa4e") for p in ("dop_v1_", "doo_v1_", "dor_v1_")},
+    "gocspx-": "GOCSPX-" + fill(28, "FAKE_fake-"),
+    "age-secret-key-1": "AGE-SECRET-KEY-1" + fill(58, "FAKE"),
+    "accountkey=": "AccountKey=" + AZURE_ACCOUNT_KEY,
+    "sharedaccesskey=": "SharedAccessKey=" + AZURE_ACCOUNT_KEY,
+    "sig=": "?sv=2022-11-02&sig=" + AZURE_SAS_SIGNATURE,
+    "eyj": JWT,
+}
+"""For each trigger of each token shape, a made-up credential holding that trigger only."""
+
+
+class TestEveryShapeTrigger:
+    """Each trigger of each token shape, alone, gets its shape looked for."""
+
+    def test_every_trigger_has_a_sample(self) -> None:
+        """A new trigger needs a sample here, or a mutant dropping it would go unseen."""
+        assert set(TRIGGER_SAMPLES) == {t for ts in redact._TOKEN_TRIGGERS for t in ts}
+
+    @pytest.mark.parametrize("trigger", TRIGGER_SAMPLES)
+    def test_the_trigger_alone_finds_its_shape(self, trigger: str) -> None:
+        """The token-shape rule masks a credential holding this trigger and no other of its shape.
+
+        Kills `_TOKEN_TRIGGERS` without this trigger (tests/mutation/wordlists.py): the shape
+        was then never looked for, and e.g. an `AROA...` id or a `glsoat-` token leaked.
+        """
+        sample = TRIGGER_SAMPLES[trigger]
+        (shape,) = [ts for ts in redact._TOKEN_TRIGGERS if trigger in ts]
+        low = sample.lower()
+        assert [t for t in shape if (t in low if t.islower() else t in sample)] == [trigger]
+        out = redact_token_shapes(f"seen {sample} here")
+        assert REDACTED in out
+        secret = sample.split("=", 1)[1] if "=" in trigger else sample
+        assert secret not in out
