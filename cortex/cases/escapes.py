@@ -42,10 +42,12 @@ _ESCAPE = re.compile(
     r"|(?P<continued>\r?\n)|(?P<char>[ntrbf\"'\\/]))"
 )
 """The escapes `unescape` decodes; a backslash before anything else is an ordinary character."""
-# A backslash before a character an escape can start with: a superset of `_ESCAPE`'s matches,
-# found without backtracking (a run of backslashes is scanned once; an escaped escape, such as
+# An escape `_ESCAPE` decodes (a superset: a surrogate pair's halves are found alone), found
+# without backtracking (a run of backslashes is scanned once; an escaped escape, such as
 # the `\\n` of a string inside a string, is found by its last backslash).
-_TELLING = re.compile(r"""\\(?:[ntrbf/uxU"']|\r?\n)""")
+_TELLING = re.compile(
+    r"""\\(?:[ntrbf/"']|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|\r?\n)"""
+)
 _MARKERS = re.compile(r"\[REDACTED\]|\[PRIVATE\]")
 # A quoted string on one line (JSON's, or a repr's in either quote), or an opening quote and the
 # rest of its line when it is never closed there: every quote starts a match that always
