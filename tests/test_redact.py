@@ -1210,6 +1210,15 @@ class TestClip:
             assert "ghp_" not in shown, limit
             assert REDACTOR(shown) == shown
 
+    def test_a_tiny_limit_keeps_nothing_but_the_mark(self) -> None:
+        """Under four characters there is room for `...` only, even before a space.
+
+        Kills `end = max(limit - 3, 0)` -> `max(limit - 3, 1)` (`a bc` cut to 3 was `a...`,
+        longer than its limit).
+        """
+        for limit in range(4):
+            assert redact.clip("a bc", limit) == "..."
+
     def test_one_long_word_is_dropped(self) -> None:
         """A value without any space, longer than the limit, is shown as `...` only."""
         assert redact.clip(AWS_KEY_ID, 10) == "..."
@@ -1396,3 +1405,18 @@ class TestEveryShapeTrigger:
         assert REDACTED in out
         secret = sample.split("=", 1)[1] if "=" in trigger else sample
         assert secret not in out
+
+
+class TestEscapableLiterals:
+    """A literal holding a character JSON escapes is found in every escaped part."""
+
+    def test_a_literal_with_a_quote_is_found_inside_a_json_string(self) -> None:
+        """`pa"ss-fake-literal` written `pa\\"ss-fake-literal` in a JSON log is still masked.
+
+        Kills `_always` -> `return False`: parts were then never read, and the literal, whose
+        written form differs from it, was kept.
+        """
+        literal = 'pa"ss-fake-literal'
+        document = json.dumps({"msg": f"line one\nthe tenant is {literal} today"})
+        out = Redactor([literal])(document)
+        assert json.loads(out) == {"msg": f"line one\nthe tenant is {REDACTED} today"}

@@ -45,9 +45,7 @@ _ESCAPE = re.compile(
 # An escape `_ESCAPE` decodes (a superset: a surrogate pair's halves are found alone), found
 # without backtracking (a run of backslashes is scanned once; an escaped escape, such as
 # the `\\n` of a string inside a string, is found by its last backslash).
-_TELLING = re.compile(
-    r"""\\(?:[ntrbf/"']|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|\r?\n)"""
-)
+_TELLING = re.compile(r"""\\(?:[ntrbf/"']|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|\r?\n)""")
 _MARKERS = re.compile(r"\[REDACTED\]|\[PRIVATE\]")
 # A quoted string on one line (JSON's, or a repr's in either quote), or an opening quote and the
 # rest of its line when it is never closed there: every quote starts a match that always

@@ -672,7 +672,7 @@ class Redactor:
         def worth_reading(written: str) -> bool:
             if any(t in written for t in exact):
                 return True
-            written_low = written.lower() if lower else ""
+            written_low = written.lower()
             return any(t in written_low for t in lower)
 
         return worth_reading
