@@ -1420,3 +1420,71 @@ class TestEscapableLiterals:
         document = json.dumps({"msg": f"line one\nthe tenant is {literal} today"})
         out = Redactor([literal])(document)
         assert json.loads(out) == {"msg": f"line one\nthe tenant is {REDACTED} today"}
+
+
+class TestBareValueEdges:
+    """Where a bare value stops being a secret: its length, a count's sign and decimal point."""
+
+    def test_four_characters_are_a_secret_three_are_not(self) -> None:
+        """The shortest value masked has four characters.
+
+        Kills `len(stripped) < 4` -> `<= 4` and -> `< 5` (`password: abcd` was kept).
+        """
+        assert REDACTOR("password: abc") == "password: abc"
+        assert REDACTOR("password: abcd") == f"password: {REDACTED}"
+
+    def test_a_count_may_have_a_sign_and_one_decimal_point(self) -> None:
+        """`-4096` and `4096.5` are counts; `1.2.3.4` and `X1234` are not numbers at all.
+
+        Kills, in `numeric = stripped.lstrip("+-").replace(".", "", 1).isdigit()`: `lstrip(None)`
+        and `rstrip("+-")` (a signed count was masked), `lstrip("XX+-XX")` (`X1234` was kept),
+        `replace("XX.XX", ...)` and `replace(".", "XXXX", 1)` (a decimal count was masked),
+        `replace(".", "")` and `replace(".", "", 2)` (`1.2.3.4` was kept as a count).
+        """
+        for count in ("-4096", "+4096", "4096.5"):
+            assert REDACTOR(f"max_tokens: {count}") == f"max_tokens: {count}"
+        for not_a_count in ("1.2.3.4", "X1234", "1.2.3"):
+            assert REDACTOR(f"token_limit: {not_a_count}") == f"token_limit: {REDACTED}"
+
+    def test_a_count_before_an_escaped_escape_is_still_a_count(self) -> None:
+        """`max_tokens: 4096\\\\\\\\nnext` (a string in a string) keeps its count.
+
+        Kills `value.rstrip("\\\\")` -> `rstrip(None)` and -> `lstrip("\\\\")` (the backslash
+        left before the escaped break made `4096\\\\` no number, and it was masked).
+        """
+        text = "max_tokens: 4096\\\\nnext"
+        assert REDACTOR(text) == text
+
+    def test_only_backslashes_are_taken_off_a_value_end(self) -> None:
+        """`password: abXXXXXX` is a secret: stripping `X`s too would leave `ab`, kept.
+
+        Kills `value.rstrip("\\\\")` -> `rstrip("XX\\\\XX")`.
+        """
+        assert REDACTOR("password: abXXXXXX") == f"password: {REDACTED}"
+
+
+def escaped_times(text: str, times: int) -> str:
+    """`text` as a JSON string, `times` over."""
+    for _ in range(times):
+        text = json.dumps(text)
+    return text
+
+
+class TestEscapeLevels:
+    """Text escaped inside escaped text is read level by level, four levels and no more."""
+
+    def test_four_levels_are_read_and_no_more(self) -> None:
+        """A secret behind four levels of escaping goes; behind five it is the documented limit.
+
+        Kills, in `_through_escapes`: `levels > 1` -> `levels > 2` and `levels - 1` ->
+        `levels - 2` (the fourth level was not read), `levels > 1` -> `levels >= 1`,
+        `and` -> `or` and `levels - 1` -> `levels + 1` (a fifth level was read: the bound that
+        keeps the reading's cost linear was gone).
+        """
+        line = "loaded\nDB_PASSWORD=FAKEdeep123456"
+        for times in range(1, 5):
+            out = REDACTOR(escaped_times(line, times))
+            assert "FAKEdeep123456" not in out, times
+            assert REDACTED in out
+        deepest = escaped_times(line, 5)
+        assert REDACTOR(deepest) == deepest
