@@ -1488,3 +1488,31 @@ class TestEscapeLevels:
             assert REDACTED in out
         deepest = escaped_times(line, 5)
         assert REDACTOR(deepest) == deepest
+
+
+class TestAssignmentEdges:
+    """Flags in capitals, and text whose lowercase is longer than itself."""
+
+    def test_a_flag_in_capitals_is_a_flag(self) -> None:
+        """`--API-KEY v` and `["--PASSWORD", "v"]` are masked like their lowercase forms.
+
+        Kills dropping `flags` (re.IGNORECASE) from the `flag` and the `argv` patterns in
+        `_build_assignment_patterns` (capital flags were left alone).
+        """
+        assert redact_assignments("deploy --API-KEY FAKEvalue123") == (
+            f"deploy --API-KEY {REDACTED}"
+        )
+        assert redact_assignments('["--PASSWORD", "FAKEvalue123"]') == (
+            f'["--PASSWORD", "{REDACTED}"]'
+        )
+
+    def test_text_whose_lowercase_is_longer_is_looked_at_whole(self) -> None:
+        """`İ` lowercases to two characters: line positions found in the lowercase would be off.
+
+        Kills `len(low) != len(text)` -> `==` in `_trigger_lines` (the secret's line was cut
+        at a shifted position and its value kept) and `[(0, len(text))]` -> `[(1, ...)]` (a key
+        at the very start lost its first letter, and with it its trigger word).
+        """
+        text = "İ" * 30 + "\nDB_PASSWORD=FAKEvalue123 and more"
+        assert redact_assignments(text) == "İ" * 30 + f"\nDB_PASSWORD={REDACTED} and more"
+        assert redact_assignments("token=FAKEvalue123 İ") == f"token={REDACTED} İ"
