@@ -1410,16 +1410,45 @@ class TestEveryShapeTrigger:
 class TestEscapableLiterals:
     """A literal holding a character JSON escapes is found in every escaped part."""
 
-    def test_a_literal_with_a_quote_is_found_inside_a_json_string(self) -> None:
-        """`pa"ss-fake-literal` written `pa\\"ss-fake-literal` in a JSON log is still masked.
+    @pytest.mark.parametrize(
+        "literal",
+        ['pa"ss-fake-literal', "it's-fake-literal", "back\\slash-fake", "café-fake-literal",
+         "tab\tfake-literal"],
+        ids=["double_quote", "single_quote", "backslash", "non_ascii", "control"],
+    )  # fmt: skip
+    def test_a_literal_written_escaped_is_found_inside_a_json_string(self, literal: str) -> None:
+        """`pa"ss-fake-literal`, written `pa\\"ss-fake-literal` in a JSON log, is still masked.
 
-        Kills `_always` -> `return False`: parts were then never read, and the literal, whose
-        written form differs from it, was kept.
+        Kills `_always` -> `return False` (parts were then never read, and a literal whose
+        written form differs from it was kept), and each `or` -> `and`, each dropped `not`, in
+        `Redactor.__init__`'s `_escapable_literals` (that kind of literal was then missed).
         """
-        literal = 'pa"ss-fake-literal'
         document = json.dumps({"msg": f"line one\nthe tenant is {literal} today"})
         out = Redactor([literal])(document)
         assert json.loads(out) == {"msg": f"line one\nthe tenant is {REDACTED} today"}
+        assert Redactor([literal])(json.dumps("plain")) == json.dumps("plain")
+
+
+class TestTriggerLines:
+    """The lines looked at for assignments are exactly the lines holding a trigger word."""
+
+    def test_a_text_that_starts_with_a_line_break(self) -> None:
+        """A trigger on the second line of `\\nDB_PASSWORD=v` is found on its own line.
+
+        Kills `low.rfind("\\n", 0, at)` -> `rfind("\\n", 1, at)` in `_trigger_lines` (the break
+        at position 0 was not seen, the line looked at was empty, and the value was kept).
+        """
+        assert redact_assignments("\nDB_PASSWORD=FAKEvalue123") == f"\nDB_PASSWORD={REDACTED}"
+
+    @pytest.mark.parametrize("escape", ["\\n", "\\r", "\\t"])
+    def test_a_count_in_an_env_line_ends_at_an_escaped_break(self, escape: str) -> None:
+        """`TOKEN_COUNT=4096\\tnext` in an escaped string keeps its count, as its reading does.
+
+        Kills `_ESCAPED_BREAKS` without `\\r` or `\\t` (tests/mutation/wordlists.py): the word
+        then ran on to `4096\\tnext`, no number, and was masked.
+        """
+        text = f"TOKEN_COUNT=4096{escape}next"
+        assert REDACTOR(text) == text
 
 
 class TestBareValueEdges:

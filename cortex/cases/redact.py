@@ -335,7 +335,9 @@ _ASSIGN_WORDS = (
 
 
 _ESCAPED_BREAKS = ("\\n", "\\r", "\\t")
-_NOT_SECRET_BARE = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
+# Words that are no secret however long the rule says a value must be (`yes`, `no`, `on`, `off`
+# are shorter than that already).
+_NOT_SECRET_BARE = frozenset({"true", "false", "null", "none"})
 _STRONG_WORDS = ("secret", "pass", "pwd", "key", "credential", "auth")
 # Words that make a token-ish key a count (`max_tokens`, `token_limit`), whose numbers are spared.
 _COUNT_WORDS = (
