@@ -1357,7 +1357,7 @@ TRIGGER_SAMPLES = {
             *("gloas-", "glsoat-", "glffct-"),
         )
     },
-    "gr1348941": "GR1348941" + fill(20),
+    "gr1348941": "GR1348941" + fill(20, "FaKe_-9"),  # mixed case: kills A-Za-z -> A-ZA-Z
     "xox": SLACK_BOT,
     "xapp-": "xapp-1-A" + fill(10) + "-" + fill(13, "0") + "-" + fill(64, "fa4e"),
     "hooks.slack.com": SLACK_WEBHOOK,
