@@ -1545,3 +1545,32 @@ class TestAssignmentEdges:
         text = "İ" * 30 + "\nDB_PASSWORD=FAKEvalue123 and more"
         assert redact_assignments(text) == "İ" * 30 + f"\nDB_PASSWORD={REDACTED} and more"
         assert redact_assignments("token=FAKEvalue123 İ") == f"token={REDACTED} İ"
+
+
+class TestShapeDetails:
+    """Details of shapes and tags that no sample exercised."""
+
+    def test_a_self_closing_tag_may_end_in_a_space(self) -> None:
+        """`<private/ >` removes nothing, like `<private/>`.
+
+        Kills `match.group(2).rstrip()` -> `.lstrip()` in `strip_private` (the tag was then an
+        opening one and removed the rest of the text).
+        """
+        assert strip_private("a <private/ > b") == "a  b"
+
+    def test_a_shopify_token_may_be_written_in_capitals(self) -> None:
+        """Its hex body is matched in either case.
+
+        Kills `[a-fA-F0-9]` -> `[a-fa-f0-9]` in the Shopify shape.
+        """
+        token = "shpat_" + fill(32, "FA4E")
+        assert redact_token_shapes(f"({token})") == f"({REDACTED})"
+
+    def test_an_azure_key_name_in_any_case(self) -> None:
+        """`accountkey=` (as some tools print it) is an account key too.
+
+        Kills `re.compile(regex, flags)` -> `re.compile(regex)` in `_build_token_pattern`: the
+        Azure shape's case-insensitivity was then lost.
+        """
+        out = redact_token_shapes(f"accountkey={AZURE_ACCOUNT_KEY};endpointsuffix=x")
+        assert out == f"accountkey={REDACTED};endpointsuffix=x"
