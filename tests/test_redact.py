@@ -1574,3 +1574,16 @@ class TestShapeDetails:
         """
         out = redact_token_shapes(f"accountkey={AZURE_ACCOUNT_KEY};endpointsuffix=x")
         assert out == f"accountkey={REDACTED};endpointsuffix=x"
+
+
+class TestReadingTriggers:
+    """The escaped reading looks for `<private>` too: an unclosed span ends with its string."""
+
+    def test_an_unclosed_span_in_a_json_string_stops_at_the_string(self) -> None:
+        """Read as a string's value, an unclosed span removes the rest of that string only.
+
+        Kills `_ALL_TRIGGERS` without "private" (tests/mutation/wordlists.py): the string was
+        then not read, and the span removed the rest of the document, which was no longer JSON.
+        """
+        document = json.dumps({"a": "x <private>FAKEhidden\nmore", "b": 1})
+        assert json.loads(REDACTOR(document)) == {"a": f"x {PRIVATE}", "b": 1}
