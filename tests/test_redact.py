@@ -1587,3 +1587,26 @@ class TestReadingTriggers:
         """
         document = json.dumps({"a": "x <private>FAKEhidden\nmore", "b": 1})
         assert json.loads(REDACTOR(document)) == {"a": f"x {PRIVATE}", "b": 1}
+
+    @pytest.mark.parametrize(
+        ("text", "secret"),
+        [
+            ("cfg \\u0070assword=FAKEvalue123", "FAKEvalue123"),
+            ("cfg \\x70assword=FAKEvalue123", "FAKEvalue123"),
+            ("cfg \\U00000070assword=FAKEvalue123", "FAKEvalue123"),
+            ("dsn https:\\/\\/app:FAKEpw12345@db.example.invalid", "FAKEpw12345"),
+            ("cfg pass\\\nword=FAKEvalue123", "FAKEvalue123"),
+            ("cfg pass\\\r\nword=FAKEvalue123", "FAKEvalue123"),
+            ("sent Bearer\\tFAKEbear0123456789xyz", "FAKEbear0123456789xyz"),
+        ],
+        ids=["u", "x", "U", "slash", "continuation", "crlf_continuation", "bearer"],
+    )
+    def test_an_escape_may_hide_the_trigger_itself(self, text: str, secret: str) -> None:
+        """`\\\\u0070assword=v` holds no trigger as written: the escape makes it worth reading.
+
+        Kills `_HIDING_ESCAPES` without `\\\\u`, `\\\\x`, `\\\\U`, `\\\\/` or a continuation, and
+        `_ALL_TRIGGERS` without "bearer" (tests/mutation/wordlists.py): the part was then not
+        read, and the rules, seeing no trigger in its written form, kept the secret.
+        """
+        assert secret not in REDACTOR(text)
+        assert secret not in REDACTOR(json.dumps({"log": text}))

@@ -563,7 +563,9 @@ _ALL_TRIGGERS = tuple(
     )
 )
 _ALL_EXACT_TRIGGERS = tuple(t for _, exact in _SHAPE_TRIGGERS for t in exact)
-_HIDING_ESCAPES = ("\\u", "\\x", "\\U", "\\/", "\\\n", "\\\r")
+# Escapes that can hide a trigger: one standing for any character, or `/`, or a continuation
+# joining two halves; a continuation kept in a string is written escaped (`\\\n`).
+_HIDING_ESCAPES = ("\\u", "\\x", "\\U", "\\/", "\\\n", "\\\r", "\\\\\\n", "\\\\\\r")
 
 
 def _always(_text: str) -> bool:
