@@ -285,14 +285,24 @@ class TestPemBlocks:
 
     @pytest.mark.parametrize(
         "before",
-        ["log line\n", "", "Proc-Type: 4,ENCRYPTED\n", "armor\n\n", "x-----\r\n"],
-        ids=["prose", "start", "pem_header", "blank_line", "crlf"],
+        ["log line\n", "", "Proc-Type: 4,ENCRYPTED\n", "armor\n\n", "x-----\r\n", "done.\n"],
+        ids=["prose", "start", "pem_header", "blank_line", "crlf", "last_char_not_base64"],
     )
     def test_an_end_line_without_begin_takes_the_body_lines_before_it(self, before: str) -> None:
         """Every base64 line right before an orphan END line is masked; the line above stays."""
         body = "\r\n".join([fill(64, "FAKE+/09"), fill(40, "fake") + "=="])
         text = f"{before}{body}\r\n-----END OPENSSH PRIVATE KEY-----\r\nafter"
         assert REDACTOR(text) == f"{before}{REDACTED}\r\nafter"
+
+    def test_an_end_line_glued_to_the_last_body_line(self) -> None:
+        """`...QUFB-----END ...` (no line break before END) still takes the body above it.
+
+        Kills `body.fullmatch(text, line, start)` -> `fullmatch(text, start)` and ->
+        `fullmatch(text, line)` in `redact_pem_remnants` (only the END line was masked). The
+        `done.` case above kills `fullmatch(text, above, start - 1)` -> `start - 2`.
+        """
+        text = f"{fill(64, 'FAKE+/09')}\n{fill(20, 'fake')}==-----END RSA PRIVATE KEY-----\nok"
+        assert REDACTOR(text) == f"{REDACTED}\nok"
 
     def test_an_orphan_pgp_footer_takes_its_checksum_and_body(self) -> None:
         """A PGP armor cut after its blank line loses its body and checksum line."""
