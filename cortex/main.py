@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 from cortex.cli.parser import HelpRequested, Parsed, command_name, parse, spelling
 from cortex.kernel.envelope import Envelope, Result
 from cortex.kernel.errors import CortexError
-from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
+from cortex.kernel.surface import Seen, execute, in_kernel, parse_refusal, to_json
 
 if TYPE_CHECKING:
     from cortex.cli.live import Reporter
@@ -124,7 +124,8 @@ def main(
         stdout.write(done.text + "\n")
         return 0
     except CortexError as exc:
-        _emit(refusal(name, exc), "--json" in argv, stdout, stderr, env)
+        base = os.getcwd() if cwd is None else cwd
+        _emit(parse_refusal(name, exc, base, env), "--json" in argv, stdout, stderr, env)
         return exc.exit_status
     base = os.getcwd() if cwd is None else cwd
     directory = os.path.join(base, parsed.workspace or ".")

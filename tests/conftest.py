@@ -29,6 +29,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_patterns_under_mutation() -> None:
+    """In a mutation run, every test starts with redact's pattern caches empty.
+
+    mutmut forks each mutant from a process that has run the tests already: a pattern cached
+    there would stand in for the mutated builder, and no mutant of one would ever be seen
+    (docs/testing.md). Outside a mutation run this is one environment lookup.
+    """
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        from cortex.cases import redact
+
+        for value in vars(redact).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+
+
 def base_env(tmp_path: Path) -> dict[str, str]:
     """A minimal, isolated environment for cortex and git."""
     home = tmp_path / "home"

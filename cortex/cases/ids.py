@@ -13,6 +13,7 @@ import os
 import time
 
 from cortex.cases.errors import ArgumentError, InvalidInputError
+from cortex.cases.redact import clip
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ALPHABET_SET = frozenset(ALPHABET)
@@ -90,7 +91,7 @@ def check_id(value: str, prefix: str, *, what: str | None = None) -> str:
     """
     if not is_id(value, prefix):
         label = what or f"{prefix} id"
-        shown = value if len(value) <= 80 else value[:80] + "..."
+        shown = clip(value, 80)
         rest = (
             f" {shown!r}: expected {prefix}_ followed by 26 upper-case Crockford base32 characters"
         )

@@ -15,6 +15,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from cortex.cli.parser import _BY_WORDS, COMMANDS, GLOBAL, Cmd, Opt, UsageError
+from cortex.kernel.validate import shown
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
@@ -69,7 +70,9 @@ SCRIPTS = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}
 def check_shell(shell: str) -> str:
     """`shell` if it is one this module writes for (else exit 4)."""
     if shell not in SHELLS:
-        raise UsageError(f"cortex completion: shell must be bash, zsh or fish, not {shell[:40]!r}")
+        raise UsageError(
+            f"cortex completion: shell must be bash, zsh or fish, not {shown(shell, 40)!r}"
+        )
     return shell
 
 

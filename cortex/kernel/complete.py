@@ -56,7 +56,13 @@ def complete(
         assessment = assess(case, doc, live_capture(kernel, case))
         acknowledgement = _gate(case, assessment, accept_failed, verification_not_possible)
         now = kernel.now()
-        summary = _summary(case, assessment, outcome, acknowledgement, who, now)
+        # Built from redacted text (docs/design/redaction.md, "Derived artifacts"): quoting
+        # prefixes every line with `> `, which would hide a key's body lines or a continued
+        # line from a redaction of the whole.
+        redact = kernel.redactor
+        summary = _summary(
+            case, assessment, redact(outcome), acknowledgement and redact(acknowledgement), who, now
+        )
         txn.stage_blob(SUMMARY, summary.encode("utf-8"))
         release_for_close(txn, now)
         case.status_reason = outcome

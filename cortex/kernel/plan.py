@@ -29,6 +29,7 @@ from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError,
 from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
+from cortex.cases.scrub import scrub_value
 from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
@@ -217,10 +218,14 @@ def plan(
             evidence_id=evidence_id,
         )
         # The full plan, hypotheses included, as one blob: the history of plans lives in the
-        # append-only ledger rather than in a snapshot that grows with every re-plan.
-        full = encode_pretty({"plan": document, "hypotheses": fresh})
+        # append-only ledger rather than in a snapshot that grows with every re-plan. It is
+        # built from the values as the snapshots will store them, redacted one by one
+        # (docs/design/redaction.md, "Derived artifacts"); the store redacts the blob again.
+        whole = {"plan": document, "hypotheses": fresh}
+        clean = scrub_value(whole, kernel.redactor)
         raw_id = new_id("raw")
-        stored, redacted = txn.stage_blob(raw_name(raw_id), full)
+        stored, redacted = txn.stage_blob(raw_name(raw_id), encode_pretty(clean))
+        redacted = redacted or clean is not whole
         claim = (
             f"Plan revision {revision}: {len(fresh)} hypothes{'is' if len(fresh) == 1 else 'es'}"
         )

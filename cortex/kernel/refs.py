@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from cortex.cases.bounds import ID_CANDIDATES_SHOWN, ID_PREFIX_MIN
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
 from cortex.cases.ids import ALPHABET, ULID_LENGTH, is_id
+from cortex.cases.redact import clip
 
 if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
@@ -70,7 +71,7 @@ def whole(value: str, prefix: str, *, what: str, latest: bool = False) -> bool:
         and all(c in _ALPHABET for c in rest)
     ):
         return False
-    shown = value if len(value) <= 80 else value[:80] + "..."
+    shown = clip(value, 80)
     also = f", or {LATEST}" if latest else ""
     msg = (
         f"invalid {what} {shown!r}: expected {head} followed by 26 upper-case Crockford base32 "

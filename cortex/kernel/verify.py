@@ -24,6 +24,7 @@ from cortex.cases.documents import Batch, ClaimTerms, Verification
 from cortex.cases.errors import ArgumentError, InvalidInputError, naming
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile
+from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
@@ -59,7 +60,7 @@ def parse_claims(
         if not sep or not _CLAIM_ID.fullmatch(claim_id):
             msg = "{claim} must be ID=STATEMENT with an id of letters, digits, _ and -, "
             msg += f"not {spec!r}"
-            raise ArgumentError(msg[:400], "claim")
+            raise ArgumentError(clip(msg, 400), "claim")
         if claim_id in statements:
             raise ArgumentError(f"{{claim}} {claim_id} is given twice", "claim")
         if kernel.redactor.looks_secret(claim_id):
@@ -71,7 +72,7 @@ def parse_claims(
         if not sep or claim_id not in statements:
             msg = "{contract} must be ID=REQUIREMENT for a claim given with {claim}, "
             msg += f"not {spec!r}"
-            raise ArgumentError(msg[:400], "contract", "claim")
+            raise ArgumentError(clip(msg, 400), "contract", "claim")
         if claim_id in mapped:
             raise ArgumentError(f"{{contract}} {claim_id} is given twice", "contract")
         try:
@@ -115,7 +116,7 @@ def _check_claims(kernel: Kernel, case: CaseFile, claims: list[Claim], old: Veri
         if claim.id in criteria and criteria[claim.id] != stored:
             msg = (
                 f"claim {claim.id} is an acceptance criterion and must repeat its statement "
-                f"exactly: {criteria[claim.id][:300]!r}"
+                f"exactly: {clip(criteria[claim.id], 300)!r}"
             )
             raise GateRefusedError(msg, [])
         previous = earlier.get(claim.id)
@@ -212,8 +213,10 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
     try:
         problem = verifier.check(requirement, context)
     except Exception as exc:  # noqa: BLE001 - a broken plugin is bad input, not a crash
-        return f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})"[:500]
-    return None if problem is None else str(problem)[:SUMMARY_MAX]
+        return clip(
+            f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})", 500
+        )
+    return None if problem is None else clip(str(problem), SUMMARY_MAX)
 
 
 def _run_all(
@@ -237,7 +240,7 @@ def _run_all(
             outcome = Outcome(
                 status="blocked",
                 summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
-                notes=[str(exc)[:500]],
+                notes=[clip(str(exc), 500)],
             )
         if watch is not None:
             watch.finish(outcome.status)

@@ -14,6 +14,7 @@ from cortex.kernel import defaults
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import CortexError, InvalidInputError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.validate import shown
 
 _SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
 
@@ -25,7 +26,8 @@ def refresh_seconds(text: str | None) -> float:
         return defaults.STUDIO_REFRESH
     seconds = float(text) if _SECONDS.fullmatch(text) else None
     if seconds is None or not low <= seconds <= high:
-        msg = f"--refresh must be a number of seconds from {low:g} to {high:g}, not {text[:40]!r}"
+        given = shown(text, 40)
+        msg = f"--refresh must be a number of seconds from {low:g} to {high:g}, not {given!r}"
         raise InvalidInputError(msg)
     return seconds
 

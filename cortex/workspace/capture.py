@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from cortex.cases.digest import _sha256
+from cortex.cases.redact import clip
 from cortex.workspace import tree_id
 
 if TYPE_CHECKING:
@@ -494,7 +495,7 @@ def _split(record: bytes) -> tuple[bytes, bytes]:
     count = {b"1": 8, b"u": 10}.get(kind, 1)
     parts = record.split(b" ", count)
     if len(parts) <= count:
-        msg = f"unexpected git status record {record[:80]!r}"
+        msg = f"unexpected git status record {clip(record.decode('utf-8', 'replace'), 80)!r}"
         raise ValueError(msg)
     return b" ".join(parts[:count]), parts[count]
 

@@ -16,6 +16,7 @@ from operator import add, itemgetter
 from typing import Any
 
 from cortex.cases.digest import _sha256
+from cortex.cases.redact import clip
 
 _sha1: Callable[[bytes], Any]
 try:  # CPython's builtin, as for sha256 (cortex.cases.digest): hashlib loads OpenSSL
@@ -192,7 +193,7 @@ def _trie(changes: Mapping[bytes, Entry | None]) -> _Node:
             msg = f"a path is nested more than {MAX_DEPTH} directories deep"
             raise TreeError(msg)
         if any(part in (b"", b".", b"..") or b"\0" in part for part in parts):
-            msg = f"not a path git can store: {path[:80]!r}"
+            msg = f"not a path git can store: {clip(path.decode('utf-8', 'replace'), 80)!r}"
             raise TreeError(msg)
         node = root
         for part in parts:

@@ -28,6 +28,7 @@ from cortex.cases.ids import check_id
 from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, tree_name
 from cortex.cases.ledger import line_containing
 from cortex.cases.records import LedgerState
+from cortex.cases.redact import clip
 from cortex.cases.tree import TreeManifest, decode_manifest, member_path
 from cortex.kernel import defaults
 from cortex.kernel.envelope import Result
@@ -55,7 +56,7 @@ def read_artifact(
         member_path(path, "--path")  # refused before anything is read
     parts = parse_raw_ref(ref)
     if parts is None:
-        raise InvalidInputError(f"{ref[:200]!r} is not a case://<task>/raw/<raw id> reference")
+        raise InvalidInputError(f"{clip(ref, 200)!r} is not a case://<task>/raw/<raw id> reference")
     owner, raw_id = check_id(parts[0], "task", what="ref task"), check_id(parts[1], "raw")
     task_id, store = kernel.find(task_id)
     if owner != task_id:

@@ -34,6 +34,7 @@ from cortex.cases.errors import (
     IntegrityError,
 )
 from cortex.cases.fsio import open_for_read
+from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Result
@@ -115,7 +116,8 @@ def parse_duration(text: str | int, option: str = "--stale-after") -> int:
     else:
         match = _DURATION.fullmatch(text)
         if not match:
-            raise validate.bad(option, f" must look like 90s, 15m, 24h or 7d, not {text[:40]!r}")
+            shown = clip(text, 40)
+            raise validate.bad(option, f" must look like 90s, 15m, 24h or 7d, not {shown!r}")
         seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if not 1 <= seconds <= STALE_AFTER_MAX:
         raise validate.bad(option, f" must be between 1s and {STALE_AFTER_MAX // 86400}d")
