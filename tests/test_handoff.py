@@ -316,9 +316,9 @@ class TestContents:
         assert evidence["shown"] == evidence["shareable"] == len(records)
         assert evidence["total"] == evidence["shareable"] + 2
         located = next(r for r in records if r["id"] == seeded.located)
-        assert located["location"] == {
-            "file": "app.py", "startLine": 1, "endLine": 1, "symbol": "main"
-        }  # fmt: skip
+        where = dict(located["location"])
+        where.pop("blob"), where.pop("head")  # what the file was then: for freshness labels
+        assert where == {"file": "app.py", "startLine": 1, "endLine": 1, "symbol": "main"}
         assert (located["kind"], located["confidence"]) == ("code_location", "high")
         assert "- Location: `app.py` lines 1-1, symbol `main`" in data["markdown"]
         assert "> resolve\\_return\\_url falls back to /" in data["markdown"]
