@@ -317,7 +317,8 @@ class TestContents:
         assert evidence["total"] == evidence["shareable"] + 2
         located = next(r for r in records if r["id"] == seeded.located)
         where = dict(located["location"])
-        where.pop("blob"), where.pop("head")  # what the file was then: for freshness labels
+        # What the file was when the record was made: its git blob id and HEAD (freshness).
+        assert len(where.pop("blob")) == len(where.pop("head")) == 40
         assert where == {"file": "app.py", "startLine": 1, "endLine": 1, "symbol": "main"}
         assert (located["kind"], located["confidence"]) == ("code_location", "high")
         assert "- Location: `app.py` lines 1-1, symbol `main`" in data["markdown"]
@@ -474,7 +475,8 @@ class TestBudget:
         assert compact["jsonBytes"] < full["jsonBytes"]
         records = compact["packet"]["evidence"]["records"]
         assert records
-        assert all(set(r) == {"id", "timestamp", "kind", "title"} for r in records)
+        # Titles keep their labels: a stale or contested record says so at every tier.
+        assert all(set(r) == {"id", "timestamp", "kind", "title", "labels"} for r in records)
         entry = omitted(compact, "evidence records shown as titles only")
         assert (entry["count"], entry["tier"]) == (len(records), 2)
 

@@ -40,6 +40,8 @@ EXPECTED_TOOLS = {
     "cortex_timeline": (True, False, True),
     "cortex_handoff": (True, False, True),
     "cortex_list_tasks": (True, False, True),
+    "cortex_recall": (True, False, True),
+    "cortex_recall_get": (True, False, True),
 }
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 
