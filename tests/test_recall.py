@@ -116,6 +116,8 @@ class TestCards:
         assert "return_to survives the callback" in outcome["text"]
         assert found[ids["located"]]["kind"] == "evidence"
         assert ids["ordinary"] not in found
+        # What verify wrote is the outcome card's business, not a card of its own.
+        assert recall(cli, "passed exited unit")["total"] == 0
         for card in found.values():
             assert card["taskId"] == ids["task"]
             assert card["repository"] == "repo"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from cortex.cases.records import Evidence
 
 NOTABLE_ORIGINS = frozenset({"human", "reviewer"})
+VERIFY_TOOL = "cortex-verify:"
+"""The source tool prefix of the records `case verify` writes (cortex/kernel/receipts.py)."""
 
 
 def notable(record: Evidence) -> bool:
@@ -23,6 +25,8 @@ def notable(record: Evidence) -> bool:
         return True
     if record.kind == "human_report" and record.source.tool == "cortex":
         return False  # what a decision answer writes: the decision card says it
+    if record.source.tool.startswith(VERIFY_TOOL):
+        return False  # a verify run's own records: the outcome card carries the verdict
     return record.confidence == "high" or record.source.origin in NOTABLE_ORIGINS
 
 
