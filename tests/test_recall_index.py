@@ -89,6 +89,9 @@ def test_filters_change_which_cards_not_their_scores(
             answer(engines["bm25py"], words, filters),
         )
         assert fts == python, words
+        # The brief's path (rank in FTS5 alone, filter the best rows) gives the same page.
+        _, first = engines["fts5"].best(words, filters, limit=10)
+        assert [(h.card.id, h.store, h.card.score) for h in first] == fts[1], words  # type: ignore[index]
     # A filtered card scores what it scores unfiltered: the corpus statistics are the index's.
     words = QUERIES[0]
     everything = {i: s for i, _, s in answer(engines["fts5"], words, Filters(), 10_000)[1]}  # type: ignore[index]

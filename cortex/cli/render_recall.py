@@ -125,9 +125,11 @@ def brief(console: Console, brief: Data | None) -> None:
             Text("recall: no earlier card of this repository matches the goal", style="dim")
         )
         return
+    considered = brief["considered"]
+    matches = f"of {considered} matches, " if considered is not None else ""
     head = (
-        f"earlier cases of this repository ({brief['returned']} of {brief['considered']} "
-        f"matches, {brief['tokens']} of {brief['budget']} tokens"
+        f"earlier cases of this repository ({brief['returned']} {matches}"
+        f"{brief['tokens']} of {brief['budget']} tokens"
     )
     head += f", {brief['skipped']} left out)" if brief["truncated"] else ")"
     console.print(Text(head + ":", style="bold"))

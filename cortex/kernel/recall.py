@@ -181,6 +181,7 @@ def _build(kernel: Kernel, index: Index, covered: Sequence[Store]) -> dict[str, 
                 derived=derived,
                 full=True,
                 workspace=read.source.case.workspace.root,
+                cleared=True,
             )
         for ref in covered:
             index.relate(ref.root)
@@ -342,7 +343,7 @@ def brief(kernel: Kernel, task_id: str, goal: str) -> tuple[dict[str, Any], list
         filters = Filters(
             store=root, exclude_task=task_id, exclude_statuses=("superseded", "overturned")
         )
-        total, hits = index.search(words, filters, limit=BRIEF_CANDIDATES)
+        total, hits = index.best(words, filters, limit=BRIEF_CANDIDATES)
         groups = _groups(index, root, hits)
     except RecallIndexError as exc:
         return _brief([], [], 0, "unavailable"), [warning(exc)]
@@ -400,7 +401,7 @@ def _contests(index: Index, root: str, decision_id: str) -> list[Hit]:
 
 
 def _brief(
-    kept: list[Card], skipped: list[Card], total: int, index: str, *, tokens: int = 0
+    kept: list[Card], skipped: list[Card], total: int | None, index: str, *, tokens: int = 0
 ) -> dict[str, Any]:
     return {
         "cards": kept,

@@ -34,6 +34,8 @@ from cortex.recall.terms import fts5_match
 FORMAT = "1"
 """The index's own format; a file of another format is rebuilt, never read."""
 BUSY_MS = 5000
+_SLACK = 16
+"""Rows read past a page, to find where its last rounded score ends."""
 SNAPSHOT_KINDS = ("hypothesis", "decision", "outcome")
 """Card kinds made from snapshots: an update of a case replaces all of them."""
 
@@ -47,9 +49,10 @@ _SCHEMA = (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, store TEXT NOT NULL,
         store_id TEXT NOT NULL, repository TEXT NOT NULL, task TEXT NOT NULL,
         kind TEXT NOT NULL, status TEXT NOT NULL, created TEXT NOT NULL,
-        subject TEXT NOT NULL, labels TEXT NOT NULL, terms TEXT NOT NULL,
-        length INTEGER NOT NULL, workspace TEXT NOT NULL, card BLOB NOT NULL,
-        UNIQUE (store, id))""",
+        subject TEXT NOT NULL, labels TEXT NOT NULL, length INTEGER NOT NULL,
+        workspace TEXT NOT NULL, UNIQUE (store, id))""",
+    # Bodies apart from the facts queries filter on: a filtered search reads narrow rows.
+    "CREATE TABLE IF NOT EXISTS bodies(rowid INTEGER PRIMARY KEY, terms TEXT, card BLOB)",
     "CREATE INDEX IF NOT EXISTS cards_case ON cards(store, task)",
     "CREATE INDEX IF NOT EXISTS cards_id ON cards(id)",
     "CREATE INDEX IF NOT EXISTS cards_kind ON cards(store, kind, subject)",
@@ -63,7 +66,10 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS resolutions_case ON resolutions(store, task)",
 )
 _EXISTS = "SELECT 1 FROM cards WHERE store = ? AND id = ?"
-_INSERT_CARD = "INSERT INTO cards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_CARD = "INSERT INTO cards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_BODY = "INSERT INTO bodies VALUES (?, ?, ?)"
+_BODY = "SELECT c.rowid, b.card, c.status, c.labels, c.store, c.workspace, c.id FROM cards c "
+_BODY += "JOIN bodies b ON b.rowid = c.rowid"
 _FTS = "CREATE VIRTUAL TABLE IF NOT EXISTS cards_fts USING fts5(terms, tokenize='ascii')"
 
 
@@ -186,9 +192,6 @@ class Index:
         self.path = path
         self.db = connection
         self.engine = engine
-        # SQLite's own round() goes through its printf and need not give the double nearest
-        # the decimal; Python's round does, and the Python engine uses it. One function for both.
-        connection.create_function("rounded", 1, _rounded, deterministic=True)
         self._cached: tuple[int, list[tuple[str, str, str, int]]] | None = None
 
     # Opening ------------------------------------------------------------------------------
@@ -241,7 +244,9 @@ class Index:
         with self.transaction():
             fmt = self._meta_or_none("format")
             if fmt is not None and fmt != FORMAT:
-                for table in ("meta", "cases", "cards", "contests", "resolutions", "cards_fts"):
+                for table in (
+                    *("meta", "cases", "cards", "bodies", "contests", "resolutions", "cards_fts"),
+                ):
                     self.db.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in _SCHEMA:
                 self.db.execute(statement)
@@ -322,9 +327,10 @@ class Index:
         return int(row[0]) + 1
 
     def _delete_cards(self, where: str, params: Sequence[object]) -> None:
-        if self.engine == "fts5":
+        tables = ("cards_fts", "bodies") if self.engine == "fts5" else ("bodies",)
+        for table in tables:
             self.db.execute(
-                f"DELETE FROM cards_fts WHERE rowid IN (SELECT rowid FROM cards WHERE {where})",  # noqa: S608
+                f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM cards WHERE {where})",  # noqa: S608
                 params,
             )
         self.db.execute(f"DELETE FROM cards WHERE {where}", params)  # noqa: S608 - fixed text
@@ -337,6 +343,7 @@ class Index:
         `fresh` says no card of these ids can exist (a rebuild, or a case just cleared).
         """
         rows: list[tuple[Any, ...]] = []
+        bodies: list[tuple[int, str, bytes]] = []
         fts: list[tuple[int, str]] = []
         rowid = self._next_rowid()
         seen: set[str] = set()
@@ -358,12 +365,11 @@ class Index:
                     card.created,
                     subject_key(card.subject),
                     "[]",
-                    terms,
                     length,
                     workspace,
-                    encode(card),
                 )
             )
+            bodies.append((rowid, terms, encode(card)))
             fts.append((rowid, terms))
             rowid += 1
         if not rows:
@@ -374,6 +380,7 @@ class Index:
                 if self.db.execute(_EXISTS, pair).fetchone() is not None:
                     self._delete_cards("store = ? AND id = ?", pair)
         self.db.executemany(_INSERT_CARD, rows)
+        self.db.executemany(_INSERT_BODY, bodies)
         if self.engine == "fts5":
             self.db.executemany("INSERT INTO cards_fts(rowid, terms) VALUES (?, ?)", fts)
         return len(rows)
@@ -390,15 +397,19 @@ class Index:
         derived: Derived,
         full: bool,
         workspace: str = "",
+        cleared: bool = False,
     ) -> None:
         """Replace what one case contributes to the index.
 
         With `full`, every card and relation of the case is replaced; otherwise the snapshot
         cards are, and `derived`'s evidence cards and relations (from the evidence ledger's new
-        tail) are added.
+        tail) are added. `cleared` says the index holds nothing of the case (a rebuild that
+        began with `clear`), so there is nothing to delete first.
         """
         params = (store, task)
-        if full:
+        if cleared:
+            pass
+        elif full:
             self._delete_cards("store = ? AND task = ?", params)
             self.db.execute("DELETE FROM contests WHERE store = ? AND task = ?", params)
             self.db.execute("DELETE FROM resolutions WHERE store = ? AND task = ?", params)
@@ -416,17 +427,12 @@ class Index:
             "INSERT OR REPLACE INTO resolutions VALUES (?, ?, ?, ?, ?)",
             [(store, r.evidence, r.decision, r.task, encode(r)) for r in derived.closings],
         )
+        # A full contribution's digest is computed from what was derived (the same bytes the
+        # rows hold); an incremental one is read back, old evidence cards included.
+        digest = derived_digest(derived) if full else self.case_digest(store, task)
         self.db.execute(
             "INSERT OR REPLACE INTO cases VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                store,
-                task,
-                read_key,
-                revision,
-                evidence_bytes,
-                source,
-                self.case_digest(store, task),
-            ),
+            (store, task, read_key, revision, evidence_bytes, source, digest),
         )
 
     def drop_case(self, store: str, task: str) -> None:
@@ -438,7 +444,7 @@ class Index:
 
     def clear(self) -> None:
         """Remove everything but the format (a rebuild starts here)."""
-        for table in ("cases", "cards", "contests", "resolutions"):
+        for table in ("cases", "cards", "bodies", "contests", "resolutions"):
             self.db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
         if self.engine == "fts5":
             self.db.execute("DELETE FROM cards_fts")
@@ -447,7 +453,9 @@ class Index:
         """The digest of what the index holds of one case (its cards and relations)."""
         params = (store, task)
         cards = self.db.execute(
-            "SELECT card FROM cards WHERE store = ? AND task = ? ORDER BY id", params
+            "SELECT b.card FROM cards c JOIN bodies b ON b.rowid = c.rowid "
+            "WHERE c.store = ? AND c.task = ? ORDER BY c.id",
+            params,
         ).fetchall()
         contests = self.db.execute(
             "SELECT body FROM contests WHERE store = ? AND task = ? ORDER BY evidence", params
@@ -503,6 +511,23 @@ class Index:
         """How many cards the index holds."""
         return int(self.db.execute("SELECT count(*) FROM cards").fetchone()[0])
 
+    def best(
+        self, words: Sequence[str], filters: Filters, *, limit: int
+    ) -> tuple[int | None, list[Hit]]:
+        """The first page `search` gives, and the total only when it comes for free (or None).
+
+        FTS5 ranks every match on its own and the filters are applied to the best rows
+        afterwards, instead of joining each match with its card: for the brief, which needs
+        the best few cards, not how many match.
+        """
+        where, params = filters.where()
+        if self.engine != "fts5" or where == "1" or not words:
+            return self.search(words, filters, limit=limit)
+        try:
+            return self._search_fts_first(words, where, params, limit, 0)
+        except sqlite3.Error as exc:
+            raise RecallIndexError(f"the recall index cannot be searched: {exc}") from None
+
     def search(
         self, words: Sequence[str], filters: Filters, *, limit: int, offset: int = 0
     ) -> tuple[int, list[Hit]]:
@@ -521,21 +546,90 @@ class Index:
         self, words: Sequence[str], where: str, params: list[object], limit: int, offset: int
     ) -> tuple[int, list[Hit]]:
         match = fts5_match(list(words))
-        source = (
-            "FROM cards_fts CROSS JOIN cards c ON c.rowid = cards_fts.rowid "
-            f"WHERE cards_fts MATCH ? AND {where}"
-        )
+        # Without filters the FTS table answers alone; with them, the narrow cards rows join.
+        source = "FROM cards_fts WHERE cards_fts MATCH ?"
+        if where != "1":
+            source = (
+                "FROM cards_fts CROSS JOIN cards c ON c.rowid = cards_fts.rowid "
+                f"WHERE cards_fts MATCH ? AND {where}"
+            )
         total = int(self.db.execute(f"SELECT count(*) {source}", [match, *params]).fetchone()[0])
         if total == 0 or offset >= total:
             return total, []
-        rows = self.db.execute(
-            "SELECT c.card, c.status, c.labels, c.store, c.workspace, "
-            f"rounded(bm25(cards_fts)) AS r {source} ORDER BY r, c.id, c.store LIMIT ? OFFSET ?",
-            [match, *params, limit, offset],
-        ).fetchall()
-        return total, [
-            Hit(_card(bytes(r[0]), r[1], r[2], -float(r[5])), str(r[3]), str(r[4])) for r in rows
-        ]
+        # SQLite sorts by the raw score, in C. Rounding is monotonic, so the cards sharing a
+        # rounded score are contiguous in that order: read past the page until the rounded score
+        # changes, then order what was read by (rounded score, id) in Python, as the Python
+        # engine does. No Python function runs per matching row.
+        ranked = f"SELECT bm25(cards_fts) AS s, cards_fts.rowid {source} ORDER BY s LIMIT ?"
+        want = offset + limit
+        fetch = want + _SLACK
+        while True:
+            rows = self.db.execute(ranked, [match, *params, fetch]).fetchall()
+            if len(rows) < fetch or _rounded(rows[-1][0]) != _rounded(rows[want - 1][0]):
+                break
+            fetch *= 4
+        names = self._rows([int(r[1]) for r in rows], "SELECT rowid, id, store FROM cards")
+        keyed = sorted(rows, key=lambda r: (_rounded(r[0]), *names[int(r[1])][1:]))
+        page = keyed[offset:want]
+        found = self._rows([int(r[1]) for r in page], _BODY, column="c.rowid")
+        hits = []
+        for score, rowid in page:
+            row = found[int(rowid)]
+            card = _card(bytes(row[1]), row[2], row[3], -_rounded(score))
+            hits.append(Hit(card, str(row[4]), str(row[5])))
+        return total, hits
+
+    def _search_fts_first(
+        self, words: Sequence[str], where: str, params: list[object], limit: int, offset: int
+    ) -> tuple[int | None, list[Hit]]:
+        """Rank in FTS5 alone, then filter the best rows: the same page, no exact total."""
+        match = fts5_match(list(words))
+        ranked = "SELECT bm25(cards_fts) AS s, rowid FROM cards_fts WHERE cards_fts MATCH ? "
+        ranked += "ORDER BY s LIMIT ?"
+        want = offset + limit
+        fetch = 2 * (want + _SLACK)
+        while True:
+            rows = self.db.execute(ranked, [match, fetch]).fetchall()
+            kept = self._rows(
+                [int(r[1]) for r in rows],
+                f"SELECT c.rowid, c.id, c.store FROM cards c WHERE ({where}) AND",  # noqa: S608
+                column="c.rowid",
+                params=params,
+            )
+            passing = [r for r in rows if int(r[1]) in kept]
+            everything = len(rows) < fetch
+            if everything:
+                break
+            if len(passing) >= want and _rounded(rows[-1][0]) != _rounded(passing[want - 1][0]):
+                break
+            fetch *= 4
+        keyed = sorted(passing, key=lambda r: (_rounded(r[0]), *kept[int(r[1])][1:]))
+        page = keyed[offset:want]
+        found = self._rows([int(r[1]) for r in page], _BODY, column="c.rowid")
+        hits = []
+        for score, rowid in page:
+            row = found[int(rowid)]
+            card = _card(bytes(row[1]), row[2], row[3], -_rounded(score))
+            hits.append(Hit(card, str(row[4]), str(row[5])))
+        return (len(passing) if everything else None), hits
+
+    def _rows(
+        self,
+        rowids: list[int],
+        select: str,
+        column: str = "rowid",
+        params: Sequence[object] = (),
+    ) -> dict[int, tuple[Any, ...]]:
+        """`select` for these rowids, by rowid (the first selected column)."""
+        found: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(rowids), 500):
+            chunk = rowids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            joiner = " " if select.endswith(" AND") else " WHERE "
+            query = f"{select}{joiner}{column} IN ({marks})"
+            rows = self.db.execute(query, [*params, *chunk])
+            found.update({int(r[0]): tuple(r) for r in rows})
+        return found
 
     def _corpus(self) -> list[tuple[str, str, str, int]]:
         """Every card's (id, store, terms, length), read again only after another commit."""
@@ -544,7 +638,10 @@ class Index:
         if cached is None or cached[0] != version or self.db.in_transaction:
             rows = [
                 (str(r[0]), str(r[1]), str(r[2]), int(r[3]))
-                for r in self.db.execute("SELECT id, store, terms, length FROM cards")
+                for r in self.db.execute(
+                    "SELECT c.id, c.store, b.terms, c.length FROM cards c "
+                    "JOIN bodies b ON b.rowid = c.rowid"
+                )
             ]
             cached = self._cached = (version, rows)
         return cached[1]
@@ -568,11 +665,9 @@ class Index:
         ranked = bm25.rank(rows, words)
         hits: list[Hit] = []
         for score, card_id, store in ranked[offset : offset + limit]:
-            row = self.db.execute(
-                "SELECT card, status, labels, workspace FROM cards WHERE store = ? AND id = ?",
-                (store, card_id),
-            ).fetchone()
-            hits.append(Hit(_card(bytes(row[0]), row[1], row[2], score), store, str(row[3])))
+            row = self.db.execute(f"{_BODY} WHERE c.store = ? AND c.id = ?", (store, card_id))
+            body = row.fetchone()
+            hits.append(Hit(_card(bytes(body[1]), body[2], body[3], score), store, str(body[5])))
         return len(ranked), hits
 
     def by_ids(self, ids: Sequence[str]) -> dict[str, list[Hit]]:
@@ -580,13 +675,9 @@ class Index:
         found: dict[str, list[Hit]] = {}
         try:
             for card_id in ids:
-                for row in self.db.execute(
-                    "SELECT card, status, labels, store, workspace FROM cards WHERE id = ? "
-                    "ORDER BY store",
-                    (card_id,),
-                ):
+                for row in self.db.execute(f"{_BODY} WHERE c.id = ? ORDER BY c.store", (card_id,)):
                     found.setdefault(card_id, []).append(
-                        Hit(_card(bytes(row[0]), row[1], row[2], None), str(row[3]), str(row[4]))
+                        Hit(_card(bytes(row[1]), row[2], row[3], None), str(row[4]), str(row[5]))
                     )
         except sqlite3.Error as exc:
             raise RecallIndexError(f"the recall index cannot be read: {exc}") from None
@@ -620,6 +711,10 @@ class Index:
 
 
 def _rounded(value: float) -> float:
+    """The score as ordered: rounded by Python, as the Python engine does.
+
+    SQLite's own round() goes through its printf and need not give the nearest double.
+    """
     return round(value, bm25.DIGITS)
 
 

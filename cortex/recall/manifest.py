@@ -9,10 +9,13 @@ so an update never writes an older state over a newer one.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from cortex.cases.errors import CortexError
+from cortex.cases.layout import CASE_FILE
 from cortex.cases.store import CaseStore
 from cortex.recall.cards import derive
 from cortex.recall.index import CaseRow, Index
@@ -51,16 +54,44 @@ class Report(NamedTuple):
     """(task id, why) of cases that could not be read."""
 
 
+_TASK = re.compile(r"task_[0-7][0-9A-HJKMNP-TV-Z]{25}")
+"""A case directory's name (cortex.cases.ids, compiled once: this check runs per recall)."""
+
+
+def keys(root: str) -> dict[str, str | None]:
+    """Each case directory of a store and its `case.json` key, with one `stat` per case.
+
+    The same key `source.file_key` gives; None when `case.json` cannot be seen. Symlinked
+    entries are skipped, as the store skips them.
+    """
+    found: dict[str, str | None] = {}
+    try:
+        entries = os.scandir(root)
+    except OSError:
+        return found
+    with entries:
+        for entry in entries:
+            if not _TASK.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                info = os.stat(os.path.join(entry.path, CASE_FILE))
+            except OSError:
+                found[entry.name] = None
+                continue
+            found[entry.name] = f"{info.st_ino}:{info.st_mtime_ns}:{info.st_size}"
+    return found
+
+
 def moved(index: Index, stores: Sequence[Store]) -> list[Moved]:
     """Every case whose manifest row does not match its `case.json`, and every orphaned row."""
     rows = index.manifest()
     seen: set[tuple[str, str]] = set()
     found: list[Moved] = []
     for ref in stores:
-        for task in sorted(ref.store.list_ids()):
+        for task, key in sorted(keys(ref.root).items()):
             seen.add((ref.root, task))
             row = rows.get((ref.root, task))
-            if row is None or row.key != file_key(ref.store, task):
+            if row is None or row.key != key:
                 found.append(Moved(ref, task, row))
     found.extend(
         Moved(None, task, row)

@@ -1,0 +1,313 @@
+"""Recall's costs, each against a floor measured in the same run (docs/benchmarks.md).
+
+    python bench/recall.py [--cards 10000] [--cases 500] [--runs 21]
+
+It makes a git repository and a state root with `--cases` real cases (opened through the
+kernel), then an index of `--cards` synthetic cards spread over those cases, written the way
+the kernel writes it (manifest rows matching each case.json, so the index is current). Then:
+
+- **build**: writing the cards into a new index (rows, FTS5, manifest, decision history) against
+  plain `sqlite3` inserting the same rows into the same tables with `executemany`;
+- **recall**: `cortex recall QUERY --json` as a fresh process against `floor_recall.py`, which
+  opens the same file with the standard library, runs the same query and prints the rows;
+- **brief**: `cortex case open GOAL --json` against the same with `--no-recall`, both fresh
+  processes, so the difference is what the brief adds;
+- in process: one `recall` call and one brief, the index already open in a warm process.
+
+Commands run in interleaved rounds; medians and p90s. The machine is shared and noisy: trust
+ratios and differences taken in one run more than absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = sys.executable
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from recall_corpus import cards as corpus_cards  # noqa: E402
+
+RAW = ["fix", "the", "login", "redirect", "t3"]
+"""Common words: most of the corpus matches, so every match is scored (the worst case)."""
+SELECTIVE = ["t1811", "t2716"]
+"""Rare terms: a few dozen matches."""
+GOAL = "Fix the login redirect"
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        msg = f"{argv} failed: {proc.stderr.decode()[-2000:]}"
+        raise SystemExit(msg)
+    return elapsed * 1000
+
+
+def rounds(
+    commands: dict[str, list[str]], env: dict[str, str], cwd: Path, runs: int
+) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for argv in commands.values():
+        for _ in range(2):
+            timed(argv, env, cwd)
+    for _ in range(runs):
+        for name, argv in commands.items():
+            samples[name].append(timed(argv, env, cwd))
+    return samples
+
+
+def p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
+
+
+def table(samples: dict[str, list[float]], floor: str, title: str) -> list[str]:
+    base = statistics.median(samples[floor])
+    lines = [f"### {title}", "", "| command | median ms | p90 ms | ratio to floor |"]
+    lines.append("|---|---:|---:|---:|")
+    for name, values in samples.items():
+        median = statistics.median(values)
+        lines.append(f"| {name} | {median:.1f} | {p90(values):.1f} | {median / base:.2f} |")
+    return [*lines, ""]
+
+
+def environment(base: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(base / "home"),
+        "CORTEX_STATE_DIR": str(base / "state"),
+        "XDG_CONFIG_HOME": str(base / "config"),
+        "XDG_CACHE_HOME": str(base / "cache"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+        "PYTHONPATH": str(ROOT),
+        "CORTEX_ACTOR": "bench",
+    }
+
+
+def setup(base: Path, cases: int) -> tuple[dict[str, str], Path, Any, list[str]]:
+    """A repository, `cases` real cases in its store, and a kernel there."""
+    from cortex.kernel.kernel import Kernel
+    from cortex.kernel.open_case import open_case
+
+    env = environment(base)
+    (base / "home").mkdir()
+    repo = base / "repo"
+    repo.mkdir()
+    for argv in (
+        ["git", "-c", "init.defaultBranch=main", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-q", "--allow-empty", "-m", "initial"],
+    ):
+        subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
+    kernel = Kernel(str(repo), env, default_actor="bench")
+    tasks = [
+        open_case(kernel, goal=f"bench case {n}", no_recall=True).data["taskId"]
+        for n in range(cases)
+    ]
+    return env, repo, kernel, tasks
+
+
+def spread(count: int, tasks: list[str], store_id: str) -> dict[str, list[Any]]:
+    """`count` synthetic cards, assigned round-robin to the real cases, as their cards."""
+    import msgspec
+
+    by_task: dict[str, list[Any]] = {task: [] for task in tasks}
+    for number, card in enumerate(corpus_cards(count, stores=1)):
+        task = tasks[number % len(tasks)]
+        by_task[task].append(
+            msgspec.structs.replace(card, task_id=task, store=store_id, repository="repo")
+        )
+    return by_task
+
+
+def build(kernel: Any, by_task: dict[str, list[Any]]) -> float:
+    """Write the cards into a new index the way the kernel does; seconds taken."""
+    from cortex.kernel import recall as kernel_recall
+    from cortex.recall.cards import Derived
+    from cortex.recall.index import Index
+    from cortex.recall.source import file_key
+
+    path = kernel_recall.path(kernel)
+    for suffix in ("", "-journal"):
+        if os.path.exists(path + suffix):
+            os.unlink(path + suffix)
+    ref = kernel_recall.store_ref(kernel, kernel.store)
+    start = time.perf_counter()
+    index = Index.write(path)
+    with index.transaction():
+        for task, cards in by_task.items():
+            index.put_case(
+                ref.root,
+                file_key(kernel.store, task) or "",
+                task,
+                revision=1,
+                evidence_bytes=0,
+                source="bench",
+                derived=Derived(cards=cards, contests=[], closings=[]),
+                full=True,
+                workspace=kernel.workspace.root,
+                cleared=True,
+            )
+        index.relate(ref.root)
+        index.set_meta("built", kernel.now())
+    index.close()
+    return time.perf_counter() - start
+
+
+def bodies_terms(bodies: list[tuple[int, str, bytes]]) -> list[tuple[int, str]]:
+    return [(rowid, terms) for rowid, terms, _ in bodies]
+
+
+def floor_build(base: Path, by_task: dict[str, list[Any]], *, fts: bool) -> float:
+    """Plain sqlite3: the same rows into the same tables, one executemany; seconds taken."""
+    import sqlite3
+
+    from cortex.cases.records import encode
+    from cortex.recall.cards import stored_terms
+    from cortex.recall.index import _FTS, _SCHEMA
+
+    path = base / f"floor-{fts}.sqlite"
+    if path.exists():
+        path.unlink()
+    rows = []
+    bodies: list[tuple[int, str, bytes]] = []
+    rowid = 1
+    for task, cards in by_task.items():
+        for card in cards:
+            terms, length = stored_terms(card)
+            head = (rowid, card.id, "/s", card.store, card.repository, task, card.kind)
+            rows.append((*head, card.status, card.created, "", "[]", length, "/w"))
+            bodies.append((rowid, terms, encode(card)))
+            rowid += 1
+    start = time.perf_counter()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("BEGIN")
+    for statement in _SCHEMA:
+        db.execute(statement)
+    db.executemany("INSERT INTO cards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO bodies VALUES (?, ?, ?)", bodies)
+    if fts:
+        db.execute(_FTS)
+        db.executemany("INSERT INTO cards_fts(rowid, terms) VALUES (?, ?)", bodies_terms(bodies))
+    db.execute("COMMIT")
+    db.close()
+    return time.perf_counter() - start
+
+
+def in_process(kernel: Any, runs: int) -> dict[str, float]:
+    """Median ms of one recall call and one brief in a warm process."""
+    from cortex.kernel.recall import brief
+    from cortex.kernel.views.recall import recall
+
+    found: dict[str, float] = {}
+    calls: dict[str, Callable[[], object]] = {
+        "recall, raw query": lambda: recall(kernel, " ".join(RAW)),
+        "recall, selective query": lambda: recall(kernel, " ".join(SELECTIVE)),
+        "brief (goal: fix the login redirect)": lambda: brief(kernel, "task_x", GOAL),
+    }
+    for name, call in calls.items():
+        call()
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            call()
+            samples.append((time.perf_counter() - start) * 1000)
+        found[name] = statistics.median(samples)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="recall benchmarks")
+    parser.add_argument("--cards", type=int, default=10_000)
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cortex-recall-bench-") as name:
+        base = Path(name)
+        env, repo, kernel, tasks = setup(base, args.cases)
+        from cortex.kernel import recall as kernel_recall
+
+        by_task = spread(args.cards, tasks, kernel_recall.store_ref(kernel, kernel.store).id)
+        builds = [build(kernel, by_task) for _ in range(3)]
+        plain = [floor_build(base, by_task, fts=False) for _ in range(3)]
+        plain_fts = [floor_build(base, by_task, fts=True) for _ in range(3)]
+        index_path = kernel_recall.path(kernel)
+        cortex = [PY, "-m", "cortex"]
+        out = [
+            f"Results: {args.cards} cards over {args.cases} cases; Python {sys.version.split()[0]}",
+            "",
+        ]
+        out += ["### build the index", "", "| build | median s | ratio to plain inserts |"]
+        out += ["|---|---:|---:|"]
+        for label, values in (
+            ("plain sqlite3: rows only", plain),
+            ("plain sqlite3: rows and FTS5", plain_fts),
+            ("cortex index (rows, FTS5, manifest, history)", builds),
+        ):
+            median = statistics.median(values)
+            out.append(f"| {label} | {median:.3f} | {median / statistics.median(plain):.2f} |")
+        out.append("")
+        floor = [PY, str(HERE / "floor_recall.py"), index_path]
+        recall_runs = rounds(
+            {
+                "floor: sqlite3, raw query": [*floor, *RAW],
+                "cortex recall --json, raw query": [*cortex, "recall", " ".join(RAW), "--json"],
+                "floor: sqlite3, selective query": [*floor, *SELECTIVE],
+                "cortex recall --json, selective query": [
+                    *cortex,
+                    "recall",
+                    " ".join(SELECTIVE),
+                    "--json",
+                ],
+            },
+            env,
+            repo,
+            args.runs,
+        )
+        raw = {k: v for k, v in recall_runs.items() if "raw" in k}
+        selective = {k: v for k, v in recall_runs.items() if "selective" in k}
+        out += table(raw, "floor: sqlite3, raw query", "recall in a fresh process, raw query")
+        out += table(
+            selective,
+            "floor: sqlite3, selective query",
+            "recall in a fresh process, selective query",
+        )
+        opening = [*cortex, "case", "open", GOAL, "--json"]
+        opens = rounds(
+            {
+                "case open --no-recall": [*opening, "--no-recall"],
+                "case open (with the brief)": opening,
+            },
+            env,
+            repo,
+            args.runs,
+        )
+        out += table(opens, "case open --no-recall", "the brief at case open")
+        added = statistics.median(opens["case open (with the brief)"]) - statistics.median(
+            opens["case open --no-recall"]
+        )
+        out += [f"The brief adds {added:.1f} ms (median against median).", ""]
+        out += ["### in a warm process", "", "| call | median ms |", "|---|---:|"]
+        out += [f"| {k} | {v:.2f} |" for k, v in in_process(kernel, args.runs).items()]
+        print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
