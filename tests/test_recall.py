@@ -343,6 +343,25 @@ class TestIndex:
         evidence(cli, task, "second notable", "--confidence", "high")
         assert recall(cli, "notable")["total"] == 2
 
+    def test_without_fts5_the_python_engine_answers_the_same(
+        self, cli: Cli, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The probe says no FTS5: a bm25py index is built beside, and answers identically."""
+        from cortex.recall import index as recall_index
+
+        finished_case(cli, env, repo)
+        words = ["return_to redirect callback session cookie", "cookie", "oauth nothing"]
+        with_fts = [recall(cli, w, "--limit", "20") for w in words]
+        assert with_fts[0]["index"]["engine"] == "fts5"
+        monkeypatch.setattr(recall_index, "_probed", False)
+        assert recall(cli, "cookie")["index"]["state"] == "missing", "a file per engine"
+        data(cli("recall", "reindex"))
+        without = [recall(cli, w, "--limit", "20") for w in words]
+        assert without[0]["index"]["engine"] == "bm25py"
+        assert without[0]["index"]["path"].endswith("-bm25py.sqlite")
+        for fts, python in zip(with_fts, without, strict=True):
+            assert (fts["total"], fts["cards"]) == (python["total"], python["cards"])
+
     def test_ordinary_commits_leave_the_index_current(self, cli: Cli) -> None:
         task = cli.open("Keep current")
         evidence(cli, task, "flagged", "--confidence", "high")

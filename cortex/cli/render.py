@@ -86,6 +86,8 @@ def _decision(console: Console, data: Data) -> None:
         + Text(f" ({data['taskId']} is {data['status']})")
     )
     console.print(Text(f"  {decision['question']}"))
+    if decision.get("subject"):
+        console.print(Text(f"  subject: {decision['subject']}", style="dim"))
     for option in decision["options"]:
         mark = "*" if option["id"] == decision.get("answer") else " "
         line = f" {mark} {option['id']}: {option['label']}"
