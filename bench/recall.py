@@ -46,20 +46,34 @@ SELECTIVE = ["t1811", "t2716"]
 GOAL = "Fix the login redirect"
 
 
-def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one process, from spawn to exit.
+
+    CPU time (user + system, from the kernel's accounting of the child) is reported beside
+    wall time: on a shared machine it moves far less with the other tenants' load.
+    """
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    err = b""
+    if proc.stderr is not None:
+        err = proc.stderr.read()
+        proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
-        msg = f"{argv} failed: {proc.stderr.decode()[-2000:]}"
+        msg = f"{argv} failed: {err.decode()[-2000:]}"
         raise SystemExit(msg)
-    return elapsed * 1000
+    return elapsed * 1000, (usage.ru_utime + usage.ru_stime) * 1000
 
 
-def rounds(
-    commands: dict[str, list[str]], env: dict[str, str], cwd: Path, runs: int
-) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+Samples = dict[str, list[tuple[float, float]]]
+
+
+def rounds(commands: dict[str, list[str]], env: dict[str, str], cwd: Path, runs: int) -> Samples:
+    samples: Samples = {name: [] for name in commands}
     for argv in commands.values():
         for _ in range(2):
             timed(argv, env, cwd)
@@ -73,13 +87,20 @@ def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
 
 
-def table(samples: dict[str, list[float]], floor: str, title: str) -> list[str]:
-    base = statistics.median(samples[floor])
-    lines = [f"### {title}", "", "| command | median ms | p90 ms | ratio to floor |"]
-    lines.append("|---|---:|---:|---:|")
+def table(samples: Samples, floor: str, title: str) -> list[str]:
+    base = statistics.median(wall for wall, _ in samples[floor])
+    base_cpu = statistics.median(cpu for _, cpu in samples[floor])
+    lines = [f"### {title}", ""]
+    lines.append("| command | median ms | p90 ms | ratio to floor | CPU ms | CPU ratio |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
     for name, values in samples.items():
-        median = statistics.median(values)
-        lines.append(f"| {name} | {median:.1f} | {p90(values):.1f} | {median / base:.2f} |")
+        walls = [wall for wall, _ in values]
+        cpus = [cpu for _, cpu in values]
+        median, cpu = statistics.median(walls), statistics.median(cpus)
+        lines.append(
+            f"| {name} | {median:.1f} | {p90(walls):.1f} | {median / base:.2f} "
+            f"| {cpu:.1f} | {cpu / base_cpu:.2f} |"
+        )
     return [*lines, ""]
 
 
@@ -211,12 +232,12 @@ def floor_build(base: Path, by_task: dict[str, list[Any]], *, fts: bool) -> floa
     return time.perf_counter() - start
 
 
-def in_process(kernel: Any, runs: int) -> dict[str, float]:
-    """Median ms of one recall call and one brief in a warm process."""
+def in_process(kernel: Any, runs: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) ms of one recall call and one brief in a warm process."""
     from cortex.kernel.recall import brief
     from cortex.kernel.views.recall import recall
 
-    found: dict[str, float] = {}
+    found: dict[str, tuple[float, float]] = {}
     calls: dict[str, Callable[[], object]] = {
         "recall, raw query": lambda: recall(kernel, " ".join(RAW)),
         "recall, selective query": lambda: recall(kernel, " ".join(SELECTIVE)),
@@ -224,12 +245,13 @@ def in_process(kernel: Any, runs: int) -> dict[str, float]:
     }
     for name, call in calls.items():
         call()
-        samples = []
+        walls, cpus = [], []
         for _ in range(runs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             call()
-            samples.append((time.perf_counter() - start) * 1000)
-        found[name] = statistics.median(samples)
+            walls.append((time.perf_counter() - start) * 1000)
+            cpus.append((time.process_time() - cpu) * 1000)
+        found[name] = (statistics.median(walls), statistics.median(cpus))
     return found
 
 
@@ -270,6 +292,12 @@ def main() -> None:
                 "floor: sqlite3, raw query": [*floor, *RAW],
                 "cortex recall --json, raw query": [*cortex, "recall", " ".join(RAW), "--json"],
                 "floor: sqlite3, selective query": [*floor, *SELECTIVE],
+                "context: python -c pass": [PY, "-c", "pass"],
+                "context: python -c 'import msgspec, sqlite3'": [
+                    PY,
+                    "-c",
+                    "import msgspec, sqlite3",
+                ],
                 "cortex recall --json, selective query": [
                     *cortex,
                     "recall",
@@ -282,7 +310,7 @@ def main() -> None:
             args.runs,
         )
         raw = {k: v for k, v in recall_runs.items() if "raw" in k}
-        selective = {k: v for k, v in recall_runs.items() if "selective" in k}
+        selective = {k: v for k, v in recall_runs.items() if "raw" not in k}
         out += table(raw, "floor: sqlite3, raw query", "recall in a fresh process, raw query")
         out += table(
             selective,
@@ -300,12 +328,20 @@ def main() -> None:
             args.runs,
         )
         out += table(opens, "case open --no-recall", "the brief at case open")
-        added = statistics.median(opens["case open (with the brief)"]) - statistics.median(
-            opens["case open --no-recall"]
+        with_brief, without = opens["case open (with the brief)"], opens["case open --no-recall"]
+        added = statistics.median(w for w, _ in with_brief) - statistics.median(
+            w for w, _ in without
         )
-        out += [f"The brief adds {added:.1f} ms (median against median).", ""]
-        out += ["### in a warm process", "", "| call | median ms |", "|---|---:|"]
-        out += [f"| {k} | {v:.2f} |" for k, v in in_process(kernel, args.runs).items()]
+        added_cpu = statistics.median(c for _, c in with_brief) - statistics.median(
+            c for _, c in without
+        )
+        said = f"The brief adds {added:.1f} ms of wall time and {added_cpu:.1f} ms of CPU time"
+        out += [said + " (median against median).", ""]
+        out += ["### in a warm process", "", "| call | median ms | CPU ms |", "|---|---:|---:|"]
+        out += [
+            f"| {k} | {wall:.2f} | {cpu:.2f} |"
+            for k, (wall, cpu) in in_process(kernel, args.runs).items()
+        ]
         print("\n".join(out))
 
 

@@ -32,10 +32,8 @@ from cortex.cases.ids import is_id
 from cortex.cases.records import Evidence, encode
 from cortex.kernel import defaults
 from cortex.kernel import recall as kernel_recall
-from cortex.kernel.decisions import rejected_options
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.views.timeline.query import window
 from cortex.recall.budget import walk
 from cortex.recall.cards import KINDS, STATUSES
 from cortex.recall.index import Filters, Hit, RecallIndexError
@@ -102,7 +100,12 @@ def recall(
 ) -> Result:
     """One page of cards matching `query`, best first (module docstring)."""
     words = _query(query)
-    lower, upper = window(since, until)
+    lower = upper = None
+    if since is not None or until is not None:
+        # Dates are parsed as `timeline` parses them; the module is loaded only when asked.
+        from cortex.kernel.views.timeline.query import window
+
+        lower, upper = window(since, until)
     if not 1 <= limit <= RECALL_LIMIT_MAX:
         raise ArgumentError(f"{{limit}} must be between 1 and {RECALL_LIMIT_MAX}", "limit")
     if budget is not None and not 1 <= budget <= RECALL_BUDGET_MAX:
@@ -241,6 +244,8 @@ def _record(kernel: Kernel, hit: Hit) -> Any:
         )
         if decision is None:
             raise gone
+        from cortex.kernel.decisions import rejected_options
+
         return {**msgspec.to_builtins(decision), "alreadyRejected": rejected_options(decision)}
     case = store.read_case(card.task_id)
     summary = b""
