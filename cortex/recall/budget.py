@@ -9,17 +9,20 @@ decision and the evidence contesting it), kept or skipped whole.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class Walk(NamedTuple, Generic[T]):
+class Walk(Generic[T]):
     """What a budget walk kept and skipped, and the tokens the kept items take."""
 
-    kept: list[T]
-    skipped: list[T]
-    tokens: int
+    __slots__ = ("kept", "skipped", "tokens")
+
+    def __init__(self, kept: list[T], skipped: list[T], tokens: int) -> None:
+        self.kept = kept
+        self.skipped = skipped
+        self.tokens = tokens
 
 
 def walk(
