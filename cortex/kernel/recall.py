@@ -37,12 +37,11 @@ from cortex.recall.index import (
     Hit,
     Index,
     RecallIndexError,
+    Store,
     canonical_digest,
     derived_digest,
     index_path,
 )
-from cortex.recall.manifest import Store, check, forget, moved, refresh
-from cortex.recall.source import read_source
 from cortex.recall.terms import content_terms, overlap
 from cortex.workspace.freshness import Ref, labels
 
@@ -141,6 +140,8 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
         index = _open_write(kernel)
     except (RecallIndexError, CortexError, OSError) as exc:
         return [warning(exc)]
+    from cortex.recall.manifest import refresh
+
     try:
         refresh(index, store_ref(kernel, store), task_id, kernel.redactor)
     except (RecallIndexError, CortexError, OSError) as exc:
@@ -152,6 +153,8 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
 
 def _derive_all(kernel: Kernel, covered: Sequence[Store]) -> tuple[list[Any], list[list[str]]]:
     """Every case read whole, with its contribution; (reads, problems)."""
+    from cortex.recall.source import read_source
+
     reads: list[Any] = []
     problems: list[list[str]] = []
     for ref in covered:
@@ -194,6 +197,8 @@ def _build(kernel: Kernel, index: Index, covered: Sequence[Store]) -> dict[str, 
 
 def reindex(kernel: Kernel) -> Result:
     """Bring every case the index is behind on up to date (idempotent)."""
+    from cortex.recall.manifest import forget, moved, refresh
+
     covered = stores(kernel)
     try:
         index = Index.write(path(kernel))
@@ -271,6 +276,7 @@ def _summary(index: Index, what: str, **facts: Any) -> dict[str, Any]:
 def state(kernel: Kernel, index: Index | None) -> dict[str, Any]:
     """Whether the index is current (a reader's check: it writes nothing)."""
     from cortex.cases.bounds import RECALL_BEHIND_SHOWN
+    from cortex.recall.manifest import check
 
     if index is None:
         return {
@@ -445,6 +451,8 @@ def rejected_matches(kernel: Kernel, task_id: str, statements: Sequence[str]) ->
 
 def catch_up(kernel: Kernel) -> Index:
     """The index, brought up to date for this workspace's store (for a write that reads it)."""
+    from cortex.recall.manifest import moved, refresh
+
     try:
         index = _open_write(kernel)
     except RecallIndexError as exc:

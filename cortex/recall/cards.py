@@ -11,15 +11,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
 from cortex.cases.bounds import CARD_PATHS_MAX, CARD_TEXT_MAX, CARD_TITLE_MAX
-from cortex.cases.documents import Decision, Hypothesis
 from cortex.cases.records import CaseFile, Evidence, encode
 from cortex.recall.notable import notable
 from cortex.recall.terms import joined, terms
+
+if TYPE_CHECKING:
+    # Types only: the brief at `case open` loads cards without the snapshot documents.
+    from cortex.cases.documents import Decision, Hypothesis
 
 KINDS = ("hypothesis", "decision", "outcome", "evidence")
 STATUSES = (

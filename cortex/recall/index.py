@@ -27,6 +27,7 @@ import msgspec
 from cortex.cases.digest import sha256_hex
 from cortex.cases.fsio import make_private_dirs
 from cortex.cases.records import decode, encode
+from cortex.cases.store import CaseStore
 from cortex.recall import bm25
 from cortex.recall.cards import Card, Closing, Contest, Derived, stored_terms, subject_key
 from cortex.recall.terms import fts5_match
@@ -148,6 +149,16 @@ class Filters(NamedTuple):
                 clauses.append(clause)
                 params.append(value)
         return (" AND ".join(clauses) or "1"), params
+
+
+class Store(NamedTuple):
+    """One store the index covers."""
+
+    id: str
+    """How cards name it (`<repository>-<12 hex>` for a central store)."""
+    root: str
+    """Its directory, as a realpath: the key rows are filed under."""
+    store: CaseStore
 
 
 class Hit(NamedTuple):

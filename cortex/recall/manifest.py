@@ -16,22 +16,11 @@ from typing import NamedTuple
 
 from cortex.cases.errors import CortexError
 from cortex.cases.layout import CASE_FILE
-from cortex.cases.store import CaseStore
 from cortex.recall.cards import derive
-from cortex.recall.index import CaseRow, Index
+from cortex.recall.index import CaseRow, Index, Store
 from cortex.recall.source import file_key, read_source, unchanged
 
 Redact = Callable[[str], str]
-
-
-class Store(NamedTuple):
-    """One store the index covers."""
-
-    id: str
-    """How cards name it (`<repository>-<12 hex>` for a central store)."""
-    root: str
-    """Its directory, as a realpath: the key rows are filed under."""
-    store: CaseStore
 
 
 class Moved(NamedTuple):
