@@ -45,6 +45,7 @@ class Report(NamedTuple):
 
 _TASK = re.compile(r"task_[0-7][0-9A-HJKMNP-TV-Z]{25}")
 """A case directory's name (cortex.cases.ids, compiled once: this check runs per recall)."""
+_CASE_FILE = os.sep + CASE_FILE
 
 
 def keys(root: str) -> dict[str, str | None]:
@@ -63,7 +64,7 @@ def keys(root: str) -> dict[str, str | None]:
             if not _TASK.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
                 continue
             try:
-                info = os.stat(os.path.join(entry.path, CASE_FILE))
+                info = os.stat(entry.path + _CASE_FILE)
             except OSError:
                 found[entry.name] = None
                 continue
