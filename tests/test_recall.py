@@ -362,6 +362,23 @@ class TestIndex:
         for fts, python in zip(with_fts, without, strict=True):
             assert (fts["total"], fts["cards"]) == (python["total"], python["cards"])
 
+    def test_an_index_that_cannot_be_written_never_fails_the_commit(
+        self, cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
+        blocked = tmp_path / "not-a-directory"
+        blocked.write_text("a file where the cache root should be\n")
+        broken = Cli({**env, "CORTEX_CACHE_DIR": str(blocked)}, repo)
+        task = broken.open("Cache gone", "--no-recall")
+        out = data(broken("case", "evidence", "add", task, "--claim", "notable", "--confidence",
+                          "high"))  # fmt: skip
+        assert any("recall index was not updated" in w for w in out["warnings"])
+        assert "recall reindex" in out["warnings"][0]
+        assert data(broken("case", "status", task))["counts"]["evidence"] == 1
+        # The cases are whole: an index anywhere else is built from them.
+        assert recall(cli, "notable")["index"]["state"] == "missing"
+        data(cli("recall", "reindex"))
+        assert recall(cli, "notable")["total"] == 1
+
     def test_ordinary_commits_leave_the_index_current(self, cli: Cli) -> None:
         task = cli.open("Keep current")
         evidence(cli, task, "flagged", "--confidence", "high")

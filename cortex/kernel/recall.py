@@ -136,15 +136,16 @@ def _open_write(kernel: Kernel) -> Index:
 
 def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
     """Bring one case's cards up to date after its commit; warnings, never an exception."""
+    # Anything at all: the case has committed, and a cache must not turn that into a failure.
     try:
         index = _open_write(kernel)
-    except (RecallIndexError, CortexError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - reported as a warning; the index is only behind
         return [warning(exc)]
     from cortex.recall.manifest import refresh
 
     try:
         refresh(index, store_ref(kernel, store), task_id, kernel.redactor)
-    except (RecallIndexError, CortexError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - as above
         return [warning(exc)]
     finally:
         index.close()

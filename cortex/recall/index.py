@@ -282,13 +282,21 @@ class Index:
             raise RecallIndexError(f"the recall index is busy or read-only: {exc}") from None
         try:
             yield
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise RecallIndexError(f"the recall index could not be written: {exc}") from None
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
         try:
             self.db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise RecallIndexError(f"the recall index could not commit: {exc}") from None
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            with suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
 
     # Meta and manifest --------------------------------------------------------------------
 
@@ -520,7 +528,10 @@ class Index:
 
     def count_cards(self) -> int:
         """How many cards the index holds."""
-        return int(self.db.execute("SELECT count(*) FROM cards").fetchone()[0])
+        try:
+            return int(self.db.execute("SELECT count(*) FROM cards").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise RecallIndexError(f"the recall index cannot be read: {exc}") from None
 
     def best(
         self, words: Sequence[str], filters: Filters, *, limit: int
@@ -697,6 +708,12 @@ class Index:
 
     def open_contests(self, store: str, decision: str) -> list[str]:
         """Contesting evidence ids of `decision` that no resolution has closed, oldest first."""
+        try:
+            return self._open_contests(store, decision)
+        except sqlite3.Error as exc:
+            raise RecallIndexError(f"the recall index cannot be read: {exc}") from None
+
+    def _open_contests(self, store: str, decision: str) -> list[str]:
         contests = [
             decode(bytes(r[0]), Contest)
             for r in self.db.execute(
@@ -718,7 +735,12 @@ class Index:
 
     def canonical(self) -> str:
         """The digest of the whole index: every case's card digest, in (store, task) order."""
-        rows = self.db.execute("SELECT store, task, digest FROM cases ORDER BY store, task")
+        try:
+            rows = self.db.execute(
+                "SELECT store, task, digest FROM cases ORDER BY store, task"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise RecallIndexError(f"the recall index cannot be read: {exc}") from None
         return canonical_digest((str(r[0]), str(r[1]), str(r[2])) for r in rows)
 
 
