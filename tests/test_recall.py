@@ -374,6 +374,10 @@ class TestIndex:
         assert any("recall index was not updated" in w for w in out["warnings"])
         assert "recall reindex" in out["warnings"][0]
         assert data(broken("case", "status", task))["counts"]["evidence"] == 1
+        refused = broken("recall", "reindex")
+        assert refused.code == 1
+        assert "cannot make" in refused.envelope["error"]["message"]
+        assert "Traceback" not in refused.stderr
         # The cases are whole: an index anywhere else is built from them.
         assert recall(cli, "notable")["index"]["state"] == "missing"
         data(cli("recall", "reindex"))

@@ -232,10 +232,16 @@ class Index:
     def write(cls, path: str) -> Index:
         """The index at `path` for writing, created (or, when damaged, made anew) as needed."""
         engine = "fts5" if path.endswith("-fts5.sqlite") else "bm25py"
-        make_private_dirs(os.path.dirname(path))
+        try:
+            make_private_dirs(os.path.dirname(path))
+        except OSError as exc:
+            raise RecallIndexError(f"cannot make {os.path.dirname(path)}: {exc}") from None
         for attempt in range(2):
             if not os.path.exists(path):
-                os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+                try:
+                    os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+                except OSError as exc:
+                    raise RecallIndexError(f"cannot create {path}: {exc}") from None
             try:
                 db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
                 db.execute("PRAGMA synchronous=NORMAL")
