@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Cli
 
-CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "kernel")]
+CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "recall", "kernel")]
 FORBIDDEN_IMPORTS = ("rich", "mcp", "cortex.cli", "cortex.mcp", "git")
 
 
@@ -85,7 +85,8 @@ def test_the_per_call_path_stays_light(cli: Cli, task: str) -> None:
     heavy = [
         "rich", "git", "mcp", "portalocker", "ulid", "hashlib", "_hashlib", "argparse",
         "tomllib", "subprocess", "pathlib", "tempfile", "shutil", "json", "socket", "random",
-        "cortex.mcp", "anyio", "pydantic", "textual", "cortex.studio",
+        "cortex.mcp", "anyio", "pydantic", "textual", "cortex.studio", "sqlite3", "_sqlite3",
+        "cortex.recall.index",
     ]  # fmt: skip
     commands = [
         ["case", "evidence", "add", task, "--claim", "x", "--json"],
@@ -248,6 +249,10 @@ PLANTED = [
     ("cortex/cases/planted.py", "from cortex.workspace.capture import Capture\n", "(workspace)"),
     ("cortex/workspace/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
     ("cortex/cli/planted.py", "import git\n", "library git"),
+    ("cortex/recall/planted.py", "from cortex.kernel.kernel import Kernel\n", "(kernel)"),
+    ("cortex/recall/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
+    ("cortex/kernel/planted.py", "import sqlite3\n", "library sqlite3"),
+    ("cortex/kernel/views/planted.py", "def f():\n    import sqlite3\n", "library sqlite3"),
 ]
 
 

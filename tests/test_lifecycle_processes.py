@@ -277,7 +277,8 @@ def check_committed(cli: Cli, task: str, scenario: str, before: dict[str, Any], 
         assert seen["unresolvedHypotheses"] == before["unresolvedHypotheses"]
         (decision,) = seen["decisions"]
         (asked,) = before["decisions"]
-        answered = {"status", "answer", "responder", "answeredAt", "evidenceId"}
+        # What an answer sets, and what follows from it (the options it did not choose).
+        answered = {"status", "answer", "responder", "answeredAt", "evidenceId", "alreadyRejected"}
         assert {k: v for k, v in decision.items() if k not in answered} == {
             k: v for k, v in asked.items() if k not in answered
         }

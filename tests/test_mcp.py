@@ -42,6 +42,8 @@ EXPECTED_TOOLS = {
     "cortex_handoff": (True, False, True),
     "cortex_list_tasks": (True, False, True),
     "cortex_unblock": (False, False, False),
+    "cortex_recall": (True, False, True),
+    "cortex_recall_get": (True, False, True),
 }
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 

@@ -50,6 +50,9 @@ NOT_SERVED = {
     "serve": "is the server",
     "studio": "is another face",
     "completion": "shell completion for people at a terminal",
+    "recall.reindex": "maintenance from a shell; every write through the server updates the index",
+    "recall.rebuild": "maintenance from a shell",
+    "case.decision.resolve": "a person's act at a terminal: only people settle a contest",
 }
 """CLI commands with no MCP tool, and why."""
 
@@ -71,8 +74,11 @@ ONLY_MCP = {
 
 
 def _cli_arguments(cmd: Cmd) -> dict[str, Opt | None]:
-    """dest -> Opt (None for a positional argument)."""
+    """dest -> Opt (None for a positional argument; a repeated, required one if variadic)."""
     found: dict[str, Opt | None] = {name: None for name, _ in cmd.positionals}
+    if cmd.variadic:
+        name = cmd.positionals[-1][0]
+        found[name] = Opt(name, "", kind="repeat", required=True)
     found.update({opt.dest: opt for opt in cmd.options})
     return found
 

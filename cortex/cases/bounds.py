@@ -210,3 +210,40 @@ STUDIO_REFRESH_MIN = 0.5
 """The shortest `--refresh`: every refresh reads each case.json under the state root."""
 STUDIO_REFRESH_MAX = 60.0
 """The longest `--refresh`."""
+
+# Recall: the index across cases (`cortex recall`, the brief; docs/design/recall.md).
+RECALL_QUERY_MAX = 4 * KIB
+"""A `recall` query's text."""
+RECALL_TERMS_MAX = 64
+"""Distinct search terms in one query."""
+RECALL_LIMIT_DEFAULT = 10
+"""Cards one `recall` page returns unless asked for fewer or more (the total stays exact)."""
+RECALL_LIMIT_MAX = 100
+RECALL_BUDGET_MAX = 100_000
+"""The largest `--budget` in estimated tokens."""
+RECALL_GET_MAX = 100
+"""Ids one `recall get` may name."""
+RECALL_CURSOR_MAX = 256
+"""Characters of a `recall --cursor` token."""
+RECALL_SUMMARY_MAX = 64 * KIB
+"""Bytes of a completed case's summary.md that `recall get` of its outcome returns."""
+RECALL_BEHIND_SHOWN = 20
+"""Cases a behind index names one by one (the count stays exact)."""
+CARD_TITLE_MAX = 200
+"""Characters of a card's one-line title."""
+CARD_TEXT_MAX = 480
+"""Characters of a card's text (about 120 estimated tokens)."""
+CARD_PATHS_MAX = 8
+"""Paths one card names."""
+BRIEF_CARDS_MAX = 5
+"""Cards the brief at `case open` shows."""
+BRIEF_TOKENS = 400
+"""Estimated tokens the brief may take."""
+BRIEF_CANDIDATES = 20
+"""Best matches of the goal the brief chooses from."""
+SUBJECT_MAX = 256
+"""A decision's `--subject`."""
+FRESHNESS_PATHS_MAX = 256
+"""Distinct paths one answer checks for freshness (records past them say unchecked)."""
+FRESHNESS_FILE_MAX = 16 * MIB
+"""The largest file whose blob id is computed, at write time and when shown."""

@@ -88,6 +88,8 @@ class Decision(_Record, kw_only=True):
     responder: str | None = None
     answered_at: str | None = None
     evidence_id: str | None = None
+    subject: str | None = None
+    """What the decision is about; a later answered decision on the same subject supersedes it."""
 
 
 class Decisions(_Record, kw_only=True):

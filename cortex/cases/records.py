@@ -174,6 +174,23 @@ class Location(_Record, kw_only=True):
     start_line: int | None = None
     end_line: int | None = None
     symbol: str | None = None
+    blob: str | None = None
+    """The git blob id of `file` in the work tree when the record was made (None: not a git
+    workspace, no such file, or over the hashing bound). Freshness is judged against it."""
+    head: str | None = None
+    """The HEAD commit when the record was made, where renames of `file` are traced from."""
+
+
+Outcome = Literal["upheld", "overturned"]
+
+
+class Resolution(_Record, kw_only=True):
+    """A person's resolution of the contests of one decision (docs/design/recall.md)."""
+
+    decision: str
+    outcome: Outcome
+    contests: list[str] = msgspec.field(default_factory=list)
+    """The contesting evidence ids this resolution closes (those open when it was made)."""
 
 
 class Evidence(_Record, kw_only=True):
@@ -191,6 +208,10 @@ class Evidence(_Record, kw_only=True):
     raw_sha256: Digest | None = None
     """sha256 of the raw blob as stored (after redaction), so audit can detect an edit."""
     derived_from: list[str] = msgspec.field(default_factory=list)
+    contests: str | None = None
+    """A decision (dec_...) this record disputes; it stays contested until a person resolves it."""
+    resolves: Resolution | None = None
+    """Set on the record of a person's resolution of a contest (`case decision resolve`)."""
     revision: Revision = 0
     prev: str = ""
 

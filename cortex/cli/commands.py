@@ -56,6 +56,7 @@ def _open(c: Call) -> Result:
         idempotency_key=c["idempotency_key"],
         actor=c["actor"],
         parent=c["parent"],
+        no_recall=c["no_recall"],
     )
 
 
@@ -100,6 +101,7 @@ def _evidence_add(c: Call) -> Result:
         raw=raw,
         raw_tree=tree,
         derived_from=c["derived_from"],
+        contests=c["contests"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
     )
@@ -113,6 +115,7 @@ def _note(c: Call) -> Result:
         c["task"],
         text=c["text"],
         origin=c["origin"],
+        contests=c["contests"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
     )
@@ -193,7 +196,12 @@ def _decision_request(c: Call) -> Result:
     from cortex.kernel.decisions import request
 
     return request(
-        c.kernel, c["task"], question=c["question"], options=c["option"], actor=c["actor"]
+        c.kernel,
+        c["task"],
+        question=c["question"],
+        options=c["option"],
+        subject=c["subject"],
+        actor=c["actor"],
     )
 
 
@@ -401,6 +409,78 @@ def _completion(c: Call) -> Result:
     )
 
 
+def _recall(c: Call) -> Result:
+    from cortex.kernel.views.recall import recall
+
+    return recall(
+        c.kernel,
+        c["query"],
+        repo=c["repo"],
+        kinds=c["kind"],
+        statuses=c["status"],
+        since=c["since"],
+        until=c["until"],
+        limit=c["limit"],
+        cursor=c["cursor"],
+        budget=c["budget"],
+    )
+
+
+def _recall_get(c: Call) -> Result:
+    from cortex.kernel.views.recall import get
+
+    return get(c.kernel, c["id"])
+
+
+def _recall_reindex(c: Call) -> Result:
+    from cortex.kernel.recall import reindex
+
+    return reindex(c.kernel)
+
+
+def _recall_rebuild(c: Call) -> Result:
+    from cortex.kernel.recall import rebuild
+
+    return rebuild(c.kernel, verify=c["verify"])
+
+
+def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
+    """Ask at the controlling terminal, like `case trust`: piped input cannot resolve a contest."""
+
+    def confirm(decision: str, outcome: str, contests: Sequence[str]) -> bool:
+        try:
+            tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
+        except OSError:
+            return False
+        with tty:
+            from cortex.screen.text import safe
+
+            prompt = safe(
+                f"Resolve the contest of {decision} as {outcome}?\n"
+                f"  it closes: {', '.join(contests)}\n"
+                f"Type {decision} to confirm, anything else to cancel: "
+            )
+            tty.write(prompt.encode("utf-8", "backslashreplace"))
+            answer = tty.readline(4096).decode("utf-8", "replace").strip()
+        return answer == decision
+
+    return confirm
+
+
+def _decision_resolve(c: Call) -> Result:
+    from cortex.kernel.contests import resolve_contest
+
+    return resolve_contest(
+        c.kernel,
+        c["task"],
+        c["decision"],
+        outcome=c["outcome"],
+        reason=c["reason"],
+        responder=c["responder"],
+        confirm=_confirm_resolution(),
+    )
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -436,4 +516,9 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.overview": _overview,
     "case.unblock": _unblock,
     "completion": _completion,
+    "recall": _recall,
+    "recall.get": _recall_get,
+    "recall.reindex": _recall_reindex,
+    "recall.rebuild": _recall_rebuild,
+    "case.decision.resolve": _decision_resolve,
 }

@@ -53,6 +53,8 @@ class Cmd(msgspec.Struct, frozen=True):
     options: tuple[Opt, ...] = ()
     optional: int = 0
     """How many trailing positionals may be left out (they are then None)."""
+    variadic: bool = False
+    """The last positional takes one or more values (a list): `recall get ID...`."""
 
     @property
     def name(self) -> str:
@@ -96,6 +98,11 @@ _TASK = ("task", "task id (task_...), a unique prefix of one (task_ and 4 or mor
 _ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default=defaults.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
+_CONTESTS = Opt(
+    "--contests",
+    "dispute this answered decision; both are [contested] until a person resolves it",
+    metavar="DEC",
+)
 _HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar="NAME")
 _TTL = Opt(
     "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
@@ -118,6 +125,7 @@ COMMANDS: tuple[Cmd, ...] = (
             ),
             Opt("--parent", "open as a child of this case", metavar="TASK"),
             _ACTOR,
+            Opt("--no-recall", "leave out the brief of what earlier cases learned", kind="flag"),
         ),
     ),
     Cmd(
@@ -164,13 +172,14 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--derived-from", "evidence this builds on", kind="repeat", metavar="EV_ID"),
             _ACTOR,
             _EXPECT,
+            _CONTESTS,
         ),
     ),
     Cmd(
         ("case", "note"),
         "add a free-text note to a case",
         positionals=(_TASK, ("text", "the note")),
-        options=(_ORIGIN, _ACTOR, _EXPECT),
+        options=(_ORIGIN, _ACTOR, _EXPECT, _CONTESTS),
     ),
     Cmd(
         ("case", "read-evidence"),
@@ -267,6 +276,11 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--question", "the question", metavar="TEXT", required=True),
             Opt("--option", "an answer (2 to 16)", kind="repeat", metavar="ID=LABEL|CONSEQUENCE"),
             _ACTOR,
+            Opt(
+                "--subject",
+                "what it decides; a later decision on the subject supersedes it",
+                metavar="TEXT",
+            ),
         ),
     ),
     Cmd(
@@ -492,6 +506,71 @@ COMMANDS: tuple[Cmd, ...] = (
             ),
         ),
     ),
+    Cmd(
+        ("recall",),
+        "cards of what earlier cases learned, best match first (read-only; see also "
+        "recall get, recall reindex, recall rebuild)",
+        positionals=(("query", "words to look for (letters and digits; no query syntax)"),),
+        options=(
+            Opt("--repo", "only cards of this repository or store", metavar="NAME"),
+            Opt(
+                "--kind",
+                "only cards of this kind: hypothesis|decision|outcome|evidence",
+                kind="repeat",
+                metavar="KIND",
+            ),
+            Opt(
+                "--status",
+                "only cards with this status (rejected, active, verified, ...)",
+                kind="repeat",
+                metavar="STATUS",
+            ),
+            Opt("--since", "only cards created at or after this ISO date or time", metavar="WHEN"),
+            Opt(
+                "--until",
+                "only cards created at or before this ISO date or time (a date: its whole day)",
+                metavar="WHEN",
+            ),
+            Opt(
+                "--limit",
+                "cards per page (at most 100)",
+                metavar="N",
+                default=defaults.RECALL_LIMIT,
+                integer=True,
+            ),
+            Opt("--cursor", "the next page: the token the previous page printed", metavar="TOKEN"),
+            Opt(
+                "--budget",
+                "keep cards within this many estimated tokens (the top card always)",
+                metavar="TOKENS",
+                integer=True,
+            ),
+        ),
+    ),
+    Cmd(
+        ("recall", "get"),
+        "the full records of named cards, all or none (read-only)",
+        positionals=(("id", "card ids (hyp_, dec_, ev_, task_), at most 100"),),
+        variadic=True,
+    ),
+    Cmd(("recall", "reindex"), "bring the recall index up to date with the case files"),
+    Cmd(
+        ("recall", "rebuild"),
+        "derive the whole recall index again from the case files",
+        options=(
+            Opt("--verify", "compare the digests of the case files and the index", kind="flag"),
+        ),
+    ),
+    Cmd(
+        ("case", "decision", "resolve"),
+        "settle the contests of a decision (for people: asks at the terminal)",
+        positionals=(_TASK, ("decision", "decision id (dec_...)")),
+        options=(
+            Opt("--outcome", "upheld|overturned", metavar="OUTCOME", required=True),
+            _REASON,
+            Opt("--responder", "who resolves", metavar="NAME", required=True),
+        ),
+    ),
 )
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -586,6 +665,11 @@ def parse(argv: Sequence[str]) -> Parsed:
             continue
         words.append(arg)
         command = _BY_WORDS.get(tuple(words))
+        if command is not None and index < len(args) and args[index] in _next_words(tuple(words)):
+            # A longer command goes first: `recall get ...` is not `recall` looking for "get"
+            # (which is written `cortex recall -- get`).
+            command = None
+            continue
         if command is None and not _next_words(tuple(words)):
             valid = ", ".join(_next_words(tuple(words[:-1])))
             where = " ".join(["cortex", *words[:-1]])
@@ -605,6 +689,9 @@ def parse(argv: Sequence[str]) -> Parsed:
             raise HelpRequested(command_help(command))
         else:
             index = state.option(args, index, arg, allowed, prog)
+    if command.variadic and len(positionals) >= len(command.positionals):
+        split = len(command.positionals) - 1
+        positionals = [*positionals[:split], positionals[split:]]  # type: ignore[list-item]
     if len(positionals) > len(command.positionals):
         extra = positionals[len(command.positionals)]
         raise UsageError(f"{prog}: unexpected argument {extra!r}")
@@ -717,6 +804,7 @@ def command_help(command: Cmd) -> str:
                 f"<{n}>" if i < required else f"[<{n}>]"
                 for i, (n, _) in enumerate(command.positionals)
             ),
+            *(["..."] if command.variadic else []),
             "[options]",
         ]
     )

@@ -41,6 +41,9 @@ def _open(console: Console, data: Data) -> None:
             ]
         )
     )
+    from cortex.cli.render_recall import brief
+
+    brief(console, data.get("brief"))
     _warnings(console, data.get("warnings", []))
 
 
@@ -52,6 +55,7 @@ def _planned(console: Console, data: Data) -> None:
     for hypothesis in data["hypotheses"]:
         console.print(Text(f"  {hypothesis['id']}  ", style="bold") + Text(hypothesis["statement"]))
         console.print(Text("    disproved if: ", style="dim") + Text(hypothesis["disproof"]))
+    _warnings(console, data.get("warnings", []))
 
 
 def _resolved(console: Console, data: Data) -> None:
@@ -82,6 +86,8 @@ def _decision(console: Console, data: Data) -> None:
         + Text(f" ({data['taskId']} is {data['status']})")
     )
     console.print(Text(f"  {decision['question']}"))
+    if decision.get("subject"):
+        console.print(Text(f"  subject: {decision['subject']}", style="dim"))
     for option in decision["options"]:
         mark = "*" if option["id"] == decision.get("answer") else " "
         line = f" {mark} {option['id']}: {option['label']}"
@@ -97,11 +103,20 @@ def _decisions(console: Console, data: Data) -> None:
         answer = (
             f" -> {decision['answer']} by {decision['responder']}" if decision.get("answer") else ""
         )
-        console.print(
+        line = (
             Text(f"{decision['id']} ", style="bold")
             + Text(decision["status"], style="cyan")
             + Text(f"  {decision['question']}{answer}")
         )
+        for label in decision.get("labels", []):
+            line += Text(" ") + Text(label, style="yellow")
+        console.print(line)
+        if decision.get("subject"):
+            console.print(Text(f"    subject: {decision['subject']}", style="dim"))
+        rejected = decision.get("alreadyRejected") or []
+        if rejected:
+            shown = ", ".join(f"{o['label']} ({o['id']})" for o in rejected)
+            console.print(Text(f"    already rejected: {shown}", style="dim"))
 
 
 def _closed(console: Console, data: Data) -> None:
@@ -431,6 +446,15 @@ def _stats(name: str) -> Callable[[Console, Data], None]:
     return renderer
 
 
+def _recall(name: str) -> Callable[[Console, Data], None]:
+    def renderer(console: Console, data: Data) -> None:
+        from cortex.cli import render_recall
+
+        getattr(render_recall, name)(console, data)
+
+    return renderer
+
+
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -468,6 +492,11 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "studio": _studio,
     "case.unblock": _closed,
     "completion": _completion,
+    "recall": _recall("recall"),
+    "recall.get": _recall("get"),
+    "recall.reindex": _recall("maintained"),
+    "recall.rebuild": _recall("maintained"),
+    "case.decision.resolve": _recall("resolved"),
 }
 
 
@@ -502,7 +531,15 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
             _candidates(err, ambiguous)
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
-    shown = {"case.status", "case.open", "case.verify", "init", "setup.claude", "setup.codex"}
+    shown = {
+        "case.status",
+        "case.open",
+        "case.verify",
+        "init",
+        "setup.claude",
+        "setup.codex",
+        "recall",
+    }
     if envelope.ok and envelope.command not in shown:
         return
     for action in clean(msgspec.to_builtins(envelope.actions)):

@@ -21,6 +21,7 @@ from cortex.cases.records import ChangeBoundary, Criterion, Evidence, Workspace
 from cortex.kernel.assessment import Assessment
 from cortex.kernel.envelope import SCHEMA, ErrorInfo
 from cortex.kernel.kernel import StoreInfo
+from cortex.recall.cards import Card as RecallCard
 
 
 class _Answer(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
@@ -59,6 +60,8 @@ class Opened(_Answer):
     store: StoreInfo
     path: str
     warnings: list[str]
+    brief: Brief | None = None
+    """Cards of earlier cases matching the goal (None with --no-recall or recall_brief off)."""
 
 
 class Counts(_Answer):
@@ -190,6 +193,8 @@ class Planned(_Answer):
     change_boundary: ChangeBoundary
     verification_required: list[str]
     uncertainty: str | None
+    rejected_before: list[RejectedBefore] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Resolved(_Answer):
@@ -198,6 +203,7 @@ class Resolved(_Answer):
     task_id: str
     revision: int
     hypothesis: Hypothesis
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Leased(_Answer):
@@ -231,6 +237,7 @@ class Asked(_Answer):
     paused_from: str | None
     created: bool
     decision: Decision
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Completed(_Answer):
@@ -353,6 +360,8 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     requirement: str | None = None
     claim_id: str | None = None
     receipts: int | None = None
+    labels: list[str] | None = None
+    """Freshness and decision-history labels, computed when shown (evidence and decisions)."""
 
 
 class Timeline(_Answer):
@@ -396,6 +405,95 @@ class Handoff(_Answer):
     markdown: str
 
 
+class Brief(_Answer):
+    """What earlier cases of this repository learned that matches a new case's goal."""
+
+    cards: list[RecallCard]
+    returned: int
+    considered: int | None
+    tokens: int
+    budget: int
+    skipped: int
+    skipped_ids: list[str]
+    truncated: bool
+    index: str
+    """`read`, or `unavailable` when the index could not be read (a warning says why)."""
+
+
+class RejectedBefore(_Answer):
+    """A new hypothesis that repeats one an earlier case rejected, with that case's card."""
+
+    hypothesis: int
+    hypothesis_id: str
+    overlap: float
+    card: RecallCard
+
+
+class IndexState(_Answer):
+    """Whether the recall index is current with the case files."""
+
+    state: str
+    path: str
+    behind: int
+    behind_cases: list[str]
+    removed: int
+    unreadable: list[list[str]]
+    engine: str | None = None
+    """The engine the index uses (absent when there is no index yet)."""
+
+
+class RecallFilters(_Answer):
+    """The filters a recall query ran with."""
+
+    repo: str | None
+    kinds: list[str]
+    statuses: list[str]
+    since: str | None
+    until: str | None
+
+
+class RecallBudget(_Answer):
+    """How a `--budget` walk went: the top card is always kept, others only while they fit."""
+
+    tokens: int
+    used: int
+    skipped: int
+    skipped_ids: list[str]
+    truncated: bool
+
+
+class Recalled(_Answer):
+    """`recall`."""
+
+    query: str
+    terms: list[str]
+    filters: RecallFilters
+    limit: int
+    offset: int
+    total: int
+    returned: int
+    next_cursor: str | None
+    budget: RecallBudget | None
+    cards: list[RecallCard]
+    index: IndexState
+
+
+class RecalledRecord(_Answer):
+    """One card and the full record it stands for, read from its case."""
+
+    id: str
+    card: RecallCard
+    record: Any
+
+
+class RecalledRecords(_Answer):
+    """`recall get`."""
+
+    ids: list[str]
+    returned: int
+    records: list[RecalledRecord]
+
+
 ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.open": Opened,
     "case.status": Status,
@@ -415,6 +513,8 @@ ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.block": Closed,
     "case.abort": Closed,
     "case.unblock": Closed,
+    "recall": Recalled,
+    "recall.get": RecalledRecords,
     "case.read-artifact": Artifact,
     "case.timeline": Timeline,
     "case.handoff": Handoff,

@@ -70,6 +70,8 @@ def complete(
         lifecycle.move(txn, "complete", actor=who, now=now, reason=assessment.status)
         txn.target = assessment.batch_id
     committed = txn.outcome
+    from cortex.kernel.recall import after_commit
+
     return Result(
         data={
             "taskId": task_id,
@@ -78,7 +80,7 @@ def complete(
             "assessment": assessment,
             "acknowledged": acknowledgement,
             "summary": SUMMARY,
-            "warnings": txn.warnings,
+            "warnings": [*txn.warnings, *after_commit(kernel, store, task_id)],
         }
     )
 

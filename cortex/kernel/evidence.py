@@ -15,7 +15,7 @@ from cortex.cases.bounds import (
 )
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
-from cortex.cases.ids import new_id
+from cortex.cases.ids import check_id, new_id
 from cortex.cases.layout import raw_name, raw_ref, tree_name
 from cortex.cases.records import (
     CaseFile,
@@ -27,6 +27,7 @@ from cortex.kernel import defaults, lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import FINAL
+from cortex.recall.notable import changes_cards
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
@@ -113,11 +114,17 @@ def add_evidence(
     raw: bytes | None = None,
     raw_tree: Captured | None = None,
     derived_from: list[str] | None = None,
+    contests: str | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
     operation: str = "case.evidence.add",
 ) -> Result:
-    """Append one evidence record (and its raw blob or tree, if any) in one commit."""
+    """Append one evidence record (and its raw blob or tree, if any) in one commit.
+
+    With `file`, the record keeps what the file is now (its git blob id and HEAD) so that its
+    freshness can be judged when it is shown. With `contests`, it disputes an answered decision
+    of this repository's cases until a person resolves it (docs/design/recall.md).
+    """
     redactor = kernel.redactor
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
     checked_kind = validate.choice(kind, "--kind", validate.EVIDENCE_KINDS)
@@ -134,11 +141,15 @@ def add_evidence(
         start = end = None
         if line is not None:
             start, end = validate.line_range(line)
+        path = None if file is None else validate.location_path(file, redactor)
+        blob, head = _what_the_file_is(kernel, path)
         location = Location(
-            file=None if file is None else validate.location_path(file, redactor),
+            file=path,
             start_line=start,
             end_line=end,
             symbol=None if symbol is None else validate.short_text(symbol, "--symbol", SYMBOL_MAX),
+            blob=blob,
+            head=head,
         )
     parents = list(derived_from or [])
     if len(parents) > DERIVED_FROM_MAX:
@@ -153,6 +164,11 @@ def add_evidence(
         raise InvalidInputError("give raw output as a file or as a directory, not both")
     who = kernel.actor(actor)
     task_id, store = kernel.find_writable(task_id)
+    if contests is not None:
+        check_id(contests, "dec", what="--contests id")
+        from cortex.kernel.recall import contestable
+
+        contestable(kernel, contests)
 
     with store.transaction(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
@@ -196,20 +212,36 @@ def add_evidence(
             raw_ref=reference,
             raw_sha256=digest,
             derived_from=parents,
+            contests=contests,
         )
         txn.append("evidence", record)
         txn.target = record.id
     stored_record = txn.written["evidence"][0]
     committed = txn.outcome
+    warnings = list(txn.warnings)
+    if isinstance(stored_record, Evidence) and changes_cards(stored_record):
+        from cortex.kernel.recall import after_commit
+
+        warnings += after_commit(kernel, store, task_id)
     return Result(
         data={
             "taskId": task_id,
             "revision": committed.revision,
             "evidence": stored_record,
             "recovered": txn.notes,
-            "warnings": txn.warnings,
+            "warnings": warnings,
         }
     )
+
+
+def _what_the_file_is(kernel: Kernel, path: str | None) -> tuple[str | None, str | None]:
+    """The blob id and HEAD of a named file in a git workspace, computed without git."""
+    if path is None or kernel.workspace.kind != "git":
+        return None, None
+    from cortex.workspace.freshness import TOO_BIG, blob_id, head_commit
+
+    blob = blob_id(kernel.workspace.root, path)
+    return (None if blob == TOO_BIG else blob), head_commit(kernel.workspace.root)
 
 
 def add_note(
@@ -218,6 +250,7 @@ def add_note(
     *,
     text: str,
     origin: str = defaults.ORIGIN,
+    contests: str | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
 ) -> Result:
@@ -229,6 +262,7 @@ def add_note(
         kind="note",
         tool="cortex",
         origin=origin,
+        contests=contests,
         actor=actor,
         expected_revision=expected_revision,
         operation="case.note",

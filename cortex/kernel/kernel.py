@@ -114,6 +114,10 @@ class Kernel:
             root, redactor=self.redactor, lock_timeout=self.config.lock_timeout, now=self.now
         )
 
+    def reader(self, root: str) -> CaseStore:
+        """The store at `root`, for reading (writes go through `writable`)."""
+        return self._store(root)
+
     @property
     def store_info(self) -> StoreInfo:
         """The current workspace's store."""

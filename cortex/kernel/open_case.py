@@ -28,8 +28,13 @@ def open_case(
     idempotency_key: str | None = None,
     actor: str | None = None,
     parent: str | None = None,
+    no_recall: bool = False,
 ) -> Result:
-    """Open a case for `goal` in the current workspace's store (under `parent`, if given)."""
+    """Open a case for `goal` in the current workspace's store (under `parent`, if given).
+
+    The answer carries the brief: what earlier cases of this repository learned that matches
+    the goal (docs/design/recall.md), unless `no_recall` or `recall_brief = false` says not to.
+    """
     redactor = kernel.redactor
     goal = validate.text(goal, "goal", GOAL_MAX)
     checked_mode = validate.choice(mode, "--mode", validate.MODES)
@@ -121,6 +126,12 @@ def open_case(
             case, operation="case.open", phases=phases, idempotency_key=key, fingerprint=fingerprint
         )
     task = committed.id
+    brief = None
+    if not no_recall and kernel.config.recall_brief:
+        from cortex.kernel.recall import brief as make_brief
+
+        brief, trouble = make_brief(kernel, task, committed.goal)
+        warnings += trouble
     return Result(
         data={
             "taskId": task,
@@ -133,6 +144,7 @@ def open_case(
             "workspace": committed.workspace,
             "store": kernel.store_info,
             "path": os.path.join(kernel.cases_root, task),
+            "brief": brief,
             "warnings": warnings,
         },
         actions=[

@@ -256,6 +256,7 @@ def plan(
             case.paused_from = "planned"
         txn.target = evidence_id
     committed = txn.outcome
+    earlier, warnings = _rejected_before(kernel, task_id, fresh)
     return Result(
         data={
             "taskId": task_id,
@@ -267,9 +268,41 @@ def plan(
             "changeBoundary": boundary,
             "verificationRequired": verifiers,
             "uncertainty": uncertainty,
+            "rejectedBefore": earlier,
+            "warnings": warnings,
         },
         actions=lifecycle.next_actions(committed),
     )
+
+
+def _rejected_before(
+    kernel: Kernel, task_id: str, fresh: list[Hypothesis]
+) -> tuple[list[dict[str, object]], list[str]]:
+    """Each new hypothesis that repeats one an earlier case of this repository rejected.
+
+    A warning, never a refusal: the plan is committed (docs/design/recall.md, "The plan warning").
+    """
+    from cortex.kernel.recall import rejected_matches, shown
+
+    matches = rejected_matches(kernel, task_id, [h.statement for h in fresh])
+    cards = shown(kernel, [hit for _, _, hit in matches])
+    earlier: list[dict[str, object]] = []
+    warnings: list[str] = []
+    for (number, similarity, _), card in zip(matches, cards, strict=True):
+        hypothesis = fresh[number - 1]
+        earlier.append(
+            {
+                "hypothesis": number,
+                "hypothesisId": hypothesis.id,
+                "overlap": round(similarity, 3),
+                "card": card,
+            }
+        )
+        warnings.append(
+            f"hypothesis {number} ({hypothesis.id}) matches {card.id}, which {card.task_id} "
+            f"rejected: {card.text}"
+        )
+    return earlier, warnings
 
 
 def _missing(

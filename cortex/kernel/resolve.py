@@ -85,4 +85,14 @@ def resolve(
         txn.stage_snapshot("hypotheses.json", doc)
         txn.target = hypothesis_id
     committed = txn.outcome
-    return Result(data={"taskId": task_id, "revision": committed.revision, "hypothesis": target})
+    from cortex.kernel.recall import after_commit
+
+    warnings = after_commit(kernel, store, task_id)
+    return Result(
+        data={
+            "taskId": task_id,
+            "revision": committed.revision,
+            "hypothesis": target,
+            "warnings": warnings,
+        }
+    )

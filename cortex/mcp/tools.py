@@ -103,6 +103,9 @@ class OpenTask(_Args):
     ] = None
     parent: Annotated[str | None, msgspec.Meta(description="open as a child of this case")] = None
     actor: Actor = None
+    no_recall: Annotated[
+        bool, msgspec.Meta(description="leave out the brief of what earlier cases learned")
+    ] = False
 
 
 class TaskOnly(_Args):
@@ -151,6 +154,13 @@ class RecordEvidence(_Args):
     )
     actor: Actor = None
     expect_revision: Expect = None
+    contests: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="dispute this answered decision (dec_...); both stay [contested] "
+            "until a person resolves it"
+        ),
+    ] = None
 
 
 class Note(_Args):
@@ -161,6 +171,13 @@ class Note(_Args):
     origin: Origin = defaults.ORIGIN
     actor: Actor = None
     expect_revision: Expect = None
+    contests: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="dispute this answered decision (dec_...); both stay [contested] "
+            "until a person resolves it"
+        ),
+    ] = None
 
 
 class PlanArgs(_Args):
@@ -243,6 +260,10 @@ class RequestDecision(_Args):
         ),
     ] = msgspec.field(default_factory=list)
     actor: Actor = None
+    subject: Annotated[
+        str | None,
+        msgspec.Meta(description="what it decides; a later decision on the subject supersedes it"),
+    ] = None
 
 
 class Complete(_Args):
@@ -329,6 +350,44 @@ class Handoff(_Args):
     compact: bool = False
 
 
+class Recall(_Args):
+    """Arguments of cortex_recall."""
+
+    query: Annotated[
+        str, msgspec.Meta(description="words to look for (letters and digits; no query syntax)")
+    ]
+    repo: Annotated[
+        str | None, msgspec.Meta(description="only cards of this repository or store")
+    ] = None
+    kinds: Annotated[
+        list[str],
+        msgspec.Meta(description="only these kinds: hypothesis|decision|outcome|evidence"),
+    ] = msgspec.field(default_factory=list)
+    statuses: Annotated[
+        list[str], msgspec.Meta(description="only these statuses (rejected, active, verified, ...)")
+    ] = msgspec.field(default_factory=list)
+    since: Annotated[
+        str | None, msgspec.Meta(description="created at or after: ISO date or time")
+    ] = None
+    until: Annotated[
+        str | None, msgspec.Meta(description="created at or before: ISO date or time")
+    ] = None
+    limit: Annotated[int, msgspec.Meta(description="cards per page (at most 100)")] = (
+        defaults.RECALL_LIMIT
+    )
+    cursor: Annotated[str | None, msgspec.Meta(description="nextCursor of the last page")] = None
+    budget: Annotated[
+        int | None,
+        msgspec.Meta(description="keep cards within this many estimated tokens (top card always)"),
+    ] = None
+
+
+class RecallGet(_Args):
+    """Arguments of cortex_recall_get."""
+
+    ids: Annotated[list[str], msgspec.Meta(description="card ids (hyp_, dec_, ev_, task_), 1-100")]
+
+
 class Tool(msgspec.Struct, frozen=True, kw_only=True):
     """One MCP tool and the kernel call behind it."""
 
@@ -355,6 +414,7 @@ def _open(k: Kernel, a: OpenTask) -> Result:
         idempotency_key=a.idempotency_key,
         actor=a.actor,
         parent=a.parent,
+        no_recall=a.no_recall,
     )
 
 
@@ -391,6 +451,7 @@ def _evidence(k: Kernel, a: RecordEvidence) -> Result:
         raw=raw,
         raw_tree=tree,
         derived_from=a.derived_from,
+        contests=a.contests,
         actor=a.actor,
         expected_revision=a.expect_revision,
     )
@@ -404,6 +465,7 @@ def _note(k: Kernel, a: Note) -> Result:
         a.task_id,
         text=a.text,
         origin=a.origin,
+        contests=a.contests,
         actor=a.actor,
         expected_revision=a.expect_revision,
     )
@@ -481,7 +543,9 @@ def _request(k: Kernel, a: RequestDecision) -> Result:
     from cortex.kernel.decisions import request
 
     options = [o if isinstance(o, str) else (o.id, o.label, o.consequence or "") for o in a.options]
-    return request(k, a.task_id, question=a.question, options=options, actor=a.actor)
+    return request(
+        k, a.task_id, question=a.question, options=options, subject=a.subject, actor=a.actor
+    )
 
 
 def _complete(k: Kernel, a: Complete) -> Result:
@@ -551,6 +615,29 @@ def _handoff(k: Kernel, a: Handoff) -> Result:
     from cortex.kernel.views.handoff.packet import handoff
 
     return handoff(k, a.task_id, compact=a.compact)
+
+
+def _recall(k: Kernel, a: Recall) -> Result:
+    from cortex.kernel.views.recall import recall
+
+    return recall(
+        k,
+        a.query,
+        repo=a.repo,
+        kinds=a.kinds,
+        statuses=a.statuses,
+        since=a.since,
+        until=a.until,
+        limit=a.limit,
+        cursor=a.cursor,
+        budget=a.budget,
+    )
+
+
+def _recall_get(k: Kernel, a: RecallGet) -> Result:
+    from cortex.kernel.views.recall import get
+
+    return get(k, a.ids)
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -704,6 +791,27 @@ TOOLS: tuple[Tool, ...] = (
         args=Unblock,
         call=_unblock,
     ),
+    Tool(
+        name="cortex_recall",
+        command="recall",
+        description="Cards of what earlier cases learned (rejected and confirmed hypotheses, "
+        "decisions with the options they turned down, outcomes, notable evidence), best match "
+        "first, with labels for stale, moved, superseded or contested ones. Cards only; read "
+        "a full record with cortex_recall_get. Pass budget to bound the tokens.",
+        args=Recall,
+        call=_recall,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="cortex_recall_get",
+        command="recall.get",
+        description="The full records of named cards, all of them or none.",
+        args=RecallGet,
+        call=_recall_get,
+        read_only=True,
+        idempotent=True,
+    ),
 )
 
 BY_NAME = {tool.name: tool for tool in TOOLS}
@@ -722,6 +830,8 @@ ALIASES: dict[str, str] = {
     "options": "option",
     "evidence_id": "evidence",
     "kinds": "kind",
+    "statuses": "status",
+    "ids": "id",
 }
 """MCP argument -> the CLI option (or positional) it stands for, where the names differ.
 

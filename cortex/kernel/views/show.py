@@ -17,23 +17,26 @@ import os
 from typing import Any
 
 from cortex.cases.bounds import SHOW_RECENT_MAX
-from cortex.cases.documents import Hypotheses
+from cortex.cases.documents import Decisions, Hypotheses
 from cortex.cases.layout import ledger_file
 from cortex.cases.ledger import parse_line, tail_lines
 from cortex.cases.records import (
     LEDGER_TYPES,
     LEDGERS,
     CaseFile,
+    Evidence,
     LedgerRecord,
     LedgerState,
 )
 from cortex.cases.store import CaseStore
+from cortex.kernel.decisions import rejected_options
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
+from cortex.kernel.views.labels import evidence_labels
 from cortex.kernel.views.metrics import phase_times
 from cortex.kernel.views.status import describe_case
-from cortex.kernel.views.timeline.cards import Context, Entry, card, ledger_entry
+from cortex.kernel.views.timeline.cards import Context, Entry, card, ledger_entry, title
 
 
 def show(kernel: Kernel, task_id: str) -> Result:
@@ -47,8 +50,32 @@ def show(kernel: Kernel, task_id: str) -> Result:
     data["stepper"] = stepper(case, set(visits))
     data["time"] = times
     data["hypotheses"] = _hypotheses(documents.get("hypotheses.json"))
-    data["recent"] = recent(store, case)
+    decisions: Decisions | None = documents.get("decisions.json")
+    data["recent"], shown = recent(store, case)
+    found = evidence_labels(kernel, store, case, shown, decisions.decisions if decisions else [])
+    for item in data["recent"]["items"]:
+        if found.get(str(item["id"])):
+            item["labels"] = found[str(item["id"])]
+    data["decisions"] = _decisions(decisions, found)
     return Result(data=data, actions=described.actions)
+
+
+def _decisions(doc: Decisions | None, found: dict[str, list[str]]) -> list[dict[str, object]]:
+    """Every decision, newest first, with its subject, the options it did not choose, labels."""
+    if doc is None:
+        return []
+    return [
+        {
+            "id": d.id,
+            "status": d.status,
+            "question": title(d.question),
+            "subject": d.subject,
+            "answer": d.answer,
+            "alreadyRejected": rejected_options(d),
+            "labels": found.get(d.id, []),
+        }
+        for d in reversed(doc.decisions)
+    ]
 
 
 def stepper(case: CaseFile, visited: set[str]) -> list[dict[str, str]]:
@@ -95,8 +122,11 @@ def _hypotheses(doc: Hypotheses | None) -> list[dict[str, object]]:
     ]
 
 
-def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
-    """The newest SHOW_RECENT_MAX ledger records as timeline cards, newest first, and totals."""
+def recent(store: CaseStore, case: CaseFile) -> tuple[dict[str, object], list[Evidence]]:
+    """The newest SHOW_RECENT_MAX ledger records as timeline cards, newest first, and totals.
+
+    Also the evidence records among them, for the labels `show` adds.
+    """
     path = store.case_path(case.id)
     entries: list[tuple[tuple[int, str], Entry]] = []
     totals: dict[str, int] = {}
@@ -113,6 +143,7 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
     # Ledger records only: receipts and batches, which need these, are not among them.
     context = Context(standing=lambda _receipt: "superseded", batch_sizes={})
     total = sum(totals.values())
+    evidence = [entry.record for entry in shown if isinstance(entry.record, Evidence)]
     return {
         "limit": SHOW_RECENT_MAX,
         "returned": len(shown),
@@ -120,4 +151,4 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
         "totals": totals,
         "truncated": total > len(shown),
         "items": [card(entry, context) for entry in shown],
-    }
+    }, evidence

@@ -215,11 +215,19 @@ def _decisions(p: Data) -> list[str]:
         if decision.get("answer"):
             head += f", answered {code(decision['answer'])} by {code(decision['responder'])}"
         lines += [head, "", *quote(decision["question"]), ""]
+        if decision.get("labels"):
+            lines.append(f"- Labels: {inline(' '.join(decision['labels']))}")
+        if decision.get("subject"):
+            lines.append(f"- Subject: {inline(decision['subject'])}")
         for option in decision["options"]:
             line = f"- {code(option['id'])}: {inline(option['label'])}"
             if option.get("consequence"):
                 line += f" (then: {inline(option['consequence'])})"
             lines.append(line)
+        rejected = decision.get("alreadyRejected") or []
+        if rejected:
+            shown = ", ".join(f"{inline(o['label'])} ({code(o['id'])})" for o in rejected)
+            lines.append(f"- Already rejected: {shown}")
         lines.append(
             f"- Asked by {code(decision['requester'])} at {inline(decision['requestedAt'])}"
         )
@@ -241,6 +249,7 @@ def _evidence(p: Data) -> list[str]:
     if e["detail"] == "titles":
         lines += [
             f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {inline(r['title'])}"
+            + (f" {inline(' '.join(r['labels']))}" if r.get("labels") else "")
             for r in e["records"]
         ]
         return [*lines, ""] if e["records"] else lines
@@ -268,6 +277,10 @@ def _record(r: Data) -> list[str]:
         if location.get("symbol"):
             where += f", symbol {code(location['symbol'])}"
         lines.append(f"- Location: {where}")
+    if r.get("labels"):
+        lines.append(f"- Labels: {inline(' '.join(r['labels']))}")
+    if r.get("contests"):
+        lines.append(f"- Contests: {code(r['contests'])}")
     if r.get("rawRef"):
         lines.append(f"- Raw output: {code(r['rawRef'])}")
     if r["derivedFrom"]:

@@ -285,6 +285,7 @@ def _evidence_at(records: list[Data], tier: Tier) -> tuple[list[Data], int]:
                 "timestamp": r["timestamp"],
                 "kind": r["kind"],
                 "title": cut(" ".join(r["claim"].split()), limit)[0],
+                "labels": r["labels"],
             }
             for r in records
         ], 0
