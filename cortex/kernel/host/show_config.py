@@ -58,6 +58,9 @@ def show_config(kernel: Kernel) -> Result:
                 "redact_literals": entry(
                     "redact_literals", f"{len(config.redact_literals)} literal(s), not shown"
                 ),
+                "share": entry(
+                    "share", {"enabled": config.share.enabled, "remote": config.share.remote}
+                ),
             },
             "verifiers": verifiers,
         }
