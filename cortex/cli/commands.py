@@ -371,6 +371,45 @@ def _overview(c: Call) -> Result:
     return overview(c.kernel)
 
 
+def _share(c: Call) -> Result:
+    from cortex.kernel.share import share
+
+    return share(c.kernel, c["task"], all_cases=c["all"], remote=c["remote"], dry_run=c["dry_run"])
+
+
+def _fetch(c: Call) -> Result:
+    from cortex.kernel.share import fetch
+
+    return fetch(
+        c.kernel,
+        c["task"],
+        pr=c["pr"],
+        bundle_file=c["bundle"],
+        all_cases=c["all"],
+        remote=c["remote"],
+        base=c["base"],
+        cwd=c.cwd,
+    )
+
+
+def _bundle(c: Call) -> Result:
+    from cortex.kernel.share import bundle
+
+    return bundle(c.kernel, c["task"], output=os.path.join(c.cwd, c["output"]))
+
+
+def _trailer(c: Call) -> Result:
+    from cortex.kernel.share import trailer
+
+    return trailer(c.kernel, actor=c["actor"])
+
+
+def _git_trailer(c: Call) -> Result:
+    from cortex.kernel.host.trailer_hook import install
+
+    return install(c.kernel, dry_run=c["dry_run"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -404,4 +443,9 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
+    "case.share": _share,
+    "case.fetch": _fetch,
+    "case.bundle": _bundle,
+    "case.trailer": _trailer,
+    "setup.git-trailer": _git_trailer,
 }
