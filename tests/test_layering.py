@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Cli
 
-CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "kernel")]
+CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "kernel", "share")]
 FORBIDDEN_IMPORTS = ("rich", "mcp", "cortex.cli", "cortex.mcp", "git")
 
 
@@ -248,6 +248,8 @@ PLANTED = [
     ("cortex/cases/planted.py", "from cortex.workspace.capture import Capture\n", "(workspace)"),
     ("cortex/workspace/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
     ("cortex/cli/planted.py", "import git\n", "library git"),
+    ("cortex/share/planted.py", "from cortex.kernel.kernel import Kernel\n", "(kernel)"),
+    ("cortex/cases/planted.py", "from cortex.share import git\n", "(share)"),
 ]
 
 

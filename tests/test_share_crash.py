@@ -82,7 +82,7 @@ def test_a_killed_import_leaves_the_old_or_the_new_state(
     assert report["warnings"] == []
 
 
-@pytest.mark.parametrize("point", ["open.staged", "snapshot.replaced"])
+@pytest.mark.parametrize("point", ["fetch.fetched", "open.staged"])
 def test_a_killed_first_import_leaves_no_case_or_a_whole_one(tmp_path: Path, point: str) -> None:
     remote = make_remote(tmp_path)
     a = make_machine(tmp_path, "a", remote)

@@ -197,7 +197,7 @@ def test_a_literal_configured_after_the_fact_refuses_the_share(
         "case", "evidence", "add", task, "--claim", "tenant acme-tenant-7731 reported it"
     )["evidence"]["id"]
     toml = machine.repo / "cortex.toml"
-    toml.write_text(toml.read_text() + '\nredact_literals = ["acme-tenant-7731"]\n')
+    toml.write_text('redact_literals = ["acme-tenant-7731"]\n' + toml.read_text())
     out = machine("case", "share", task)
     assert out.code == 5
     assert out.error_code == "refused"

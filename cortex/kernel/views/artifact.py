@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+from typing import Any
 
 import msgspec
 
@@ -56,7 +57,13 @@ def read_artifact(
         raise GateRefusedError(msg, [])
     store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
-    citation = _citation(store.case_path(task_id), case, documents.get("verification.json"), ref)
+    citation = _citation(
+        store.case_path(task_id),
+        case,
+        documents.get("verification.json"),
+        ref,
+        documents.get("replicas.json"),
+    )
     if citation is None:
         raise NotFoundError(f"case {task_id} cites no raw output {ref}")
     raw_dir = _open_raw_dir(os.path.join(store.case_path(task_id), RAW_DIR))
@@ -233,7 +240,9 @@ def _utf8_prefix(data: bytes, limit: int) -> str | None:
     return None
 
 
-def _citation(path: str, case: object, verification: Verification | None, ref: str) -> str | None:
+def _citation(
+    path: str, case: object, verification: Verification | None, ref: str, index: Any = None
+) -> str | None:
     """How the case cites `ref`: "sensitive", "normal", or None when it does not."""
     from cortex.cases.records import CaseFile, Evidence, decode
 
@@ -243,6 +252,17 @@ def _citation(path: str, case: object, verification: Verification | None, ref: s
     line = line_containing(os.path.join(path, ledger_file("evidence")), state.bytes, needle)
     if line is not None:
         return decode(line, Evidence).sensitivity
+    if "replicas" in case.snapshots:
+        # A record imported from another replica may cite it (docs/design/sharing.md).
+        from cortex.cases.layout import replica_ledger
+        from cortex.cases.replicas import parse
+
+        for replica in index.replicas if index is not None else []:
+            extent = replica.ledgers.get("evidence") or LedgerState()
+            file = os.path.join(path, replica_ledger(replica.key, "evidence"))
+            found = line_containing(file, extent.bytes, needle)
+            if found is not None:
+                return parse(found, Evidence, where=replica.key)[0].sensitivity
     for receipt in verification.receipts if verification is not None else []:
         if receipt.artifact == ref:
             return "sensitive" if receipt.sensitive else "normal"

@@ -97,6 +97,8 @@ def _hypotheses(doc: Hypotheses | None) -> list[dict[str, object]]:
 
 def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
     """The newest SHOW_RECENT_MAX ledger records as timeline cards, newest first, and totals."""
+    if "replicas" in case.snapshots:
+        return _recent_merged(store, case)
     path = store.case_path(case.id)
     entries: list[tuple[tuple[int, str], Entry]] = []
     totals: dict[str, int] = {}
@@ -118,6 +120,32 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
         "returned": len(shown),
         "total": total,
         "totals": totals,
+        "truncated": total > len(shown),
+        "items": [card(entry, context) for entry in shown],
+    }
+
+
+def _recent_merged(store: CaseStore, case: CaseFile) -> dict[str, object]:
+    """`recent` of a case that imported replicas: newest by (time, id) across all of them."""
+    from cortex.cases.replicas import load_index, newest, totals
+
+    index = load_index(store, case)
+    assert index is not None  # noqa: S101 - case.json names the snapshot
+    entries: list[tuple[tuple[str, str], Entry]] = []
+    for name in LEDGERS:
+        for record, origin in newest(store, case, name, SHOW_RECENT_MAX, index):
+            entry = ledger_entry(name, record, origin)
+            entries.append(((record.timestamp, entry.key[1]), entry))
+    entries.sort(key=lambda pair: pair[0], reverse=True)
+    shown = [entry for _, entry in entries[:SHOW_RECENT_MAX]]
+    context = Context(standing=lambda _receipt: "superseded", batch_sizes={})
+    counted = totals(store, case, index)
+    total = sum(counted.values())
+    return {
+        "limit": SHOW_RECENT_MAX,
+        "returned": len(shown),
+        "total": total,
+        "totals": counted,
         "truncated": total > len(shown),
         "items": [card(entry, context) for entry in shown],
     }
