@@ -525,3 +525,120 @@ def test_an_imported_case_is_written_through_the_local_replica(a: Machine, b: Ma
     assert mine in a.evidence(task)
     records = json.dumps(a.ok("case", "read-evidence", task, mine)["evidence"])
     assert "written on b" in records
+
+
+# Fencing, bounds and blobs ---------------------------------------------------------------------
+
+
+def planned(machine: Machine, task: str) -> None:
+    evidence = add(machine, task, "the bug is in app.py")
+    machine.ok(
+        "case", "plan", task, "--hypothesis", "app.py is wrong :: a run shows it right",
+        "--support", f"1={evidence}", "--uncertainty", "none", "--verify", "scope",
+        "--file", "app.py", "--boundary-reason", "the bug lives here",
+    )  # fmt: skip
+
+
+def test_the_replica_that_took_the_lease_last_owns_the_state(a: Machine, b: Machine) -> None:
+    """A lower-fenced change (an older lease epoch) becomes a recorded conflict."""
+    import time
+
+    task = opened(a)
+    planned(a, task)
+    a.ok("case", "begin-change", task, "--actor", "agent-a", "--ttl", "1s")
+    shared(a, task)
+    b.ok("case", "fetch", task)
+    time.sleep(1.2)  # agent-a's lease expires; agent-b takes it on b (epoch 2)
+    b.ok("case", "begin-change", task, "--actor", "agent-b")
+    shared(b, task)
+    # Meanwhile a, still at epoch 1, changes the state: it asks a question.
+    a.ok(
+        "case", "decision", "request", task, "--question", "Ship it?",
+        "--option", "y=Yes", "--option", "n=No", "--actor", "agent-a",
+    )  # fmt: skip
+    (case,) = a.ok("case", "fetch", task)["cases"]
+    assert case["conflicts"] == 1
+    status = a.ok("case", "status", task)
+    assert status["lease"]["actor"] == "agent-b"
+    assert status["status"] == "changing"
+    conflict = status["replicas"]["conflicts"]["recent"][0]
+    assert conflict["winner"]["fence"]["epoch"] == 2
+    assert conflict["loser"]["fence"]["epoch"] == 1
+    assert conflict["loser"]["phase"] == "needs_human_decision"
+    out = a("case", "begin-change", task, "--actor", "agent-a")
+    assert out.code == 6
+    assert out.error_code == "lease_conflict"
+    # The question a asked is still in the record: its audit line is in the union.
+    operations = [
+        e["operation"]
+        for e in a.ok("case", "timeline", task, "--kind", "command", "--limit", "100")["entries"]
+    ]
+    assert "case.decision.request" in operations
+    audit_ok(a, task)
+
+
+def test_a_blob_over_the_bound_stays_home_and_says_so(a: Machine, b: Machine) -> None:
+    task = opened(a)
+    big = add(a, task, "a big log", "--raw-file", "-", stdin=b"x" * (1024 * 1024 + 10))
+    ref = a.ok("case", "read-evidence", task, big)["evidence"]["rawRef"]
+    manifest = a.ok("case", "share", task, "--dry-run")["cases"][0]["manifest"]
+    (item,) = manifest["withheld"]
+    assert item["what"] == "blob"
+    assert item["reason"] == "size"
+    assert item["size"] == 1024 * 1024 + 10
+    shared(a, task)
+    b.ok("case", "fetch", task)
+    out = b("case", "read-artifact", task, ref)
+    assert out.code == 3
+    assert "withheld" in out.envelope["error"]["message"]
+    audit_ok(b, task)
+
+
+def test_a_case_over_the_share_bound_is_refused_with_the_manifest(a: Machine, remote: Path) -> None:
+    import random
+
+    task = opened(a)
+    rng = random.Random(7)
+    for index in range(17):
+        data = bytes(rng.getrandbits(8) for _ in range(1000)) * 1000  # 1 MB, under the blob bound
+        add(a, task, f"log {index}", "--raw-file", "-", stdin=data)
+    out = a("case", "share", task)
+    assert out.code == 4
+    assert out.error_code == "invalid_input"
+    manifest = out.envelope["data"]["manifest"]
+    assert manifest["totals"]["bytes"] > manifest["limit"]
+    assert remote_refs(remote, a.env).keys() == {"refs/heads/main"}
+
+
+def test_a_directory_artifact_travels_whole(a: Machine, b: Machine, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "junit.xml").write_text(f"<testsuite name='{a.repo}'/>\n")
+    (reports / "summary.txt").write_text("3 passed\n")
+    task = opened(a)
+    record = add(a, task, "junit reports", "--raw-dir", str(reports))
+    ref = a.ok("case", "read-evidence", task, record)["evidence"]["rawRef"]
+    shared(a, task)
+    b.ok("case", "fetch", task)
+    listing = b.ok("case", "read-artifact", task, ref)
+    assert {f["path"] for f in listing["files"]} == {"junit.xml", "summary.txt"}
+    junit = b.ok("case", "read-artifact", task, ref, "--path", "junit.xml")["content"]
+    assert "<workspace>" in junit
+    assert str(a.repo) not in junit
+    audit_ok(b, task)
+
+
+def test_a_completed_case_arrives_complete(a: Machine, b: Machine) -> None:
+    task = opened(a)
+    planned(a, task)
+    a.ok("case", "begin-change", task, "--actor", "agent-1")
+    commit_code(a, "print('fixed')\n")
+    a.ok("case", "verify", task, "--actor", "agent-1")
+    a.ok("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1")
+    shared(a, task)
+    b.ok("case", "fetch", task)
+    status = b.ok("case", "status", task)
+    assert status["status"] == "complete"
+    summary = next(Path(b.env["CORTEX_STATE_DIR"]).glob(f"sessions/*/{task}/summary.md"))
+    assert "fixed" in summary.read_text()
+    audit_ok(b, task)

@@ -13,7 +13,7 @@ import hmac
 import os
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -58,7 +58,6 @@ from cortex.cases.replica_index import (
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
-from cortex.share import fetched as fetched_module
 from cortex.share import remote as remote_module
 from cortex.share.errors import RemoteRefusedError
 from cortex.share.export import Context, lamport_of, origin_of
@@ -67,6 +66,9 @@ from cortex.share.git import Git
 from cortex.share.project import ADOPTED_FIELDS, PathMap, content_digest, project_case
 from cortex.share.publish import Published, SharedTree, commit_of, object_format, publish
 from cortex.share.resolve import State, fold
+
+if TYPE_CHECKING:
+    from cortex.share import fetched as fetched_module
 
 REPLICA_FILE = "replica.json"
 
@@ -200,7 +202,10 @@ def share(
     with git.objects() as objects:
         shared = SharedTree(objects, object_format(git, objects))
         for case_id in ids:
-            results[case_id] = _publish(kernel, git, shared, case_id, rep, dry_run=dry_run)
+            # A case fetched before is merged at once: the push then needs no second round.
+            results[case_id] = _publish(
+                kernel, git, shared, case_id, rep, dry_run=dry_run, merge=tracking(name, case_id)
+            )
     if dry_run:
         return Result(
             data={
@@ -529,6 +534,8 @@ def _import(
     source: str,
     rep: ReplicaFile,
 ) -> dict[str, Any]:
+    from cortex.share import fetched as fetched_module
+
     tree = fetched_module.read_case_tree(shared, name, case_id)
     local_commit = commit_of(shared.objects, ref(case_id))
     local_key = None
@@ -612,6 +619,8 @@ def _snapshots_of(
     shared: SharedTree, remote: fetched_module.Fetched
 ) -> tuple[CaseFile, dict[str, bytes], bytes | None]:
     """The winner's case.json (decoded) and snapshot files, each checked against its head."""
+    from cortex.share import fetched as fetched_module
+
     data = fetched_module.snapshot(shared, remote, "case.json")
     if data is None:
         raise IntegrityError(f"replica {remote.key} has no case.json")
@@ -644,6 +653,8 @@ def _create(
     rep: ReplicaFile,
 ) -> dict[str, Any] | None:
     """Create a case this machine does not hold yet, whole, from the fetched replicas."""
+    from cortex.share import fetched as fetched_module
+
     imports = fetched_module.plan(
         shared,
         tree,
@@ -746,6 +757,7 @@ def _local_state(
 ) -> tuple[State, str]:
     """The local state as fencing sees it, and its content digest."""
     from cortex.share.export import _Checker, _snapshots
+    from cortex.share.resolve import State
 
     mapping = paths(kernel)
     checker = _Checker(kernel.redactor, mapping)
@@ -791,6 +803,8 @@ def _into(
     local_key: str | None,
 ) -> dict[str, Any]:
     """Import into an existing case, in the transaction `txn` (it holds the case lock)."""
+    from cortex.share import fetched as fetched_module
+
     case: CaseFile = txn.case
     index: ReplicaIndex | None = txn.snapshot(REPLICAS_FILE, ReplicaIndex)
     imports = fetched_module.plan(

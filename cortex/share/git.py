@@ -128,19 +128,33 @@ class CatFile:
         stdin, stdout = _pipes(proc)
         stdin.write(name.encode() + b"\n")
         stdin.flush()
+        return self._answer(stdout)  # None for "<name> missing" or "ambiguous"
+
+    def read_many(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
+        """`read` for several names with one round trip (the requests are written at once)."""
+        names = [n for n in names if n and "\n" not in n]
+        if not names:
+            return []
+        proc = self._start()
+        stdin, stdout = _pipes(proc)
+        stdin.write("".join(n + "\n" for n in names).encode())
+        stdin.flush()
+        return [self._answer(stdout) for _ in names]
+
+    def _answer(self, stdout: IO[bytes]) -> tuple[str, str, bytes] | None:
         header = stdout.readline()
         if not header:
             raise GitFailedError("git cat-file ended early")
         fields = header.split()
         if len(fields) != 3:
-            return None  # "<name> missing", "<name> ambiguous"
+            return None
         oid, kind, size_text = (f.decode() for f in fields)
         size = int(size_text)
         if size > SHARE_OBJECT_MAX:
             stdout.read(size + 1)
             raise GitFailedError(f"object {oid} is {size} bytes, over {SHARE_OBJECT_MAX}")
         data = stdout.read(size)
-        stdout.read(1)  # the newline after every object
+        stdout.read(1)
         return oid, kind, data
 
     def blob(self, name: str) -> bytes | None:

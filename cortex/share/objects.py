@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from typing import NamedTuple
 
 from cortex.cases.fsio import make_private_dirs
@@ -167,6 +166,22 @@ class Reader:
         self.objects = objects
         self.algo = algo
         self._trees: dict[str, dict[str, Entry]] = {}
+        self._blobs: dict[str, bytes] = {}
+
+    def remember(self, oid: str, kind: str, data: bytes) -> None:
+        """Cache an object read some other way (a batch of `REV:PATH` requests)."""
+        if kind == "tree":
+            self._trees.setdefault(oid, parse_tree(data, self.algo))
+        elif kind == "blob":
+            self._blobs[oid] = data
+
+    def prefetch(self, names: list[str]) -> dict[str, tuple[str, str, bytes] | None]:
+        """Read several objects by name with one round trip, caching every tree and blob."""
+        answers = self.objects.read_many(names)
+        for found in answers:
+            if found is not None:
+                self.remember(*found)
+        return dict(zip(names, answers, strict=True))
 
     def tree(self, oid: str) -> dict[str, Entry]:
         """The entries of a tree (a copy the caller may change)."""
@@ -179,6 +194,8 @@ class Reader:
 
     def blob(self, oid: str) -> bytes:
         """The content of a blob."""
+        if oid in self._blobs:
+            return self._blobs.pop(oid)
         found = self.objects.read(oid)
         if found is None or found[1] != "blob":
             raise GitFailedError(f"blob {oid} cannot be read")
@@ -248,7 +265,9 @@ class Writer:
             stdin = "".join(p + "\n" for p in paths).encode()
             out = self.git.out("hash-object", "-w", "--no-filters", "--stdin-paths", stdin=stdin)
         finally:
-            shutil.rmtree(directory, ignore_errors=True)
+            for name in os.listdir(directory):  # flat: only the copies written above
+                os.unlink(os.path.join(directory, name))
+            os.rmdir(directory)
         written = out.split()
         if written != list(self._blobs):
             raise GitFailedError("git hash-object answered with other ids than the content's")

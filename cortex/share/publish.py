@@ -100,6 +100,16 @@ def commit_of(objects: CatFile, name: str) -> tuple[str, str] | None:
     return found[0], first[5:].decode()
 
 
+def _commit(found: tuple[str, str, bytes] | None) -> tuple[str, str] | None:
+    """(commit id, root tree id) of a read commit object."""
+    if found is None or found[1] != "commit":
+        return None
+    first = found[2].split(b"\n", 1)[0]
+    if not first.startswith(b"tree "):
+        raise GitFailedError(f"{found[0]} is not a well-formed commit")
+    return found[0], first[5:].decode()
+
+
 def object_format(git: Git, objects: CatFile) -> str:
     """sha1 or sha256, from one object id of the repository (or git's word, if it has none)."""
     found = objects.read("HEAD")
@@ -291,7 +301,17 @@ def publish(
     """
     task_id = context.case.id
     name = ref(task_id)
-    local = commit_of(shared.objects, name)
+    directory = replica_dir(key)
+    wanted = [name, f"{name}^{{tree}}", f"{name}:{REPLICAS}", f"{name}:{directory}"]
+    wanted += [f"{name}:{directory}/{HEAD}", f"{name}:{directory}/{LEDGERS_DIR}"]
+    for ledger_name in LEDGER_NAMES:
+        wanted += [f"{name}:{directory}/{LEDGERS_DIR}/{ledger_name}"]
+        wanted += [f"{name}:{directory}/{LEDGERS_DIR}/{ledger_name}/{TAIL}"]
+    if merge is not None:
+        wanted.append(merge)
+    # Everything the previous export's reuse needs, with one round trip to cat-file.
+    answers = shared.reader.prefetch(wanted)
+    local = _commit(answers.get(name))
     previous = read_previous(shared, local[1] if local else None, key)
     exported = export_module.build(context, previous)
     previous_tree = shared.reader.tree(local[1]) if local else {}
@@ -315,9 +335,13 @@ def publish(
     parents = [local[0]] if local else []
     forks: list[str] = []
     merged = False
-    if merge is not None and (local is None or merge != local[0]):
-        other = commit_of(shared.objects, merge)
-        if other is not None and not _contains(git, local[0] if local else None, other[0]):
+    if merge is not None:
+        other = _commit(answers.get(merge))
+        if (
+            other is not None
+            and (local is None or other[0] != local[0])
+            and not _contains(git, local[0] if local else None, other[0])
+        ):
             forks += merge_into(shared, root, other[1], task_id)
             parents.append(other[0])
             merged = True

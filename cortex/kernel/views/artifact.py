@@ -261,8 +261,17 @@ def _citation(
             extent = replica.ledgers.get("evidence") or LedgerState()
             file = os.path.join(path, replica_ledger(replica.key, "evidence"))
             found = line_containing(file, extent.bytes, needle)
-            if found is not None:
-                return parse(found, Evidence, where=replica.key)[0].sensitivity
+            if found is None:
+                continue
+            record, meta = parse(found, Evidence, where=replica.key)
+            if meta is not None and meta.raw is not None and meta.raw.withheld:
+                msg = (
+                    f"{ref} was not shared: replica {replica.key} withheld it "
+                    f"({meta.raw.withheld}: {meta.raw.size} bytes, sha256 {meta.raw.sha256}); "
+                    "it is only on the machine that recorded it"
+                )
+                raise NotFoundError(msg)
+            return record.sensitivity
     for receipt in verification.receipts if verification is not None else []:
         if receipt.artifact == ref:
             return "sensitive" if receipt.sensitive else "normal"
