@@ -230,12 +230,16 @@ def test_a_local_unshared_append_survives_every_fetch(a: Machine, b: Machine) ->
     add(b, task, "from b")
     shared(b, task)
     mine = add(a, task, "not shared yet")
+    later = add(b, task, "from b, in a bundle")
+    bundle = b.root / "case.bundle"
+    b.ok("case", "bundle", task, "-o", str(bundle))
     ref = a.git("rev-parse", f"refs/cortex/cases/{task}")
-    for args in ([task], ["--all"]):
+    for args in ([task], ["--all"], ["--bundle", str(bundle)]):
         a.ok("case", "fetch", *args)
         assert mine in a.evidence(task)
         assert a.git("rev-parse", f"refs/cortex/cases/{task}") == ref
-    assert len(a.evidence(task)) == 3
+    assert later in a.evidence(task)
+    assert len(a.evidence(task)) == 4
     audit_ok(a, task)
     fetch_refspecs = a.git("config", "--get-all", "remote.origin.fetch")
     assert fetch_refspecs == "+refs/heads/*:refs/remotes/origin/*"

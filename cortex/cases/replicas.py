@@ -11,7 +11,6 @@ Only a case whose case.json names a `replicas` snapshot pays for any of this.
 
 from __future__ import annotations
 
-import heapq
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -202,6 +201,8 @@ def merged(
             extent = replica.ledgers.get(name) or LedgerState()
             ordered = extent.ordered or extent.count == 0
             streams.append(_sorted(_imported(path, replica, name), ordered=ordered))
+    import heapq  # only cases with replicas merge
+
     seen: set[str] = set()
     for record, origin in heapq.merge(*streams, key=_order):
         if record.id in seen:

@@ -9,7 +9,6 @@ is `cortex.share`.
 
 from __future__ import annotations
 
-import hmac
 import os
 import random
 import time
@@ -151,7 +150,17 @@ def ruleset(kernel: Kernel, key: str, mapping: PathMap) -> str:
     material = msgspec.json.encode(
         [__version__, sorted(kernel.config.redact_literals), mapping.paths]
     )
-    return hmac.new(bytes.fromhex(key), material, "sha256").hexdigest()
+    return hmac_sha256(bytes.fromhex(key), material)
+
+
+def hmac_sha256(key: bytes, message: bytes) -> str:
+    """HMAC-SHA256 (RFC 2104) on the store's sha256, without loading OpenSSL for `hmac`."""
+    block = 64
+    if len(key) > block:
+        key = bytes.fromhex(sha256_hex(key))
+    key = key.ljust(block, b"\0")
+    inner = bytes.fromhex(sha256_hex(bytes(k ^ 0x36 for k in key) + message))
+    return sha256_hex(bytes(k ^ 0x5C for k in key) + inner)
 
 
 def _context(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -51,13 +50,14 @@ from cortex.share.format import (
     Segment,
     Tail,
     blob_path,
+    commit_message,
+    ref,
     segment_name,
 )
 from cortex.share.project import BlobOut, PathMap
 
 
-@dataclass
-class Context:
+class Context(msgspec.Struct, kw_only=True):
     """Everything an export reads besides the case itself."""
 
     store: CaseStore
@@ -71,19 +71,17 @@ class Context:
     now: str
 
 
-@dataclass
-class Previous:
+class Previous(msgspec.Struct, kw_only=True):
     """This replica's previous export, as the local ref holds it."""
 
     head: Head | None = None
-    tails: dict[str, bytes] = field(default_factory=dict)
+    tails: dict[str, bytes] = msgspec.field(default_factory=dict)
     """Exported bytes of each ledger's previous tail."""
-    segments: dict[str, dict[str, str]] = field(default_factory=dict)
+    segments: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
     """Each ledger's sealed segment files and their blob ids."""
 
 
-@dataclass
-class Exported:
+class Exported(msgspec.Struct, kw_only=True):
     """One replica's export: its files, what it withholds, what a check found."""
 
     head: Head
@@ -101,9 +99,9 @@ class Exported:
     lines: dict[str, list[bytes]]
     """Each ledger's exported lines, when every one was built (a full export), for comparing."""
     full: bool
-    sizes: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, int] = msgspec.field(default_factory=dict)
     """Bytes of every file of the replica's directory (reused ones included)."""
-    shas: dict[str, str] = field(default_factory=dict)
+    shas: dict[str, str] = msgspec.field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -123,8 +121,7 @@ def origin_of(
     return Origin(replica=replica, lamport=lamport)
 
 
-@dataclass
-class _LedgerOut:
+class _LedgerOut(msgspec.Struct, kw_only=True):
     head: LedgerHead
     files: dict[str, bytes]
     reused: dict[str, str]
@@ -170,7 +167,7 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (k, *_strings(v))]
+        return [s for v in value.values() for s in _strings(v)]
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
@@ -243,21 +240,30 @@ def build(context: Context, previous: Previous) -> Exported:
                     blobs[tree_path] = data
                     blob_bytes += len(data)
                     blob_count += 1
-    snapshots, snapshot_files = _snapshots(context, path, check)
+    last = previous.head if reuse else None
+    snapshots, snapshot_files = _snapshots(context, path, check, last)
     files.update(snapshot_files)
     shared_case = project.project_case(case, context.paths)
     case_bytes = encode_pretty(shared_case)
-    check.strings(msgspec.to_builtins(shared_case), case.id)
     files[CASE] = case_bytes
     summary = None
     summary_path = os.path.join(path, SUMMARY)
     if os.path.lexists(summary_path):
         data = project.project_text(read_bounded(summary_path, SNAPSHOT_MAX), context.paths)
-        check.data(data, case.id)
-        files[SUMMARY] = data
         summary = sha256_hex(data)
+        if last is None or last.summary != summary:
+            check.data(data, case.id)
+        files[SUMMARY] = data
     aux = dict(snapshots)
     digest = project.content_digest(shared_case, aux, summary)
+    if last is None or last.digest != digest:
+        # The state's content changed since the last export under these rules: check it.
+        check.strings(msgspec.to_builtins(shared_case), case.id)
+    elif context.paths.present(case_bytes):
+        check.leaks.append(case.id)
+    message = commit_message(case.id, context.replica, case.revision)
+    for text, label in ((message, case.id), (ref(case.id).encode(), case.id)):
+        check.data(text, label)
     lamport = lamport_of(case, context.index)
     origin = origin_of(digest, lamport, context.replica, previous.head, context.index)
     known = dict(context.index.local.known) if context.index is not None else {}
@@ -519,17 +525,17 @@ def _snapshot_bytes(path: str, name: str, sha: str) -> bytes:
 
 
 def _snapshots(
-    context: Context, path: str, check: _Checker
+    context: Context, path: str, check: _Checker, before: Head | None = None
 ) -> tuple[dict[str, str], dict[str, bytes]]:
     """Each auxiliary snapshot as it leaves (replicas.json stays: it is this machine's)."""
     shas: dict[str, str] = {}
     files: dict[str, bytes] = {}
     stored: dict[str, bytes] = {}
-    for stem, ref in sorted(context.case.snapshots.items()):
+    for stem, version in sorted(context.case.snapshots.items()):
         name = f"{stem}.json"
         if name not in AUX_TYPES:
             continue
-        stored[name] = _snapshot_bytes(path, name, ref.sha256)
+        stored[name] = _snapshot_bytes(path, name, version.sha256)
     plan_shared = None
     for name, data in stored.items():
         shared = project.project_document(data, AUX_TYPES[name], context.paths)
@@ -546,12 +552,14 @@ def _snapshots(
                     batch.plan_sha256 = plan_shared
             files["verification.json"] = encode_pretty(document)
     for name, data in files.items():
+        shas[name] = sha256_hex(data)
+        if context.paths.present(data):
+            check.leaks.append(name)
+        if before is not None and before.snapshots.get(name) == shas[name]:
+            continue  # shared before, checked under the same rules then
         decoded = msgspec.json.decode(data, type=AUX_TYPES[name])
         for label, item in _items(name, decoded):
             check.strings(msgspec.to_builtins(item), label)
-        if context.paths.present(data):
-            check.leaks.append(name)
-        shas[name] = sha256_hex(data)
     return shas, files
 
 

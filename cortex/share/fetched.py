@@ -10,7 +10,6 @@ and says where each goes, forked histories under their fork keys. docs/design/sh
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -41,8 +40,7 @@ from cortex.share.objects import Entry
 from cortex.share.publish import SharedTree, commit_of
 
 
-@dataclass
-class Fetched:
+class Fetched(msgspec.Struct, kw_only=True):
     """One replica as the fetched tree holds it."""
 
     key: str
@@ -53,8 +51,7 @@ class Fetched:
     history: Shared
 
 
-@dataclass
-class CaseTree:
+class CaseTree(msgspec.Struct, kw_only=True):
     """A fetched case: its commit and its replicas."""
 
     task_id: str
@@ -63,8 +60,7 @@ class CaseTree:
     replicas: dict[str, Fetched]
 
 
-@dataclass
-class Import:
+class Import(msgspec.Struct, kw_only=True):
     """What to import of one fetched replica, and under which key."""
 
     key: str
@@ -72,10 +68,10 @@ class Import:
     """Its key in the fetched tree."""
     head: Head
     forked: bool
-    appends: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    appends: dict[str, tuple[bytes, int]] = msgspec.field(default_factory=dict)
     """Ledger -> (lines to append, committed length before)."""
-    extents: dict[str, LedgerState] = field(default_factory=dict)
-    blobs: dict[str, bytes] = field(default_factory=dict)
+    extents: dict[str, LedgerState] = msgspec.field(default_factory=dict)
+    blobs: dict[str, bytes] = msgspec.field(default_factory=dict)
     """`raw/<raw id>.txt|.tree` -> bytes."""
     lines: int = 0
 

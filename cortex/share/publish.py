@@ -9,7 +9,6 @@ update-ref` finish. Nothing is written before every check passed. docs/design/sh
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -38,8 +37,7 @@ from cortex.share.history import Shared, fork_suffix, relation
 from cortex.share.objects import BLOB, Entry, Reader, Tree, Writer, algorithm, object_id
 
 
-@dataclass
-class Published:
+class Published(msgspec.Struct, kw_only=True):
     """What publishing one case did."""
 
     task_id: str
@@ -49,7 +47,7 @@ class Published:
     objects: int
     exported: Exported
     merged: bool = False
-    forks: list[str] = field(default_factory=list)
+    forks: list[str] = msgspec.field(default_factory=list)
     manifest: dict[str, Any] | None = None
 
 

@@ -7,13 +7,12 @@ version vector of changes it knows. docs/design/sharing.md, "Snapshots" and "Con
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from cortex.cases.replica_index import ConflictSide, Fence, Origin
 
 
-@dataclass
-class State:
+class State(msgspec.Struct, kw_only=True):
     """One replica's state, as fencing and conflict detection see it."""
 
     key: str
@@ -21,12 +20,11 @@ class State:
     fence: Fence
     digest: str
     origin: Origin | None
-    known: dict[str, int] = field(default_factory=dict)
+    known: dict[str, int] = msgspec.field(default_factory=dict)
     side: ConflictSide | None = None
 
 
-@dataclass
-class Outcome:
+class Outcome(msgspec.Struct, kw_only=True):
     """The state in force after folding every fetched state into the local one."""
 
     winner: State
