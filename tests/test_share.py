@@ -646,3 +646,22 @@ def test_a_completed_case_arrives_complete(a: Machine, b: Machine) -> None:
     summary = next(Path(b.env["CORTEX_STATE_DIR"]).glob(f"sessions/*/{task}/summary.md"))
     assert "fixed" in summary.read_text()
     audit_ok(b, task)
+
+
+def test_arguments_are_checked_before_anything_runs(a: Machine, tmp_path: Path) -> None:
+    task = opened(a)
+    for args in (
+        ["case", "share"],
+        ["case", "share", task, "--all"],
+        ["case", "share", task, "--remote", "file:///elsewhere.git"],
+        ["case", "share", task, "--remote", "--upload-pack=evil"],
+        ["case", "fetch"],
+        ["case", "fetch", task, "--pr", "1"],
+        ["case", "fetch", "--pr", "0"],
+        ["case", "fetch", task, "--base", "main"],
+        ["case", "bundle", task, "-o", str(Path(a.env["CORTEX_STATE_DIR"]) / "x.bundle")],
+    ):
+        out = a(*args)
+        assert out.code in {4, 5}, (args, out.stdout)
+    assert a.git("for-each-ref", "refs/cortex/") == ""
+    assert not (tmp_path / "elsewhere.git").exists()
