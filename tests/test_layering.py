@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Cli
 
-CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "recall", "kernel")]
+CORE = [
+    ROOT / "cortex" / name
+    for name in ("cases", "workspace", "verifiers", "recall", "share", "kernel")
+]
 FORBIDDEN_IMPORTS = ("rich", "mcp", "cortex.cli", "cortex.mcp", "git")
 
 
@@ -253,6 +256,8 @@ PLANTED = [
     ("cortex/recall/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
     ("cortex/kernel/planted.py", "import sqlite3\n", "library sqlite3"),
     ("cortex/kernel/views/planted.py", "def f():\n    import sqlite3\n", "library sqlite3"),
+    ("cortex/share/planted.py", "from cortex.kernel.kernel import Kernel\n", "(kernel)"),
+    ("cortex/cases/planted.py", "from cortex.share import git\n", "(share)"),
 ]
 
 

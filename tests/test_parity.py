@@ -53,6 +53,11 @@ NOT_SERVED = {
     "recall.reindex": "maintenance from a shell; every write through the server updates the index",
     "recall.rebuild": "maintenance from a shell",
     "case.decision.resolve": "a person's act at a terminal: only people settle a contest",
+    "case.share": "sends a case to a remote, which cannot be recalled: a person or CI decides",
+    "case.fetch": "talks to a remote and adopts another machine's state: run from a shell",
+    "case.bundle": "writes a file where the caller stands; a server returns data",
+    "case.trailer": "read by the prepare-commit-msg hook, which runs the CLI",
+    "setup.git-trailer": "set-up, run from a shell",
 }
 """CLI commands with no MCP tool, and why."""
 

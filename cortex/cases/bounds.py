@@ -247,3 +247,34 @@ FRESHNESS_PATHS_MAX = 256
 """Distinct paths one answer checks for freshness (records past them say unchecked)."""
 FRESHNESS_FILE_MAX = 16 * MIB
 """The largest file whose blob id is computed, at write time and when shown."""
+
+# Sharing cases through git refs (`cortex case share|fetch|bundle`, docs/design/sharing.md).
+SHARE_BLOB_MAX = 1 * MIB
+"""A raw blob larger than this is not shared: its record says it was withheld, with its size and
+digest."""
+SHARE_CASE_MAX = 16 * MIB
+"""All a replica's export together (ledgers, snapshots, the blobs its records cite): over it,
+the share is refused with the manifest."""
+SHARE_SEGMENT_LINES = 256
+"""Lines of one sealed ledger segment; the lines after the last one form the tail."""
+SHARE_PUSH_ATTEMPTS = 5
+"""Pushes one share makes before giving up (`busy`): each rejection fetches, merges, retries."""
+SHARE_RETRY_PAUSE = 0.2
+"""Seconds of the longest pause before the second push; each later one may wait up to one more
+such step (jittered)."""
+SHARE_ALL_MAX = 500
+"""Cases one `share --all` or `fetch --all` handles (the newest, by id)."""
+SHARE_REPLICAS_MAX = 64
+"""Replicas (forked histories included) one case may hold."""
+SHARE_CONFLICTS_KEPT = 64
+"""Conflicts `replicas.json` keeps, newest last (the total stays exact)."""
+SHARE_PR_COMMITS_MAX = 2000
+"""Commits of `base..head` that `fetch --pr` reads for `Cortex-Case:` trailers."""
+SHARE_PR_CASES_MAX = 64
+"""Cases one `fetch --pr` may name."""
+SHARE_BUNDLE_MAX = 256 * MIB
+"""The largest bundle file `fetch --bundle` reads."""
+SHARE_GIT_TIMEOUT = 300.0
+"""Seconds one git process of a share, fetch or bundle may run."""
+SHARE_OBJECT_MAX = 64 * MIB
+"""The largest object read back from git (a sealed segment can reach 256 records of 256 KiB)."""

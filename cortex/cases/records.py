@@ -102,6 +102,9 @@ class Lease(_Record, kw_only=True):
     renewed_at: str
     expires_at: str
     released_at: str | None = None
+    epoch: Count = 0
+    """The fencing epoch: one more than the lease this one replaced (a renewal keeps it). Shared
+    replicas resolve their state by it first (docs/design/sharing.md)."""
 
 
 class SnapshotRef(_Record, kw_only=True):
@@ -243,6 +246,9 @@ class PhaseChange(_Record, kw_only=True):
     to_phase: Phase = msgspec.field(name="to")
     actor: str
     reason: str | None = None
+    adopted: str | None = None
+    """Set when the transition adopts another replica's state at a fetch (its replica key): the
+    local chain records it, the merged history leaves it out (docs/design/sharing.md)."""
     revision: Revision = 0
     prev: str = ""
 
@@ -292,6 +298,9 @@ class Journal(_Record, kw_only=True):
     to_revision: int
     ledgers: dict[str, int]
     files: list[StagedFile] = msgspec.field(default_factory=list)
+    replica_ledgers: dict[str, int] = msgspec.field(default_factory=dict)
+    """Imported replicas' ledgers this commit appends to (`replicas/<key>/<ledger>.jsonl`) and
+    their committed lengths, which a rollback truncates them back to."""
 
 
 class LockInfo(msgspec.Struct, kw_only=True):

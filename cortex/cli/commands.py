@@ -481,6 +481,45 @@ def _decision_resolve(c: Call) -> Result:
     )
 
 
+def _share(c: Call) -> Result:
+    from cortex.kernel.share import share
+
+    return share(c.kernel, c["task"], all_cases=c["all"], remote=c["remote"], dry_run=c["dry_run"])
+
+
+def _fetch(c: Call) -> Result:
+    from cortex.kernel.share import fetch
+
+    return fetch(
+        c.kernel,
+        c["task"],
+        pr=c["pr"],
+        bundle_file=c["bundle"],
+        all_cases=c["all"],
+        remote=c["remote"],
+        base=c["base"],
+        cwd=c.cwd,
+    )
+
+
+def _bundle(c: Call) -> Result:
+    from cortex.kernel.share import bundle
+
+    return bundle(c.kernel, c["task"], output=os.path.join(c.cwd, c["output"]))
+
+
+def _trailer(c: Call) -> Result:
+    from cortex.kernel.share import trailer
+
+    return trailer(c.kernel, actor=c["actor"])
+
+
+def _git_trailer(c: Call) -> Result:
+    from cortex.kernel.host.trailer_hook import install
+
+    return install(c.kernel, dry_run=c["dry_run"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -521,4 +560,9 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "recall.reindex": _recall_reindex,
     "recall.rebuild": _recall_rebuild,
     "case.decision.resolve": _decision_resolve,
+    "case.share": _share,
+    "case.fetch": _fetch,
+    "case.bundle": _bundle,
+    "case.trailer": _trailer,
+    "setup.git-trailer": _git_trailer,
 }

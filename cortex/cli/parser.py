@@ -571,6 +571,59 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--responder", "who resolves", metavar="NAME", required=True),
         ),
     ),
+    Cmd(
+        ("case", "share"),
+        "export a case to refs/cortex/cases/<id> and push it (never forced)",
+        positionals=(("task", "task id (task_...); or --all"),),
+        optional=1,
+        options=(
+            Opt("--all", "every case of this workspace's store", kind="flag"),
+            Opt("--remote", "the git remote (default: [share] remote, else origin)", metavar="R"),
+            Opt("--dry-run", "send nothing; print the manifest of what would leave", kind="flag"),
+        ),
+    ),
+    Cmd(
+        ("case", "fetch"),
+        "fetch shared cases and import them beside the local records",
+        positionals=(("task", "task id (task_...); or --pr, --bundle, --all"),),
+        optional=1,
+        options=(
+            Opt(
+                "--pr",
+                "the cases a pull request's Cortex-Case trailers name",
+                metavar="N",
+                integer=True,
+            ),
+            Opt("--bundle", "a bundle file made by `cortex case bundle`", metavar="FILE"),
+            Opt("--all", "every case the remote holds (the newest 500)", kind="flag"),
+            Opt("--remote", "the git remote (default: [share] remote, else origin)", metavar="R"),
+            Opt(
+                "--base",
+                "the branch a --pr merges into (default: the remote's HEAD)",
+                metavar="BRANCH",
+            ),
+        ),
+    ),
+    Cmd(
+        ("case", "bundle"),
+        "write a case to a verified git bundle (for hosts that refuse case refs)",
+        positionals=(_TASK,),
+        options=(
+            Opt("--output", "the bundle file to write", metavar="FILE", short="-o", required=True),
+        ),
+    ),
+    Cmd(
+        ("case", "trailer"),
+        "the Cortex-Case commit trailer of each case whose change lease is active (read-only)",
+        options=(
+            Opt("--actor", "only leases held by NAME (default: $CORTEX_ACTOR)", metavar="NAME"),
+        ),
+    ),
+    Cmd(
+        ("setup", "git-trailer"),
+        "install a prepare-commit-msg hook adding the Cortex-Case trailer",
+        options=(Opt("--dry-run", "write nothing; show what would change", kind="flag"),),
+    ),
 )
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (

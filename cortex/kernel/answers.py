@@ -136,6 +136,9 @@ class Status(_Answer):
     parent_task_id: str | None
     children: list[Child]
     warnings: list[str]
+    replicas: dict[str, Any] | None = None
+    """Where a shared case's records came from (only once it imported a replica; see
+    `cortex.cases.replicas.origins`)."""
 
 
 class Listed(_Answer):
@@ -362,6 +365,8 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     receipts: int | None = None
     labels: list[str] | None = None
     """Freshness and decision-history labels, computed when shown (evidence and decisions)."""
+    replica: str | None = None
+    """The imported replica a ledger record comes from (absent: this machine's own)."""
 
 
 class Timeline(_Answer):

@@ -34,7 +34,14 @@ from cortex.verifiers.config import VERIFIER_KEYS, VERIFIER_KINDS, VerifierConfi
 
 SourceKind = Literal["global", "pyproject", "repo", "env"]
 
-FILE_KEYS = ("cases_dir", "redact_literals", "lock_timeout", "verifiers", "recall_brief")
+FILE_KEYS = (
+    "cases_dir",
+    "redact_literals",
+    "lock_timeout",
+    "verifiers",
+    "recall_brief",
+    "share",
+)
 """Keys accepted in configuration files (CONFIG.md documents each one)."""
 
 ENV_KEYS = {
@@ -44,6 +51,16 @@ ENV_KEYS = {
     "recall_brief": "CORTEX_RECALL_BRIEF",
 }
 """Environment variables that set a configuration key (they override files)."""
+
+
+class ShareConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[share]`: whether this repository's cases may leave the machine, and to which remote."""
+
+    enabled: bool = False
+    remote: str = "origin"
+
+
+SHARE_KEYS = ("enabled", "remote")
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -57,6 +74,7 @@ class Config(msgspec.Struct, kw_only=True):
     """Configured command verifiers by name; a later source replaces a whole entry."""
     recall_brief: bool = True
     """Whether `case open` answers with the brief of what earlier cases learned."""
+    share: ShareConfig = msgspec.field(default_factory=ShareConfig)
     sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For each key that is not at its default, the sources that set it."""
     files: list[str] = msgspec.field(default_factory=list)
@@ -222,6 +240,9 @@ def _apply(
             raise ConfigError(source, key, "must be true or false")
         config.recall_brief = value
         config.sources[key] = [source]
+    elif key == "share":
+        config.share = _share(source, value, config.share)
+        config.sources.setdefault(key, []).append(source)
     elif key == "verifiers":
         config.verifiers.update(_verifiers(source, value))
         if len(config.verifiers) > CONFIG_VERIFIERS_MAX:
@@ -235,6 +256,28 @@ def _apply(
             raise ConfigError(source, key, f"more than {REDACT_LITERALS_MAX} literals in total")
         config.redact_literals = merged
         config.sources.setdefault(key, []).append(source)
+
+
+def _share(source: str, value: object, current: ShareConfig) -> ShareConfig:
+    """`[share]`: a later source overrides the keys it names."""
+    import re
+
+    if not isinstance(value, dict):
+        raise ConfigError(source, "share", "must be a table: [share] enabled = true")
+    unknown = sorted(set(value) - set(SHARE_KEYS))
+    if unknown:
+        known = ", ".join(SHARE_KEYS)
+        raise ConfigError(source, f"share.{unknown[0]}", f"unknown key (known keys: {known})")
+    enabled = value.get("enabled", current.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(source, "share.enabled", "must be true or false")
+    remote = value.get("remote", current.remote)
+    if not isinstance(remote, str) or not re.fullmatch(
+        r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}", remote
+    ):
+        msg = "must be the name of a git remote (letters, digits, . _ / -; not a URL)"
+        raise ConfigError(source, "share.remote", msg)
+    return ShareConfig(enabled=enabled, remote=remote)
 
 
 def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:

@@ -110,10 +110,16 @@ def _fence_renewal(txn: Transaction, kernel: Kernel, actor: str, *, expires: flo
     txn.fence(check)
 
 
-def _new_lease(actor: str, now: float, ttl: int) -> Lease:
+def _new_lease(actor: str, now: float, ttl: int, *, replaces: Lease | None) -> Lease:
     stamp = format_time(now)
+    # The fencing epoch: one more than the lease this one replaces (docs/design/sharing.md).
+    epoch = (replaces.epoch if replaces is not None else 0) + 1
     return Lease(
-        actor=actor, acquired_at=stamp, renewed_at=stamp, expires_at=format_time(now + ttl)
+        actor=actor,
+        acquired_at=stamp,
+        renewed_at=stamp,
+        expires_at=format_time(now + ttl),
+        epoch=epoch,
     )
 
 
@@ -148,7 +154,7 @@ def begin_change(
                 txn.notes.append(
                     f"replaced the {current} lease of {lease.actor} (acquired {lease.acquired_at})"
                 )
-            case.change_lease = _new_lease(who, now, seconds)
+            case.change_lease = _new_lease(who, now, seconds, replaces=lease)
             verb = "acquired"
         if case.status != "changing":
             lifecycle.move(txn, "changing", actor=who, now=format_time(now))

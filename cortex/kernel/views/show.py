@@ -127,6 +127,8 @@ def recent(store: CaseStore, case: CaseFile) -> tuple[dict[str, object], list[Ev
 
     Also the evidence records among them, for the labels `show` adds.
     """
+    if "replicas" in case.snapshots:
+        return _recent_merged(store, case)
     path = store.case_path(case.id)
     entries: list[tuple[tuple[int, str], Entry]] = []
     totals: dict[str, int] = {}
@@ -149,6 +151,33 @@ def recent(store: CaseStore, case: CaseFile) -> tuple[dict[str, object], list[Ev
         "returned": len(shown),
         "total": total,
         "totals": totals,
+        "truncated": total > len(shown),
+        "items": [card(entry, context) for entry in shown],
+    }, evidence
+
+
+def _recent_merged(store: CaseStore, case: CaseFile) -> tuple[dict[str, object], list[Evidence]]:
+    """`recent` of a case that imported replicas: newest by (time, id) across all of them."""
+    from cortex.cases.replicas import load_index, newest, totals
+
+    index = load_index(store, case)
+    assert index is not None  # noqa: S101 - case.json names the snapshot
+    entries: list[tuple[tuple[str, str], Entry]] = []
+    for name in LEDGERS:
+        for record, origin in newest(store, case, name, SHOW_RECENT_MAX, index):
+            entry = ledger_entry(name, record, origin)
+            entries.append(((record.timestamp, entry.key[1]), entry))
+    entries.sort(key=lambda pair: pair[0], reverse=True)
+    shown = [entry for _, entry in entries[:SHOW_RECENT_MAX]]
+    context = Context(standing=lambda _receipt: "superseded", batch_sizes={})
+    counted = totals(store, case, index)
+    total = sum(counted.values())
+    evidence = [entry.record for entry in shown if isinstance(entry.record, Evidence)]
+    return {
+        "limit": SHOW_RECENT_MAX,
+        "returned": len(shown),
+        "total": total,
+        "totals": counted,
         "truncated": total > len(shown),
         "items": [card(entry, context) for entry in shown],
     }, evidence

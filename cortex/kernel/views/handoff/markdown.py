@@ -84,6 +84,19 @@ def _case(p: Data) -> list[str]:
     ]
     if p.get("statusReason"):
         lines.append(f"- Reason: {inline(p['statusReason'])}")
+    replicas = p.get("replicas")
+    if replicas:
+        parts = [
+            f"{code(r['key'])} from {inline(r['source'])} ({r['records']} records"
+            + (", forked" if r["forked"] else "")
+            + ")"
+            for r in replicas["imported"]
+        ]
+        lines.append(
+            f"- Shared: this machine is {code(replicas['local'])}; the state in force is "
+            f"{code(replicas['inForce'])}'s; imported {', '.join(parts) or 'none'}; "
+            f"{replicas['conflicts']} conflict(s) recorded"
+        )
     lease = p.get("lease")
     if lease:
         lines.append(

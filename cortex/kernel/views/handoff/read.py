@@ -41,7 +41,7 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
     found = evidence_labels(kernel, store, case, records, decisions.decisions if decisions else [])
     full: Data = {
         "generatedAt": kernel.now(),
-        "identity": _identity(kernel, store, case),
+        "identity": {**_identity(kernel, store, case), **_origin(documents)},
         "children": children,
         "moreChildren": more_children,
         "acceptanceCriteria": msgspec.to_builtins(case.acceptance_criteria),
@@ -84,6 +84,29 @@ def _evidence_window(store: CaseStore, case: CaseFile) -> tuple[list[Evidence], 
             continue
         newest.append(record)
     return list(reversed(newest)), total, sensitive
+
+
+def _origin(documents: dict[str, Any]) -> Data:
+    """Where a shared case's records came from (nothing for a case that imported none)."""
+    index = documents.get("replicas.json")
+    if index is None:
+        return {}
+    return {
+        "replicas": {
+            "local": index.local.replica,
+            "inForce": index.in_force or index.local.replica,
+            "imported": [
+                {
+                    "key": r.key,
+                    "source": r.source,
+                    "records": sum(s.count for s in r.ledgers.values()),
+                    "forked": r.forked,
+                }
+                for r in index.replicas
+            ],
+            "conflicts": index.conflicts_total,
+        }
+    }
 
 
 def _identity(kernel: Kernel, store: CaseStore, case: CaseFile) -> Data:
