@@ -1,8 +1,9 @@
 """The process's edge: read argv, the environment and the streams, and hand them to a face.
 
-`cortex serve` goes to the MCP server and `cortex studio` to the board; every other command is
-the CLI's: parse, call the kernel, answer with one envelope (`--json`) or text for people. This
-launcher sits above the faces so that none of them imports another. With the MCP server, it is
+`cortex serve` goes to the MCP server, `cortex studio` to the board and `cortex case report` to
+the report face; every other command is the CLI's: parse, call the kernel, answer with one
+envelope (`--json`) or text for people. This launcher sits above the faces so that none of
+them imports another. With the MCP server, it is
 the only place that reads the process's environment; errors become envelopes and exit codes in
 `cortex.kernel.surface`, which every face shares. `main(argv)` takes everything explicitly so
 tests can run it in-process; `entrypoint()` wires it to the real process.
@@ -54,6 +55,14 @@ def _body(
             )
 
         return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)
+    if parsed.command.name == "case.report":
+        # The report face writes the page; the launcher hands it the kernel, as for the studio.
+        def run_report(kernel: Kernel) -> Result:
+            from cortex.report.command import run
+
+            return run(kernel, parsed.values, cwd=cwd)
+
+        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_report)
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
         def run_doctor(_seen: Seen) -> Result:

@@ -624,6 +624,47 @@ COMMANDS: tuple[Cmd, ...] = (
         "install a prepare-commit-msg hook adding the Cortex-Case trailer",
         options=(Opt("--dry-run", "write nothing; show what would change", kind="flag"),),
     ),
+    Cmd(
+        ("case", "report"),
+        "a reviewer's page: one self-contained HTML file, or Markdown (read-only)",
+        positionals=(_TASK,),
+        options=(
+            Opt(
+                "--html",
+                "write the HTML report to FILE (the same as --format html -o FILE)",
+                metavar="FILE",
+            ),
+            Opt(
+                "--output",
+                "write to FILE, atomically (default: stdout; not inside the case store)",
+                metavar="FILE",
+                short="-o",
+            ),
+            Opt("--format", "html (default) or md", metavar="html|md"),
+            Opt(
+                "--comment",
+                "Markdown within a pull-request comment (at most 64 KiB)",
+                kind="flag",
+            ),
+            Opt(
+                "--max-bytes",
+                "the size cap (default 1 MiB for HTML, 1,000,000 for Markdown, 64 KiB for "
+                "--comment); evidence and the timeline are cut first",
+                metavar="N",
+                integer=True,
+            ),
+            Opt(
+                "--generated-at",
+                "the time the report says it was made (default: the case's last change)",
+                metavar="TIME",
+            ),
+            Opt(
+                "--full-audit",
+                "run the full audit whatever the case's size (default: up to 100,000 lines)",
+                kind="flag",
+            ),
+        ),
+    ),
 )
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -653,6 +694,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("set up", ("init", "config", "doctor", "setup.claude", "setup.codex", "serve", "completion")),
+    ("review", ("case.report",)),
 )
 """How `--help` lists the commands: by where in a case's life each is used. A command not named
 here is listed under "other" (so none is ever left out of the help)."""

@@ -417,6 +417,27 @@ def _studio(console: Console, data: Data) -> None:
         )
 
 
+def _report(console: Console, data: Data) -> None:
+    """The report itself (byte for byte, not through rich), or where it was written."""
+    if data.get("document") is not None:
+        console.file.write(data["document"])
+        console.file.flush()
+        return
+    console.print(
+        Text("Wrote ", style="bold green")
+        + Text(f"the report of {data['taskId']} to {data['path']} ")
+        + Text(
+            f"({data['format']}, {data['bytes']} of at most {data['maxBytes']} bytes; verdict "
+            f"{data['verdict']}; tier {data['tier']}, {data['tierName']}; sha256 "
+            f"{data['sha256']})",
+            style="dim",
+        )
+    )
+    for entry in data["omitted"]:
+        console.print(Text(f"  left out: {entry['count']} {entry['what']}", style="dim"))
+    _warnings(console, data.get("warnings", []))
+
+
 def _timeline(console: Console, data: Data) -> None:
     from cortex.cli.render_timeline import timeline
 
@@ -580,6 +601,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.bundle": _bundled,
     "case.trailer": _trailers,
     "setup.git-trailer": _hook,
+    "case.report": _report,
 }
 
 
