@@ -44,6 +44,7 @@ EXPECTED_TOOLS = {
     "cortex_unblock": (False, False, False),
     "cortex_recall": (True, False, True),
     "cortex_recall_get": (True, False, True),
+    "cortex_review": (True, False, True),
 }
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 

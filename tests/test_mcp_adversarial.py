@@ -834,6 +834,8 @@ def test_read_only_tools_write_nothing_anywhere(
         ("cortex_recall", {"query": "log shows"}),
         ("cortex_recall", {"query": "x", "kinds": ["evidence"], "limit": 1, "budget": 5}),
         ("cortex_recall_get", {"ids": ["ev_01J00000000000000000000000"]}),
+        ("cortex_review", {}),
+        ("cortex_review", {"base": "HEAD", "head": "HEAD"}),
     ]
     assert {name for name, _ in calls} == read_only
     with raw_server(repo, served, tmp_path) as s:

@@ -520,6 +520,12 @@ def _git_trailer(c: Call) -> Result:
     return install(c.kernel, dry_run=c["dry_run"])
 
 
+def _review(c: Call) -> Result:
+    from cortex.kernel.views.review import review
+
+    return review(c.kernel, base=c["base"], head=c["head"], fmt=c["format"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -565,4 +571,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.bundle": _bundle,
     "case.trailer": _trailer,
     "setup.git-trailer": _git_trailer,
+    "review": _review,
 }

@@ -665,6 +665,24 @@ COMMANDS: tuple[Cmd, ...] = (
             ),
         ),
     ),
+    Cmd(
+        ("review",),
+        "approve a branch, or say what its cases lack: proof current for the head's tree, "
+        "completion, decisions (read-only; never runs a verifier; exit 5 unless approved)",
+        options=(
+            Opt(
+                "--base",
+                "the branch the commits merge into (default: origin/HEAD, main or master)",
+                metavar="REF",
+            ),
+            Opt("--head", "the commit under review (default: HEAD)", metavar="REF"),
+            Opt(
+                "--format",
+                "text (default), or md: a Markdown summary for $GITHUB_STEP_SUMMARY",
+                metavar="text|md",
+            ),
+        ),
+    ),
 )
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -703,7 +721,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild")),
     ("share", ("case.share", "case.fetch", "case.bundle", "case.trailer")),
-    ("review", ("case.report",)),
+    ("review", ("case.report", "review")),
     (
         "set up",
         (

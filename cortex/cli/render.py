@@ -438,6 +438,33 @@ def _report(console: Console, data: Data) -> None:
     _warnings(console, data.get("warnings", []))
 
 
+def _review(console: Console, data: Data) -> None:
+    """The merge gate's verdict (also on a refusal: exit 5 still prints it on stdout)."""
+    if data.get("document") is not None:
+        console.file.write(data["document"])
+        console.file.flush()
+        return
+    good = data["verdict"] == "approve"
+    console.print(
+        Text(f"{data['verdict']}", style="bold green" if good else "bold red")
+        + Text(f"  {data['base']['ref']}..{data['head']['ref']}, {data['commits']} commit(s)")
+    )
+    for case in data["cases"]:
+        state = f"{case['phase'] or 'missing'}, {case['assessment'] or '-'}"
+        console.print(
+            Text(f"  {case['taskId']} ", style="bold")
+            + Text(f"({', '.join(case['claimedBy'])}) {state}")
+        )
+        if case.get("currency"):
+            console.print(Text(f"    {case['currency']}", style="dim"))
+    for problem in data["problems"]:
+        where = f"{problem['taskId']} " if problem.get("taskId") else ""
+        console.print(
+            Text(f"  [{problem['code']}] ", style="bold") + Text(where + problem["message"])
+        )
+    _warnings(console, data.get("warnings", []))
+
+
 def _timeline(console: Console, data: Data) -> None:
     from cortex.cli.render_timeline import timeline
 
@@ -602,6 +629,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.trailer": _trailers,
     "setup.git-trailer": _hook,
     "case.report": _report,
+    "review": _review,
 }
 
 

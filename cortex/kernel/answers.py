@@ -499,6 +499,105 @@ class RecalledRecords(_Answer):
     records: list[RecalledRecord]
 
 
+class ReportOmission(_Answer):
+    """What a report's size tier left out, and the command that reads it."""
+
+    what: str
+    count: int
+    command: str
+
+
+class Reported(_Answer):
+    """`case report`: the document (on stdout) or where it was written, its size and digests."""
+
+    task_id: str
+    format: Literal["html", "md"]
+    comment: bool
+    max_bytes: int
+    bytes: int
+    sha256: str
+    """Of every byte before the document's last line (the line that states it)."""
+    file_sha256: str
+    verdict: Literal["verified", "partial", "failed", "unverified"]
+    tier: int
+    tier_name: str
+    omitted: list[ReportOmission]
+    generated_at: str
+    path: str | None
+    warnings: list[str]
+    document: str | None
+    """The document itself when no file was named."""
+
+
+ReviewCode = Literal[
+    "not_complete",
+    "failed",
+    "no_proof",
+    "partial",
+    "pending_decision",
+    "contested_decision",
+    "case_missing",
+    "no_case",
+]
+
+
+class ReviewCaseProblem(_Answer):
+    """One reason a case does not let the branch through."""
+
+    code: ReviewCode
+    message: str
+
+
+class ReviewProblem(ReviewCaseProblem):
+    """A problem of the review, with the case it is about (None: `no_case`)."""
+
+    task_id: str | None
+
+
+class ReviewCase(_Answer):
+    """A case that claims commits of the range, judged against the head commit."""
+
+    task_id: str
+    claimed_by: list[Literal["trailer", "branch"]]
+    goal: str | None
+    phase: str | None
+    """None when the store does not hold the case (`case_missing`)."""
+    assessment: Literal["verified", "partial", "failed", "unverified"] | None
+    currency: str | None
+    problems: list[ReviewCaseProblem]
+
+
+class ReviewBase(_Answer):
+    """The ref the commits merge into and its commit."""
+
+    ref: str
+    commit: str
+
+
+class ReviewHead(ReviewBase):
+    """The commit under review, its tree and the branch it names."""
+
+    tree: str | None
+    branch: str | None
+
+
+class Review(_Answer):
+    """`review`: the verdict for a branch (also the `data` of its exit-5 refusal)."""
+
+    verdict: Literal["approve", "needs_verification", "request_changes"]
+    summary: str
+    base: ReviewBase
+    head: ReviewHead
+    merge_base: str
+    commits: int
+    cases: list[ReviewCase]
+    problems: list[ReviewProblem]
+    warnings: list[str]
+    format: Literal["text", "md"]
+    document: str | None
+    """The Markdown summary, with `--format md`."""
+
+
 ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.open": Opened,
     "case.status": Status,
@@ -523,6 +622,8 @@ ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.read-artifact": Artifact,
     "case.timeline": Timeline,
     "case.handoff": Handoff,
+    "case.report": Reported,
+    "review": Review,
 }
 """Command -> the type of its `data`. Commands not listed answer with `data` left open."""
 

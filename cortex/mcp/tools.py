@@ -388,6 +388,19 @@ class RecallGet(_Args):
     ids: Annotated[list[str], msgspec.Meta(description="card ids (hyp_, dec_, ev_, task_), 1-100")]
 
 
+class Review(_Args):
+    """Arguments of cortex_review."""
+
+    base: Annotated[
+        str | None,
+        msgspec.Meta(description="the branch the commits merge into (default: origin/HEAD, main "
+                     "or master)"),
+    ] = None  # fmt: skip
+    head: Annotated[
+        str | None, msgspec.Meta(description="the commit under review (default: HEAD)")
+    ] = None
+
+
 class Tool(msgspec.Struct, frozen=True, kw_only=True):
     """One MCP tool and the kernel call behind it."""
 
@@ -640,6 +653,12 @@ def _recall_get(k: Kernel, a: RecallGet) -> Result:
     return get(k, a.ids)
 
 
+def _review(k: Kernel, a: Review) -> Result:
+    from cortex.kernel.views.review import review
+
+    return review(k, base=a.base, head=a.head)
+
+
 TOOLS: tuple[Tool, ...] = (
     Tool(
         name="cortex_open_task",
@@ -809,6 +828,17 @@ TOOLS: tuple[Tool, ...] = (
         description="The full records of named cards, all of them or none.",
         args=RecallGet,
         call=_recall_get,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="cortex_review",
+        command="review",
+        description="Whether the code of a branch (base..head) is the code its cases verified: "
+        "approve, needs_verification or request_changes, with each case's problems. Never runs "
+        "a verifier; anything but approve is an error whose data holds the verdict.",
+        args=Review,
+        call=_review,
         read_only=True,
         idempotent=True,
     ),

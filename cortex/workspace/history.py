@@ -142,6 +142,18 @@ def current_branch(root: str, env: Mapping[str, str]) -> str | None:
     return text or None
 
 
+def branch_of(root: str, env: Mapping[str, str], ref: str) -> str | None:
+    """The branch `ref` names: itself for a local branch, `x` for the remote-tracking `o/x`."""
+    if not ref or ref.startswith("-") or "\0" in ref or "\n" in ref:
+        return None
+    for prefix, strip in (("refs/heads/", False), ("refs/remotes/", True)):
+        name = ref.removeprefix(prefix)
+        out = _git(["show-ref", "--verify", "-q", f"{prefix}{name}"], root, env)
+        if out is not None:
+            return name.split("/", 1)[1] if strip and "/" in name else name
+    return None
+
+
 def remote_url(root: str, env: Mapping[str, str], remote: str = "origin") -> str | None:
     """`remote.<remote>.url` as git's configuration says (None: no such remote)."""
     out = _git(["config", "--get", f"remote.{remote}.url"], root, env)
