@@ -252,6 +252,12 @@ def _summary(verdict: str, cases: list[Data], problems: list[Data]) -> str:
     return f"{verdict}: {where}{first['code']}: {first['message']}{more}"
 
 
+def _named(ref: str, commit: str) -> str:
+    from cortex.kernel.views.markdown import code
+
+    return code(commit) if ref == commit else f"{code(ref)} at {code(commit)}"
+
+
 def markdown(data: Data) -> str:
     """The verdict as a Markdown summary for `$GITHUB_STEP_SUMMARY` (verdict first)."""
     from cortex.kernel.views.markdown import code, inline
@@ -263,11 +269,11 @@ def markdown(data: Data) -> str:
         inline(data["summary"]),
         "",
         (
-            f"- Head: {code(head['ref'])} at {code(head['commit'])}, tree "
+            f"- Head: {_named(head['ref'], head['commit'])}, tree "
             f"{code(head['tree'] or 'unknown')}"
         ),
         (
-            f"- Base: {code(base['ref'])} at {code(base['commit'])}; merge base "
+            f"- Base: {_named(base['ref'], base['commit'])}; merge base "
             f"{code(data['mergeBase'])}; {data['commits']} commit(s)"
         ),
         "",
