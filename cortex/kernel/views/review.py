@@ -268,10 +268,7 @@ def markdown(data: Data) -> str:
         "",
         inline(data["summary"]),
         "",
-        (
-            f"- Head: {_named(head['ref'], head['commit'])}, tree "
-            f"{code(head['tree'] or 'unknown')}"
-        ),
+        (f"- Head: {_named(head['ref'], head['commit'])}, tree {code(head['tree'] or 'unknown')}"),
         (
             f"- Base: {_named(base['ref'], base['commit'])}; merge base "
             f"{code(data['mergeBase'])}; {data['commits']} commit(s)"
