@@ -178,6 +178,12 @@ def _emit(
 
             stdout.write(text_of(envelope.data))
             return
+        if envelope.ok and envelope.command == "case.report":
+            # The document byte for byte (or where it went), without loading rich.
+            from cortex.report.command import text_of as report_text
+
+            stdout.write(report_text(envelope.data))
+            return
         from cortex.cli.render import render
 
         try:

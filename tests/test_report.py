@@ -384,8 +384,13 @@ def test_a_file_is_replaced_whole(cli: Cli, task: str, tmp_path: Path) -> None:
     assert out.code == 0
     assert target.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["r.html"]
-    text = cli("case", "report", task, "--html", str(target), human=True)
-    assert "Wrote" in text.stdout
+    text = cli("case", "report", task, "--html", str(target) + "\x1b[2J", human=True)
+    assert text.stdout.startswith(f"Wrote the report of {task} to ")
+    assert "\x1b" not in text.stdout  # a path cannot carry a terminal escape
+    assert "\u27e8U+001B\u27e9" in text.stdout
+    md = cli("case", "report", task, "--format", "md", human=True)
+    assert md.stdout.startswith(f"# Case report: `{task}`")
+    assert md.stdout == cli("case", "report", task, "--format", "md").data["document"]
 
 
 def big_case(cli: Cli, repo: Path, env: dict[str, str], lines: int) -> str:

@@ -291,9 +291,9 @@ REPORT_BYTES_MIN = 16 * KIB
 """The smallest `--max-bytes`: below it not even the verdict and receipts would fit."""
 REPORT_BYTES_MAX = 16 * MIB
 """The largest `--max-bytes`."""
-REPORT_EVIDENCE_MAX = 500
+REPORT_EVIDENCE_MAX = 200
 """Newest evidence records a report shows (tier 0; the total stays exact)."""
-REPORT_TIMELINE_MAX = 200
+REPORT_TIMELINE_MAX = 100
 """Newest timeline entries a report shows (tier 0; the total stays exact)."""
 REPORT_PREVIEWS_MAX = 8
 """Raw outputs a report previews."""
@@ -301,5 +301,5 @@ REPORT_PREVIEW_BYTES = 4 * KIB
 """Bytes of one raw preview in a report (tier 0)."""
 REPORT_CLAIM_CUT = 1 * KIB
 """An evidence claim in a tier 1 report."""
-REPORT_AUDIT_LINES = 100_000
+REPORT_AUDIT_LINES = 2_000
 """Committed ledger lines up to which a report runs the full audit (above: `--full-audit`)."""

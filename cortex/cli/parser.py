@@ -660,7 +660,7 @@ COMMANDS: tuple[Cmd, ...] = (
             ),
             Opt(
                 "--full-audit",
-                "run the full audit whatever the case's size (default: up to 100,000 lines)",
+                "run the full audit whatever the case's size (default: up to 2,000 ledger lines)",
                 kind="flag",
             ),
         ),

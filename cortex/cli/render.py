@@ -418,7 +418,11 @@ def _studio(console: Console, data: Data) -> None:
 
 
 def _report(console: Console, data: Data) -> None:
-    """The report itself (byte for byte, not through rich), or where it was written."""
+    """The report itself, or where it was written.
+
+    The launcher prints a report's answer without rich (`cortex.report.command.text_of`); this
+    is the table's entry for it, used if that path ever fails.
+    """
     if data.get("document") is not None:
         console.file.write(data["document"])
         console.file.flush()

@@ -83,3 +83,25 @@ def run(kernel: Kernel, values: dict[str, Any], *, cwd: str) -> Result:
     answer["path"] = written["path"]
     answer["warnings"] = written["warnings"]
     return Result(data=answer)
+
+
+def text_of(data: Data) -> str:
+    """The answer for a person, without rich (the launcher prints it; a report may be large).
+
+    The document byte for byte, or where it was written; every other text with its hidden
+    characters shown as tokens, so a path cannot carry a terminal escape.
+    """
+    if data.get("document") is not None:
+        document: str = data["document"]
+        return document
+    from cortex.report.escape import visible
+
+    head = (
+        f"Wrote the report of {data['taskId']} to {data['path']} ({data['format']}, "
+        f"{data['bytes']} of at most {data['maxBytes']} bytes; verdict {data['verdict']}; tier "
+        f"{data['tier']}, {data['tierName']}; sha256 {data['sha256']})"
+    )
+    lines = [head]
+    lines += [f"  left out: {entry['count']} {entry['what']}" for entry in data["omitted"]]
+    lines += [f"warning: {warning}" for warning in data["warnings"]]
+    return visible("\n".join(lines)) + "\n"

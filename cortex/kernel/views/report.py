@@ -188,8 +188,31 @@ def gather(
         "previews": _previews(kernel, store, case, verification, assessment, records),
         "integrity": _integrity(kernel, store, case, documents, full_audit=full_audit),
     }
-    redacted: Data = redact_all(data, kernel.redactor)
-    return redacted
+    return _redacted(data, kernel.redactor)
+
+
+def _redacted(data: Data, redactor: Any) -> Data:
+    """`data` with every string redacted again, each distinct string once.
+
+    The same texts recur (an evidence record is also a timeline card, actors and tools repeat),
+    and redaction is most of a report's cost; the result is `redact_all`'s.
+    """
+    seen: dict[str, str] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            done = seen.get(value)
+            if done is None:
+                done = seen[value] = redact_all(value, redactor)
+            return done
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    result: Data = walk(data)
+    return result
 
 
 def _moment(text: str | None) -> str | None:
