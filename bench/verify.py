@@ -96,7 +96,16 @@ def open_case(repo: Path, env: dict[str, str]) -> str:
     plan += ["--uncertainty", "none", "--file", "d0000/", "--boundary-reason", "bench"]
     plan += ["--verify", "command:noop"]
     cortex(plan, env, repo)
-    cortex(["case", "begin-change", task, "--actor", "bench", "--ttl", "1h"], env, repo)
+    began = subprocess.run(
+        [CORTEX, "case", "begin-change", task, "--actor", "bench", "--ttl", "1h", "--json"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # Every later verify presents the lease token, as the holder's shell would.
+    env["CORTEX_LEASE_TOKEN"] = json.loads(began.stdout)["data"]["leaseToken"]
     return task
 
 
@@ -147,7 +156,7 @@ def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[st
         "verify() in process (two captures, the verifier, the commit)": [],
     }
     for _ in range(2):
-        verify(kernel, task)
+        verify(kernel, task, lease_token=env["CORTEX_LEASE_TOKEN"])
     for _ in range(runs):
         start = time.perf_counter()
         subprocess.run(
@@ -166,7 +175,7 @@ def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[st
             (time.perf_counter() - start) * 1000
         )
         start = time.perf_counter()
-        verify(kernel, task)
+        verify(kernel, task, lease_token=env["CORTEX_LEASE_TOKEN"])
         samples["verify() in process (two captures, the verifier, the commit)"].append(
             (time.perf_counter() - start) * 1000
         )

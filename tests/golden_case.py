@@ -96,10 +96,10 @@ def seed_golden(tmp_path: Path) -> tuple[Any, str]:
     clock.step()
     answer(kernel, task, asked, option="safe", responder="alice")
     clock.step()
-    begin_change(kernel, task, actor="agent-1")
+    token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     clock.step()
     (repo / "app.py").write_text("print('fixed')\n")
-    verify(kernel, task)
+    verify(kernel, task, lease_token=token)
     clock.step()
     (repo / "app.py").write_text("print('edited after the proof')\n")
     request(

@@ -84,16 +84,18 @@ def _verified_complete(
     """A case opened at `start`, verified at +40 and completed at `end` (offsets from T0)."""
     task, _ = _planned(kernel, clock, start, f"case at {start}")
     clock.at(start + 30)
-    begin_change(kernel, task, actor="agent-1")
+    token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     (repo / "app.py").write_text(f"print({start})\n")
     clock.at(start + 40)
-    assert data(verify(kernel, task))["assessment"]["status"] == "verified"
+    assert data(verify(kernel, task, lease_token=token))["assessment"]["status"] == "verified"
     clock.at(end)
     if stale:
         (repo / "app.py").write_text(f"print({start}, 'after')\n")
-        done = complete(kernel, task, outcome="done", verification_not_possible="moved on")
+        done = complete(
+            kernel, task, outcome="done", verification_not_possible="moved on", lease_token=token
+        )
     else:
-        done = complete(kernel, task, outcome="done", actor="agent-1")
+        done = complete(kernel, task, outcome="done", actor="agent-1", lease_token=token)
     assert data(done)["status"] == "complete"
     return task
 
@@ -220,10 +222,10 @@ class TestOneCase:
         kernel, clock, repo, _ = setup
         task, _ = _planned(kernel, clock, 0, "Covered case")
         clock.at(30)
-        begin_change(kernel, task, actor="agent-1")
+        token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
         (repo / "app.py").write_text("print('fixed')\n")
         clock.at(40)
-        batch = data(verify(kernel, task))["batch"]["id"]
+        batch = data(verify(kernel, task, lease_token=token))["batch"]["id"]
         covered = data(metrics(kernel, task))["verification"]
         assert covered == {
             "required": ["command:unit"],

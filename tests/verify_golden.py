@@ -112,7 +112,9 @@ def outputs(root: Path) -> dict[str, str]:
             "--support", f"1={evidence}", "--uncertainty", "none", "--file", "app.py",
             "--boundary-reason", "the bug lives here", "--verify", "command:unit", "--json",
         )  # fmt: skip
-        _cortex(env, repo, "case", "begin-change", task, "--json")
+        began = json.loads(_cortex(env, repo, "case", "begin-change", task, "--json"))["data"]
+        if began.get("leaseToken"):  # a release with lease tokens (issue 19): its holder's shell
+            env["CORTEX_LEASE_TOKEN"] = began["leaseToken"]
         (repo / "app.py").write_text("print('fixed')\n")
         text = _cortex(env, repo, "case", "verify", task)
         (repo / "app.py").write_text("print('fixed again')\n")

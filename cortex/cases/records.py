@@ -102,6 +102,9 @@ class Lease(_Record, kw_only=True):
     renewed_at: str
     expires_at: str
     released_at: str | None = None
+    token_sha256: Digest | None = None
+    """sha256 of the lease token `begin-change` returned; never the token itself. None on a
+    lease taken before tokens existed, which is honoured by name until it ends."""
 
 
 class SnapshotRef(_Record, kw_only=True):

@@ -153,6 +153,7 @@ def _plan(c: Call) -> Result:
         reason=c["reason"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
+        lease_token=_lease_token(c),
     )
 
 
@@ -171,22 +172,30 @@ def _resolve(c: Call) -> Result:
     )
 
 
+def _lease_token(c: Call) -> str | None:
+    """The lease token: `--lease-token`, else $CORTEX_LEASE_TOKEN (docs/design/trust.md)."""
+    given: str | None = c["lease_token"]
+    return given if given is not None else (c.env.get("CORTEX_LEASE_TOKEN") or None)
+
+
 def _begin_change(c: Call) -> Result:
     from cortex.kernel.lease import begin_change
 
-    return begin_change(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"])
+    return begin_change(
+        c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c)
+    )
 
 
 def _lease_renew(c: Call) -> Result:
     from cortex.kernel.lease import renew
 
-    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"])
+    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c))
 
 
 def _lease_release(c: Call) -> Result:
     from cortex.kernel.lease import release
 
-    return release(c.kernel, c["task"], actor=c["actor"])
+    return release(c.kernel, c["task"], actor=c["actor"], lease_token=_lease_token(c))
 
 
 def _decision_request(c: Call) -> Result:
@@ -238,6 +247,7 @@ def _verify(c: Call) -> Result:
         contracts=c["contract"],
         ack_drift=c["ack_drift"],
         no_op=c["no_op"],
+        lease_token=_lease_token(c),
     )
 
 
@@ -251,6 +261,7 @@ def _complete(c: Call) -> Result:
         accept_failed=c["accept_failed"],
         verification_not_possible=c["verification_not_possible"],
         actor=c["actor"],
+        lease_token=_lease_token(c),
     )
 
 

@@ -71,6 +71,14 @@ def _lease(console: Console, data: Data) -> None:
             f": {lease.get('actor', '-')} until {lease.get('expiresAt', '-')} ({data['status']})"
         )
     )
+    token = data.get("leaseToken")
+    if token:
+        # Shown this once; the case keeps only its digest (docs/design/trust.md).
+        console.print(Text("lease token (shown once): ", style="bold") + Text(token))
+        console.print(
+            Text("lease-bound commands read it from --lease-token or: ", style="dim")
+            + Text(f"export CORTEX_LEASE_TOKEN={token}")
+        )
 
 
 def _decision(console: Console, data: Data) -> None:

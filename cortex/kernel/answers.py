@@ -208,6 +208,9 @@ class Leased(_Answer):
     status: str
     lease: LeaseView | None
     result: str
+    lease_token: str | None
+    """The lease token, returned once by the call that took the lease (null on a renewal or a
+    release, and over MCP, where the server keeps it); only its sha256 is stored."""
 
 
 class Verified(_Answer):

@@ -15,7 +15,7 @@ from cortex.kernel.assessment import Assessment, assess
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import release_for_close, state
+from cortex.kernel.lease import check_holder, release_for_close, state
 from cortex.kernel.live import live_capture
 
 SUMMARY = "summary.md"
@@ -29,6 +29,7 @@ def complete(
     accept_failed: str | None = None,
     verification_not_possible: str | None = None,
     actor: str | None = None,
+    lease_token: str | None = None,
 ) -> Result:
     """Move a verified (or explicitly acknowledged) case to complete, writing summary.md."""
     outcome = validate.text(outcome, "--outcome", OUTCOME_MAX)
@@ -51,7 +52,7 @@ def complete(
         if actor is None and lease is not None and state(lease, kernel.clock()) == "active":
             # As for verify: without --actor, the one holding the lease is completing.
             who = txn.actor = lease.actor
-        _no_other_holder(kernel, case, who)
+        _no_other_holder(kernel, case, who, lease_token)
         doc = txn.snapshot("verification.json", Verification)
         assessment = assess(case, doc, live_capture(kernel, case))
         acknowledgement = _gate(case, assessment, accept_failed, verification_not_possible)
@@ -77,13 +78,14 @@ def complete(
     )
 
 
-def _no_other_holder(kernel: Kernel, case: CaseFile, who: str) -> None:
-    """Completing releases the lease, so only its holder may complete while it is active."""
+def _no_other_holder(kernel: Kernel, case: CaseFile, who: str, token: str | None) -> None:
+    """Completing releases the lease: only its holder (name and token) completes while active."""
     lease = case.change_lease
     if lease is not None and lease.actor != who and state(lease, kernel.clock()) == "active":
         msg = f"the change lease is held by {lease.actor} until {lease.expires_at}; "
         msg += "only its holder completes the case while it is held"
         raise LeaseConflictError(msg)
+    check_holder(lease, who, token, kernel.clock())
 
 
 def _quoted(text: str) -> list[str]:

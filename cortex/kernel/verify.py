@@ -30,7 +30,7 @@ from cortex.kernel.assessment import assess
 from cortex.kernel.envelope import Action, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import require_lease_holder, state
+from cortex.kernel.lease import check_holder, require_lease_holder, state
 from cortex.kernel.live import live_capture
 from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
@@ -131,17 +131,19 @@ def _check_phase(case: CaseFile) -> None:
     lifecycle.require(case, "verifying", doing="verify")
 
 
-def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None) -> str:
-    """The verify actor: the one given, else the active lease's holder, else the default."""
+def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None, token: str | None) -> str:
+    """The verify actor: the one given, else the active lease's holder, else the default.
+
+    While the lease is active only its holder verifies: its name, with its token.
+    """
     lease = case.change_lease
     active = lease is not None and state(lease, kernel.clock()) == "active"
-    if actor is None and active and lease is not None:
-        return lease.actor
-    who = kernel.actor(actor)
+    who = lease.actor if actor is None and active and lease is not None else kernel.actor(actor)
     if active and lease is not None and lease.actor != who:
         msg = f"the change lease is held by {lease.actor} until {lease.expires_at}; "
         msg += "only its holder verifies while it is held"
         raise LeaseConflictError(msg)
+    check_holder(lease, who, token, kernel.clock())
     if case.mode == "change" and not active:
         msg = "verifying a change needs an active change lease (it expired or was released); "
         msg += "take it again, then verify"
@@ -268,6 +270,7 @@ def verify(
     contracts: list[str] | None = None,
     ack_drift: bool = False,
     no_op: bool = False,
+    lease_token: str | None = None,
 ) -> Result:
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
     from cortex.verifiers.registry import resolve
@@ -280,7 +283,7 @@ def verify(
     if case.workspace.root != kernel.workspace.root:
         msg = f"case {task_id} belongs to the worktree {case.workspace.root}; verify from there"
         raise InvalidInputError(msg)
-    who = _lease_actor(kernel, case, kernel.acting(actor))
+    who = _lease_actor(kernel, case, kernel.acting(actor), lease_token)
     required = list(case.verification_required)
     wanted = parse_claims(kernel, claims or [], contracts or [], required)
     _check_claims(kernel, case, wanted, old)
@@ -310,7 +313,9 @@ def verify(
 
     with store.transaction(task_id, actor=who, operation="case.verify") as txn:
         _check_phase(txn.case)
-        require_lease_holder(txn, who, kernel, doing="verify", required=case.mode == "change")
+        require_lease_holder(
+            txn, who, kernel, doing="verify", required=case.mode == "change", token=lease_token
+        )
         end = live_capture(kernel, txn.case)
         reasons = _binding_reasons(start, end, case.revision, txn.case.revision)
         if _plan_digest(txn.case) != _plan_digest(case):

@@ -37,6 +37,7 @@ from cortex.mcp.progress import Logging, Relay
 from cortex.mcp.tools import (
     BY_NAME,
     TOOLS,
+    Leases,
     Tool,
     action_spelling,
     decode_args,
@@ -106,6 +107,7 @@ def build(
     closing = threading.Event() if closing is None else closing
     listing = types.ListToolsResult(tools=[_describe(tool) for tool in TOOLS])
     default_actor = env.get("CORTEX_ACTOR") or DEFAULT_ACTOR
+    leases = Leases()  # the lease tokens of this connection (docs/design/trust.md)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return listing
@@ -123,7 +125,7 @@ def build(
         # this workspace's configured literals, as the CLI's are.
         def use_case(kernel: Kernel) -> Result:
             built.append(kernel)
-            return tool.call(kernel, decode_args(tool, arguments))
+            return tool.call(kernel, decode_args(tool, arguments), leases)
 
         prefill = action_spelling(tool, arguments)
         bare = action_spelling(tool, None)
