@@ -47,7 +47,7 @@ def _body(
                 kernel, refresh=None if refresh is None else str(refresh), streams=streams
             )
 
-        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)
+        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio, via="studio")
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
         def run_doctor(_seen: Seen) -> Result:
@@ -67,7 +67,11 @@ def _body(
         )
         return handler(call)
 
-    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress)
+    from cortex.cli.terminal import channel
+
+    # How the command arrived: a person at its terminal, or not (docs/design/trust.md).
+    via = channel(streams[0])
+    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress, via=via)
 
 
 def _is_terminal(stream: IO[str]) -> bool:

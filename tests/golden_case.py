@@ -94,7 +94,9 @@ def seed_golden(tmp_path: Path) -> tuple[Any, str]:
         options=["safe=Safe migration|slower rollout", "fast=Fast migration|riskier rollback"],
     ).data["decision"].id  # fmt: skip
     clock.step()
-    answer(kernel, task, asked, option="safe", responder="alice")
+    # Alice answers at her terminal (docs/design/trust.md).
+    at_terminal = Kernel(str(repo), env, default_actor="agent-1", clock=clock, via="cli-tty")
+    answer(at_terminal, task, asked, option="safe", responder="alice")
     clock.step()
     token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     clock.step()

@@ -622,11 +622,13 @@ def test_an_unknown_tool_name_is_not_echoed_unredacted(
 
 
 def normalise(value: Any, task: str) -> Any:
-    """Replace the ids and times that legitimately differ between two runs."""
+    """Replace the ids, times and channels that legitimately differ between two runs."""
     text = json.dumps(value, sort_keys=True).replace(task, "TASK")
     text = re.sub(r"\b(ev|hyp|dec|rcpt|batch|raw|cmd|vr|vb)_[0-9A-Z]{26}\b", r"\1_ID", text)
     text = re.sub(r"\b[0-9a-f]{64}\b", "HASH", text)
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "TIME", text)
+    # Each record says which face it arrived through (docs/design/trust.md).
+    text = re.sub(r'"via": "(cli|cli-tty|mcp)"', '"via": "VIA"', text)
     return json.loads(text)
 
 

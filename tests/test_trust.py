@@ -3,7 +3,9 @@
 Lease tokens: two processes with the same actor name are two holders; only the one given the
 token verifies, completes, renews, releases or moves the boundary; a token of another case is
 refused; two `cortex serve` processes with the same CORTEX_ACTOR cannot both hold the lease; a
-holder killed with SIGKILL loses its lease at expiry.
+holder killed with SIGKILL loses its lease at expiry. Provenance: an origin of `human` sent over
+MCP or from a CLI without a terminal is shown as reported by the agent on every surface; from a
+terminal it is shown as human.
 
 These tests do not use the suite's lease-token book (tests/stand_ins.py): every process here
 is started by the test, with exactly the environment it names.
@@ -12,8 +14,10 @@ is started by the test, with exactly the environment it names.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -23,6 +27,7 @@ from typing import Any
 
 import pytest
 from conftest import (
+    CHILDREN,
     Cli,
     Outcome,
     case_path,
@@ -32,12 +37,18 @@ from conftest import (
 from test_mcp import run_async, serving
 from test_mcp_adversarial import envelope_of, raw_server
 
+from cortex.main import main
+
 PYTHON = sys.executable
+WITH_TTY = str(CHILDREN / "with_tty.py")
 PLAN = (
     "--hypothesis", "app.py returns the wrong page :: a request shows the right one",
     "--uncertainty", "none", "--file", "app.py", "--boundary-reason", "the bug lives here",
     "--verify", "command:unit",
 )  # fmt: skip
+
+
+OPTIONS = ("--option", "safe=Safe migration|slower rollout", "--option", "fast=Fast|riskier")
 
 
 def sha256(text: str) -> str:
@@ -58,6 +69,44 @@ def detached(args: list[str], env: dict[str, str], cwd: Path, *, stdin: bytes = 
         check=False,
     )
     return Outcome(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def at_terminal(
+    args: list[str], env: dict[str, str], cwd: Path, *, typed: str | None, prompt: bytes
+) -> tuple[Outcome, bytes]:
+    """`python -m cortex ARGS --json` at a person's terminal: a pseudo-terminal is the child's
+    controlling terminal and its stdin (stdout stays a pipe, for the envelope). Types `typed`
+    and enter when `prompt` appears; returns the outcome and what the terminal showed."""
+    primary, secondary = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [PYTHON, WITH_TTY, os.ttyname(secondary), PYTHON, "-m", "cortex", *args, "--json"],
+            cwd=cwd,
+            env=env,
+            stdin=secondary,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        shown = b""
+        sent = False
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([primary], [], [], 0.1)[0]:
+                try:
+                    shown += os.read(primary, 4096)
+                except OSError:
+                    break
+            if typed is not None and not sent and prompt in shown:
+                os.write(primary, typed.encode() + b"\n")
+                sent = True
+        if proc.poll() is None:
+            proc.kill()
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    return Outcome(proc.returncode, stdout.decode(), stderr.decode()), shown
 
 
 def files(env: dict[str, str], task: str) -> dict[str, tuple[int, int, int, int]]:
@@ -332,6 +381,148 @@ def strings(value: Any) -> list[str]:
     return []
 
 
+# Helpers of the provenance tests -------------------------------------------------------
+
+
+def ask(cli: Cli, actor: str = "agent-1") -> tuple[str, str]:
+    """An investigating case paused on a decision; its task and decision ids."""
+    task = cli.open("Migrate the sessions table")
+    cli("case", "evidence", "add", task, "--claim", "two ways to migrate")
+    argv = ["case", "decision", "request", task, "--question", "Which migration?", *OPTIONS]
+    decision = cli(*argv, "--actor", actor).data["decision"]["id"]
+    return task, decision
+
+
+def human_reports(cli: Cli, task: str) -> list[dict[str, Any]]:
+    return [e for e in ledger(cli.env, task, "evidence") if e["kind"] == "human_report"]
+
+
+def ledger(env: dict[str, str], task: str, name: str) -> list[dict[str, Any]]:
+    path = case_path(env, task) / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+# 3. Provenance with its channel ------------------------------------------------------------
+
+REPORTED = "human (reported by agent-1 via {via})"
+
+
+def surfaces(cli: Cli, task: str) -> dict[str, str]:
+    """Every surface that shows evidence, as text (JSON answers and rendered text)."""
+    shown = {
+        "show.json": cli("case", "show", task).stdout,
+        "show.txt": cli("case", "show", task, human=True).stdout,
+        "timeline.json": cli("case", "timeline", task).stdout,
+        "timeline.txt": cli("case", "timeline", task, human=True).stdout,
+        "handoff.json": cli("case", "handoff", task).stdout,
+    }
+    shown["handoff.md"] = json.loads(shown["handoff.json"])["data"]["markdown"]
+    return shown
+
+
+class TestProvenance:
+    def test_a_human_origin_from_a_cli_without_a_terminal_is_shown_as_reported(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        task = cli.open()
+        add = ["case", "evidence", "add", task, "--claim", "the person says ship it"]
+        recorded = detached([*add, "--origin", "human", "--actor", "agent-1"], env, repo).data
+        source = recorded["evidence"]["source"]
+        assert (source["origin"], source["via"], source["claimedByAgent"]) == ("human", "cli", True)
+        note = detached(["case", "note", task, "reviewed", "--origin", "reviewer",
+                         "--actor", "agent-1"], env, repo)  # fmt: skip
+        assert note.data["evidence"]["source"]["claimedByAgent"] is True
+        for name, text in surfaces(cli, task).items():
+            assert REPORTED.format(via="cli") in text, name
+            assert "reviewer (reported by agent-1 via cli)" in text, name
+        # The in-process CLI (stdin a pipe) is a CLI without a terminal too.
+        inproc = cli(*add, "--origin", "human", "--actor", "agent-1").data["evidence"]["source"]
+        assert (inproc["via"], inproc["claimedByAgent"]) == ("cli", True)
+
+    def test_a_human_origin_over_mcp_is_shown_as_reported(
+        self, cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
+    ) -> None:
+        task = cli.open()
+
+        async def body() -> None:
+            with (tmp_path / "serve.txt").open("w+") as log:
+                async with serving(repo, {**env, "CORTEX_ACTOR": "agent-1"}, log) as s:
+                    recorded, _ = await s.call(
+                        "cortex_record_evidence", task_id=task, claim="the person says ship it",
+                        origin="human",
+                    )  # fmt: skip
+                    source = recorded["data"]["evidence"]["source"]
+                    assert (source["via"], source["claimedByAgent"]) == ("mcp", True)
+                    timeline, _ = await s.call("cortex_timeline", task_id=task)
+                    cards = [c for c in timeline["data"]["entries"] if c["kind"] == "evidence"]
+                    assert cards[0]["origin"] == REPORTED.format(via="mcp")
+                    handoff, _ = await s.call("cortex_handoff", task_id=task)
+                    assert REPORTED.format(via="mcp") in handoff["data"]["markdown"]
+
+        run_async(body)
+        for name, text in surfaces(cli, task).items():
+            assert REPORTED.format(via="mcp") in text, name
+        commands = ledger(env, task, "commands")
+        assert commands[-1]["via"] == "mcp"
+
+    def test_a_human_origin_from_a_terminal_is_shown_as_human(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        task = cli.open()
+        add = ["case", "evidence", "add", task, "--claim", "I checked the staging login"]
+        out, _ = at_terminal([*add, "--origin", "human", "--actor", "alice"], env, repo,
+                             typed=None, prompt=b"")  # fmt: skip
+        source = out.data["evidence"]["source"]
+        assert (source["origin"], source["via"], source["claimedByAgent"]) == (
+            "human",
+            "cli-tty",
+            False,
+        )
+        for name, text in surfaces(cli, task).items():
+            assert "reported by" not in text, name
+        cards = json.loads(surfaces(cli, task)["timeline.json"])["data"]["entries"]
+        assert [c["origin"] for c in cards if c["kind"] == "evidence"] == ["human"]
+        assert ledger(env, task, "commands")[-1]["via"] == "cli-tty"
+
+    def test_a_background_job_of_a_terminal_is_not_a_person(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        """stdin is the terminal, but the process is not in its foreground group: `cli`."""
+        task = cli.open()
+        primary, secondary = os.openpty()
+        try:
+            script = (
+                "import os, sys, subprocess\n"
+                f"os.open({os.ttyname(secondary)!r}, os.O_RDWR)\n"
+                # The child is put in a process group of its own: a background job.
+                "p = subprocess.run(sys.argv[1:], process_group=0, capture_output=True)\n"
+                "sys.stdout.buffer.write(p.stdout)\n"
+            )
+            argv = ["case", "evidence", "add", task, "--claim", "x", "--origin", "human"]
+            proc = subprocess.run(
+                [PYTHON, "-c", script, PYTHON, "-m", "cortex", *argv, "--json"],
+                cwd=repo, env=env, stdin=secondary, capture_output=True, timeout=60,
+                start_new_session=True, check=False,
+            )  # fmt: skip
+        finally:
+            os.close(primary)
+            os.close(secondary)
+        source = json.loads(proc.stdout)["data"]["evidence"]["source"]
+        assert (source["via"], source["claimedByAgent"]) == ("cli", True)
+
+
+def test_the_in_process_main_decides_the_channel_from_its_stdin(
+    env: dict[str, str], repo: Path
+) -> None:
+    """main() with a stdin that is not a terminal (a BytesIO, a pipe) records `cli`."""
+    out = io.StringIO()
+    assert main(["case", "open", "x", "--json"], env=env, cwd=str(repo), stdout=out,
+                stdin=io.BytesIO()) == 0  # fmt: skip
+    task = json.loads(out.getvalue())["data"]["taskId"]
+    assert [c["via"] for c in ledger(env, task, "commands")] == ["cli"]
+    assert {p["via"] for p in ledger(env, task, "phases")} == {"cli"}
+
+
 # Cases written before this change -----------------------------------------------------------
 
 NEW_FIELDS = frozenset({"via", "claimedByAgent", "tokenSha256", "answeredVia", "unattended"})
@@ -377,3 +568,24 @@ def downgrade(path: Path) -> None:
         file.write_bytes(out)
         state["bytes"], state["tip"] = len(out), prev
     (path / "case.json").write_text(json.dumps(case, indent=2) + "\n")
+
+
+def test_a_case_written_before_channels_decodes_audits_and_shows_its_origins_as_unrecorded(
+    cli: Cli, env: dict[str, str]
+) -> None:
+    task, decision = ask(cli)
+    answer = ["case", "decision", "answer", task, decision, "--answer", "safe"]
+    assert cli(*answer, "--responder", "alice").code == 0
+    cli("case", "evidence", "add", task, "--claim", "a person said so", "--origin", "human")
+    downgrade(case_path(env, task))
+    for line in (case_path(env, task) / "evidence.jsonl").read_bytes().splitlines():
+        assert b'"via"' not in line
+    report = cli("case", "audit", task).data
+    assert (report["ok"], report["errors"]) == (True, [])
+    for name, text in surfaces(cli, task).items():
+        assert "human (channel not recorded)" in text, name
+        assert "reported by" not in text, name
+    # And it is written to as any case: new records carry their channel.
+    assert cli("case", "note", task, "after the upgrade").code == 0
+    assert ledger(env, task, "commands")[-1]["via"] == "cli"
+    assert cli("case", "audit", task).data["ok"] is True

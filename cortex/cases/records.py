@@ -35,6 +35,8 @@ Surface = Literal["code", "browser", "terminal", "artifact", "secret"]
 Confidence = Literal["high", "medium", "low", "unknown"]
 Sensitivity = Literal["normal", "sensitive"]
 Origin = Literal["agent", "human", "reviewer", "tool"]
+Via = Literal["cli-tty", "cli", "mcp", "studio", "share"]
+"""How a record arrived: the face that received the call (docs/design/trust.md)."""
 EvidenceKind = Literal[
     "observation",
     "note",
@@ -166,6 +168,11 @@ class Source(_Record, kw_only=True):
     uri: str | None = None
     actor: str | None = None
     origin: Origin = "agent"
+    via: Via | None = None
+    """How it arrived (None: written before channels were recorded, or by a library call)."""
+    claimed_by_agent: bool = False
+    """A human or reviewer origin that arrived where no person was present: the caller's claim,
+    shown as reported by `actor` (docs/design/trust.md, "Provenance with its channel")."""
 
 
 class Location(_Record, kw_only=True):
@@ -210,6 +217,8 @@ class Command(_Record, kw_only=True):
     case_digest: Digest | None = None
     """sha256 of case.json as this commit wrote it (ledger extents aside): `audit` compares the
     last one with the snapshot on disk, so an edit of an unchained field is detected."""
+    via: Via | None = None
+    """How the command arrived (None before channels were recorded)."""
     revision: Revision = 0
     prev: str = ""
 
@@ -223,6 +232,8 @@ class PhaseChange(_Record, kw_only=True):
     to_phase: Phase = msgspec.field(name="to")
     actor: str
     reason: str | None = None
+    via: Via | None = None
+    """How the command that made the step arrived (None before channels were recorded)."""
     revision: Revision = 0
     prev: str = ""
 

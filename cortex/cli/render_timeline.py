@@ -23,6 +23,8 @@ def _facts(entry: Data) -> list[str]:
     kind = entry["kind"]
     if kind == "evidence":
         facts = [entry["evidenceKind"], entry["confidence"]]
+        # Who said it, when it was not the agent itself (docs/design/trust.md).
+        facts += [entry["origin"]] if entry.get("origin", "agent") != "agent" else []
         facts += ["raw"] if entry["hasRaw"] else []
         return facts + (["sensitive"] if entry["sensitive"] else [])
     if kind == "receipt":

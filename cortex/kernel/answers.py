@@ -336,6 +336,9 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     evidence_kind: str | None = None
     confidence: str | None = None
     tool: str | None = None
+    origin: str | None = None
+    """Who said it, as every surface shows it: `agent`, `human`, or `human (reported by
+    agent-1 via mcp)` for a person's word an agent reported (docs/design/trust.md)."""
     sensitive: bool | None = None
     has_raw: bool | None = None
     # command

@@ -23,8 +23,8 @@ from cortex.cases.bounds import (
 from cortex.cases.documents import Decision, DecisionOption, Decisions
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
 from cortex.cases.ids import check_id, new_id
-from cortex.cases.records import Evidence, Source
-from cortex.kernel import lifecycle, validate
+from cortex.cases.records import Evidence
+from cortex.kernel import lifecycle, provenance, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -158,7 +158,7 @@ def answer(
         if txn.case.status != lifecycle.PAUSED or resume_to is None:
             msg = f"the case is {txn.case.status}, not waiting for this decision"
             raise GateRefusedError(msg, lifecycle.actions_for(txn))
-        _record_answer(txn, decision, chosen, who, now)
+        _record_answer(txn, decision, chosen, who, now, kernel=kernel)
         txn.stage_snapshot("decisions.json", doc)
         lifecycle.move(
             txn, resume_to, actor=who, now=now, reason=f"answered {decision.id}", answering=True
@@ -181,7 +181,13 @@ def _same_identity(a: str, b: str) -> bool:
 
 
 def _record_answer(
-    txn: Transaction, decision: Decision, chosen: DecisionOption, who: str, now: str
+    txn: Transaction,
+    decision: Decision,
+    chosen: DecisionOption,
+    who: str,
+    now: str,
+    *,
+    kernel: Kernel,
 ) -> None:
     evidence_id = new_id("ev")
     # The choice first, and only the question shortened (by bytes), so the record always says
@@ -196,7 +202,10 @@ def _record_answer(
             id=evidence_id,
             timestamp=now,
             kind="human_report",
-            source=Source(tool="cortex", actor=who, origin="human"),
+            # A person's answer where one is present (a terminal, Studio); else a report of one.
+            source=provenance.source(
+                tool="cortex", actor=who, origin="human", person_present=kernel.person_present
+            ),
             claim=claim,
             confidence="high",
         ),

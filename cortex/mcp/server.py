@@ -137,7 +137,9 @@ def build(
             shown = prefill(action)
             return None if shown is None else redacted(built[0], shown)
 
-        body = in_kernel(directory, env, default_actor, use_case, progress=relay.progress)
+        body = in_kernel(
+            directory, env, default_actor, use_case, progress=relay.progress, via="mcp"
+        )
         return execute(
             tool.command, body, env=env, debug=stderr, spelling=spelling(tool), actions=actions
         )
@@ -150,7 +152,7 @@ def build(
         # anything, secrets included, and is only quoted (redacted) in the message.
         return execute(
             "cortex",
-            in_kernel(cwd, env, default_actor, use_case),
+            in_kernel(cwd, env, default_actor, use_case, via="mcp"),
             env=env,
             debug=stderr,
             actions=action_spelling(None, None),

@@ -76,11 +76,16 @@ def _recent(console: Console, recent: Data) -> None:
     console.print(Text("recent activity", style="bold") + Text(f"  ({totals})", style="dim"))
     for item in items:
         actor = item["actor"] or "-"
-        console.print(
+        line = (
             Text(f"  {item['at']}  ", style="dim")
             + Text(f"{item['kind']:<8}", style="cyan")
             + Text(f" {actor:<14} {item['title']}")
         )
+        origin = item.get("origin", "agent")
+        if origin != "agent":
+            # A person's word, or an agent's report of one (docs/design/trust.md).
+            line += Text(f"  [{origin}]", style="dim")
+        console.print(line)
     if recent["total"] > len(items):
         console.print(
             Text(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cortex.kernel.provenance import shown
 from cortex.kernel.views.markdown import code, inline, quote
 
 Data = dict[str, Any]
@@ -239,6 +240,7 @@ def _evidence(p: Data) -> list[str]:
     if e["detail"] == "titles":
         lines += [
             f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {inline(r['title'])}"
+            + (f" ({inline(r['origin'])})" if r.get("origin") else "")
             for r in e["records"]
         ]
         return [*lines, ""] if e["records"] else lines
@@ -249,7 +251,8 @@ def _evidence(p: Data) -> list[str]:
 
 def _record(r: Data) -> list[str]:
     source = r["source"]
-    by = f"{code(source['tool'])} ({inline(source['origin'])}"
+    # The origin as every surface shows it: a person's word, or an agent's report of one.
+    by = f"{code(source['tool'])} ({inline(source.get('shown') or shown(source))}"
     by += f", {code(source['actor'])})" if source.get("actor") else ")"
     lines = [
         f"### {code(r['id'])}: {code(r['kind'])}",

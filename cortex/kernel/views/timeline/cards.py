@@ -20,6 +20,7 @@ from cortex.cases.documents import Batch, Decision, Decisions, Receipt, Verifica
 from cortex.cases.errors import NotFoundError
 from cortex.cases.records import CaseFile, Command, Evidence, PhaseChange
 from cortex.cases.store import CaseStore
+from cortex.kernel.provenance import shown
 
 KINDS = ("phase", "evidence", "command", "decision", "receipt", "batch")
 """Entry kinds, in the order `--kind` lists them."""
@@ -190,6 +191,7 @@ def card(entry: Entry, context: Context) -> dict[str, object]:
             "evidenceKind": record.kind,
             "confidence": record.confidence,
             "tool": record.source.tool,
+            "origin": shown(record.source),
             "sensitive": sensitive,
             "hasRaw": record.raw_ref is not None,
         }
