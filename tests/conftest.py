@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stand_ins import leased, remember
+from stand_ins import answering, leased, remember, without_answer_opt_in
 
 from cortex.main import main
+
+__all__ = ["without_answer_opt_in"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
@@ -116,7 +118,8 @@ class Outcome:
 class Cli:
     """Run cortex in-process with the test's environment and working directory.
 
-    It keeps the lease tokens its `begin-change` calls return (tests/stand_ins.py).
+    It keeps the lease tokens its `begin-change` calls return and opts the test's machine in to
+    unattended answers before a `decision answer` (tests/stand_ins.py).
     """
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
@@ -129,6 +132,7 @@ class Cli:
         """Run one command; `--json` is appended unless `human`."""
         out, err = io.StringIO(), io.StringIO()
         argv = [*args] if human else [*args, "--json"]
+        answering(self.env, argv)
         code = main(
             argv,
             env=leased(self.env, argv),
@@ -176,8 +180,9 @@ def run_cortex(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `python -m cortex` as a real process (stdin a pipe, never the test's terminal).
 
-    Like `Cli`, it keeps lease tokens (tests/stand_ins.py).
+    Like `Cli`, it keeps lease tokens and opts the machine in to answers (tests/stand_ins.py).
     """
+    answering(env, args)
     proc = subprocess.run(
         [sys.executable, "-m", "cortex", *args],
         cwd=cwd,

@@ -94,9 +94,9 @@ def seed_golden(tmp_path: Path) -> tuple[Any, str]:
         options=["safe=Safe migration|slower rollout", "fast=Fast migration|riskier rollback"],
     ).data["decision"].id  # fmt: skip
     clock.step()
-    # Alice answers at her terminal (docs/design/trust.md).
+    # Alice answers at her terminal, typing the option id (docs/design/trust.md).
     at_terminal = Kernel(str(repo), env, default_actor="agent-1", clock=clock, via="cli-tty")
-    answer(at_terminal, task, asked, option="safe", responder="alice")
+    answer(at_terminal, task, asked, option="safe", responder="alice", confirm=lambda a: a.option)
     clock.step()
     token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     clock.step()

@@ -1,7 +1,8 @@
-"""What the test suite stands in for: the agent that keeps its lease token (docs/design/trust.md).
+"""What the test suite stands in for: the agent that keeps its lease token, and the person who
+lets a machine answer decisions unattended (docs/design/trust.md).
 
 Most tests drive a case through `Cli` or `run_cortex` and were written when the change lease
-belonged to a name. The rule is not weakened for them:
+belonged to a name and anyone could answer a decision. The rules are not weakened for them:
 
 - **The lease-token book.** Every `begin-change` the harness runs that returns a token is noted
   in a small file beside the test's state directory (never inside it, so tests that compare the
@@ -9,6 +10,10 @@ belonged to a name. The rule is not weakened for them:
   `CORTEX_LEASE_TOKEN` in its environment, exactly as an agent's shell would after exporting it,
   unless the command or its environment already gives a token. The kernel still checks the
   holder's name first, so a test acting as another actor is still refused.
+- **The answer opt-in.** Before a `decision answer` the harness writes the per-machine opt-in
+  (`$XDG_CONFIG_HOME/cortex/unattended-answers.toml`) into the test's own configuration
+  directory, as a person configuring a CI job would. Tests of the rule itself pass an
+  environment from `without_answer_opt_in`, and the harness leaves it alone.
 
 The children in tests/children/ use the same book, so a process started before the lease was
 taken still finds the token when it runs its command.
@@ -24,6 +29,9 @@ from pathlib import Path
 
 TASK = re.compile(r"task_[0-9A-HJKMNP-TV-Z]{26}")
 TOKEN = re.compile(r"cortex-lease-[A-Za-z0-9_-]{20,}")
+NEED_A_PERSON = "CORTEX_TEST_ANSWERS_NEED_A_PERSON"
+"""Set (by `without_answer_opt_in`) where the harness must not opt the machine in."""
+OPT_IN = 'stands_for = "the Cortex test suite (tests/stand_ins.py), for the person running it"\n'
 
 
 def _book(env: Mapping[str, str]) -> Path | None:
@@ -79,3 +87,32 @@ def remember(env: Mapping[str, str], argv: Sequence[str], stdout: str) -> None:
     tmp = book.with_name(f".{book.name}.{os.getpid()}")
     tmp.write_text(json.dumps(tokens))
     tmp.replace(book)
+
+
+def opt_in_path(env: Mapping[str, str]) -> Path:
+    """Where the per-machine opt-in for unattended answers lives for this environment."""
+    return Path(env["XDG_CONFIG_HOME"]) / "cortex" / "unattended-answers.toml"
+
+
+def opt_in(env: Mapping[str, str]) -> None:
+    """Opt the test's machine in to unattended answers (its own configuration directory)."""
+    path = opt_in_path(env)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(OPT_IN)
+        path.chmod(0o600)
+
+
+def answering(env: Mapping[str, str], argv: Sequence[str]) -> None:
+    """Before the harness runs `decision answer`: opt the test's machine in, once."""
+    if list(argv[:3]) != ["case", "decision", "answer"] or env.get(NEED_A_PERSON):
+        return
+    if "XDG_CONFIG_HOME" in env:
+        opt_in(env)
+
+
+def without_answer_opt_in(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` for a test of the rule itself: no opt-in now, and the harness writes none."""
+    if "XDG_CONFIG_HOME" in env:
+        opt_in_path(env).unlink(missing_ok=True)
+    return {**env, NEED_A_PERSON: "1"}

@@ -278,6 +278,7 @@ def check_committed(cli: Cli, task: str, scenario: str, before: dict[str, Any], 
         (decision,) = seen["decisions"]
         (asked,) = before["decisions"]
         answered = {"status", "answer", "responder", "answeredAt", "evidenceId"}
+        answered |= {"answeredVia", "unattended"}  # how the answer arrived (issue 19)
         assert {k: v for k, v in decision.items() if k not in answered} == {
             k: v for k, v in asked.items() if k not in answered
         }

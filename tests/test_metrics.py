@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 from conftest import Cli, base_env, case_path, configure_verifiers, make_repo, tree_state
+from stand_ins import opt_in
 
 from cortex.kernel.close import close
 from cortex.kernel.complete import complete
@@ -132,6 +133,7 @@ class TestOneCase:
         clock.at(500)
         decision = data(request(kernel, task, question="Go?", options=["y=Yes", "n=No"]))
         clock.at(800)
+        opt_in(env)  # the suite stands in for a person (tests/stand_ins.py)
         answer(kernel, task, decision["decision"]["id"], option="y", responder="alice")
         clock.at(1000)
         before = tree_state(Path(env["CORTEX_STATE_DIR"]))

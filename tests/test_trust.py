@@ -3,12 +3,15 @@
 Lease tokens: two processes with the same actor name are two holders; only the one given the
 token verifies, completes, renews, releases or moves the boundary; a token of another case is
 refused; two `cortex serve` processes with the same CORTEX_ACTOR cannot both hold the lease; a
-holder killed with SIGKILL loses its lease at expiry. Provenance: an origin of `human` sent over
-MCP or from a CLI without a terminal is shown as reported by the agent on every surface; from a
-terminal it is shown as human.
+holder killed with SIGKILL loses its lease at expiry. Answers need a person: without a
+controlling terminal `decision answer` is refused and writes nothing, at a pseudo-terminal the
+typed option id answers it, Studio answers as `studio`, and a per-machine opt-in (never a
+repository's) stands in for a person. Provenance: an origin of `human` sent over MCP or from a
+CLI without a terminal is shown as reported by the agent on every surface; from a terminal it is
+shown as human.
 
-These tests do not use the suite's lease-token book (tests/stand_ins.py): every process here
-is started by the test, with exactly the environment it names.
+These tests do not use the suite's lease-token book or answer opt-in (tests/conftest.py): every
+process here is started by the test, with exactly the environment it names.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from conftest import (
     case_path,
     configure_verifiers,
     tree_state,
+    without_answer_opt_in,
 )
 from test_mcp import run_async, serving
 from test_mcp_adversarial import envelope_of, raw_server
@@ -46,8 +50,6 @@ PLAN = (
     "--uncertainty", "none", "--file", "app.py", "--boundary-reason", "the bug lives here",
     "--verify", "command:unit",
 )  # fmt: skip
-
-
 OPTIONS = ("--option", "safe=Safe migration|slower rollout", "--option", "fast=Fast|riskier")
 
 
@@ -381,7 +383,7 @@ def strings(value: Any) -> list[str]:
     return []
 
 
-# Helpers of the provenance tests -------------------------------------------------------
+# 2. Answers need a person ------------------------------------------------------------------
 
 
 def ask(cli: Cli, actor: str = "agent-1") -> tuple[str, str]:
@@ -391,6 +393,137 @@ def ask(cli: Cli, actor: str = "agent-1") -> tuple[str, str]:
     argv = ["case", "decision", "request", task, "--question", "Which migration?", *OPTIONS]
     decision = cli(*argv, "--actor", actor).data["decision"]["id"]
     return task, decision
+
+
+class TestAnswersNeedAPerson:
+    def test_without_a_terminal_an_answer_is_refused_and_writes_nothing(
+        self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path
+    ) -> None:
+        task, decision = ask(cli)
+        env = without_answer_opt_in(env)
+        before = tree_state(state_root)
+        answer = ["case", "decision", "answer", task, decision, "--answer", "safe"]
+        for stdin in (b"", b"safe\n", b"safe\nsafe\nyes\n"):
+            out = detached([*answer, "--responder", "alice"], env, repo, stdin=stdin)
+            assert out.code == 5, out.stdout
+            message = out.envelope["error"]["message"]
+            assert "a person must answer" in message
+            assert "cortex studio" in message
+            assert "terminal" in message
+        # The in-process CLI (stdin not a terminal) is refused the same way.
+        out = Cli(env, repo)(*answer, "--responder", "alice")
+        assert out.code == 5
+        assert tree_state(state_root) == before, "a refused answer wrote something"
+        assert cli("case", "status", task).data["status"] == "needs_human_decision"
+
+    def test_at_a_terminal_the_typed_option_id_answers(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        task, decision = ask(cli)
+        env = without_answer_opt_in(env)
+        argv = ["case", "decision", "answer", task, decision, "--answer", "safe"]
+        out, shown = at_terminal([*argv, "--responder", "alice"], env, repo, typed="safe",
+                                 prompt=b"to answer")  # fmt: skip
+        assert b"Which migration?" in shown
+        assert b"Safe migration" in shown
+        assert b"slower rollout" in shown
+        data = out.data
+        assert data["decision"]["status"] == "answered"
+        assert data["decision"]["answeredVia"] == "cli-tty"
+        assert data["decision"]["unattended"] is None
+        assert data["status"] == "investigating"
+        evidence = human_reports(cli, task)
+        assert evidence[0]["source"]["via"] == "cli-tty"
+        assert evidence[0]["source"]["claimedByAgent"] is False
+
+    @pytest.mark.parametrize("typed", ["fast", "yes", ""])
+    def test_at_a_terminal_anything_but_the_option_id_cancels(
+        self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path, typed: str
+    ) -> None:
+        task, decision = ask(cli)
+        env = without_answer_opt_in(env)
+        before = tree_state(state_root)
+        argv = ["case", "decision", "answer", task, decision, "--answer", "safe"]
+        out, _ = at_terminal([*argv, "--responder", "alice"], env, repo, typed=typed,
+                             prompt=b"to answer")  # fmt: skip
+        assert out.code == 5, out.stdout
+        assert "nothing was written" in out.envelope["error"]["message"]
+        assert tree_state(state_root) == before
+
+    def test_the_opt_in_stands_for_a_person_and_is_recorded(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        task, decision = ask(cli)
+        env = without_answer_opt_in(env)
+        opt_in = Path(env["XDG_CONFIG_HOME"]) / "cortex" / "unattended-answers.toml"
+        opt_in.parent.mkdir(parents=True, exist_ok=True)
+        opt_in.write_text('stands_for = "the nightly job, configured by alice"\n')
+        opt_in.chmod(0o600)
+        argv = ["case", "decision", "answer", task, decision, "--answer", "safe"]
+        data = detached([*argv, "--responder", "ci-job"], env, repo).data
+        recorded = data["decision"]
+        assert recorded["answeredVia"] == "cli"
+        assert "the nightly job, configured by alice" in recorded["unattended"]
+        (report,) = human_reports(cli, task)
+        assert report["source"]["claimedByAgent"] is True
+        shown = cli("case", "show", task, human=True).stdout
+        assert "human (reported by ci-job via cli)" in shown
+
+    def test_a_repository_cannot_opt_itself_in(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        task, decision = ask(cli)
+        env = without_answer_opt_in(env)
+        for where in (repo, repo / ".cortex", repo / "cortex"):
+            where.mkdir(exist_ok=True)
+            (where / "unattended-answers.toml").write_text('stands_for = "the repository"\n')
+        argv = ["case", "decision", "answer", task, decision, "--answer", "safe"]
+        for environment in (env, {**env, "CORTEX_UNATTENDED_ANSWERS": "1"}):
+            out = detached([*argv, "--responder", "alice"], environment, repo)
+            assert out.code == 5, out.stdout
+        # Pointing the configuration directory into the repository is a person's choice, but
+        # a file others may write never stands for anyone (and fails closed).
+        (repo / "cortex" / "unattended-answers.toml").chmod(0o666)
+        home = {**env, "XDG_CONFIG_HOME": str(repo)}
+        out = detached([*argv, "--responder", "alice"], home, repo)
+        assert out.code == 4, out.stdout
+        assert out.envelope["error"]["code"] == "config_error"
+        assert cli("case", "status", task).data["status"] == "needs_human_decision"
+
+    def test_studio_answers_as_studio(self, cli: Cli, env: dict[str, str], repo: Path) -> None:
+        from cortex.kernel.kernel import Kernel
+        from cortex.studio.data import Source
+
+        task, _ = ask(cli)
+        source = Source(Kernel(str(repo), without_answer_opt_in(env), default_actor="studio"))
+        detail = source.detail(task)
+        answered = source.answer(detail, "fast")
+        assert getattr(answered, "status", None) == "investigating", answered
+        recorded = cli("case", "decision", "list", task).data["decisions"][0]
+        assert (recorded["responder"], recorded["answeredVia"]) == ("studio", "studio")
+        (report,) = human_reports(cli, task)
+        assert (report["source"]["via"], report["source"]["claimedByAgent"]) == ("studio", False)
+
+    def test_acknowledgements_stay_open_to_agents_and_name_who_made_them(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
+        configure_verifiers(repo, env, {"unit": [PYTHON, "-c", "raise SystemExit(1)"]})
+        unit = {**env, "CORTEX_APPROVE_COMMANDS": "1"}
+        task = planned(cli)
+        holder = {**unit, "CORTEX_ACTOR": "agent-1"}
+        token = detached(["case", "begin-change", task], holder, repo).data["leaseToken"]
+        mine = {**holder, "CORTEX_LEASE_TOKEN": token}
+        edit(repo)
+        assert detached(["case", "verify", task], mine, repo).data["assessment"]["status"] == (
+            "failed"
+        )
+        complete = ["case", "complete", task, "--outcome", "shipped with a known failure"]
+        out = detached([*complete, "--accept-failed", "the flaky test is tracked"], mine, repo)
+        assert out.data["acknowledged"].startswith("accepted failed verification")
+        summary = (case_path(unit, task) / "summary.md").read_text()
+        assert "Completed by agent-1" in summary
+        commands = ledger(unit, task, "commands")
+        assert (commands[-1]["operation"], commands[-1]["via"]) == ("case.complete", "cli")
 
 
 def human_reports(cli: Cli, task: str) -> list[dict[str, Any]]:

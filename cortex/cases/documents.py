@@ -12,7 +12,7 @@ from typing import Literal
 
 import msgspec
 
-from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Revision, _Record
+from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Revision, Via, _Record
 
 HypothesisStatus = Literal["open", "confirmed", "challenged", "rejected"]
 DecisionStatus = Literal["pending", "answered", "withdrawn"]
@@ -88,6 +88,11 @@ class Decision(_Record, kw_only=True):
     responder: str | None = None
     answered_at: str | None = None
     evidence_id: str | None = None
+    answered_via: Via | None = None
+    """How the answer arrived: `cli-tty` (confirmed at a terminal), `studio`, or the channel of
+    an unattended answer (None before channels were recorded)."""
+    unattended: str | None = None
+    """For an answer made under the machine's opt-in, whom the opt-in says it stands for."""
 
 
 class Decisions(_Record, kw_only=True):

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cortex.cli.parser import UsageError
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
+
+if TYPE_CHECKING:
+    from cortex.kernel.decisions import Confirmation
 
 Values = dict[str, Any]
 
@@ -209,7 +212,31 @@ def _decision_request(c: Call) -> Result:
 def _decision_answer(c: Call) -> Result:
     from cortex.kernel.decisions import answer
 
-    return answer(c.kernel, c["task"], c["decision"], option=c["answer"], responder=c["responder"])
+    # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
+    confirm = _confirm_answer if c.kernel.via == "cli-tty" else None
+    return answer(
+        c.kernel,
+        c["task"],
+        c["decision"],
+        option=c["answer"],
+        responder=c["responder"],
+        confirm=confirm,
+    )
+
+
+def _confirm_answer(asked: Confirmation) -> str | None:
+    """Show the question and the choice at the controlling terminal; what the person typed."""
+    from cortex.cli.terminal import ask, indented
+
+    lines = [
+        f"Decision {asked.decision_id} of {asked.task_id} asks:",
+        *indented(asked.question),
+        f"Answering as {asked.responder}: {asked.option}",
+        *indented(asked.label),
+    ]
+    if asked.consequence:
+        lines += ["Its consequence:", *indented(asked.consequence)]
+    return ask(lines, f"Type {asked.option} to answer, anything else to cancel: ")
 
 
 def _decision_list(c: Call) -> Result:
@@ -277,24 +304,13 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
     def confirm(workspace: str, argv: Sequence[str]) -> bool:
         import json
 
-        try:
-            tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
-        except OSError:
-            return False
-        with tty:
-            from cortex.screen.text import safe
+        from cortex.cli.terminal import ask
 
-            # The argv as a JSON list of ASCII strings: one line, every argument visible, no
-            # newline, escape or bidi override in a repository's config can redraw the prompt.
-            shown = json.dumps(list(argv), ensure_ascii=True)
-            prompt = safe(
-                f"Approve the verifier {name!r} for {workspace}?\n"
-                f"  it runs: {shown}\n"
-                f"Type {name} to approve, anything else to cancel: "
-            )
-            tty.write(prompt.encode("utf-8", "backslashreplace"))
-            answer = tty.readline(4096).decode("utf-8", "replace").strip()
-        return answer == name
+        # The argv as a JSON list of ASCII strings: one line, every argument visible, no
+        # newline, escape or bidi override in a repository's config can redraw the prompt.
+        shown = json.dumps(list(argv), ensure_ascii=True)
+        lines = [f"Approve the verifier {name!r} for {workspace}?", f"  it runs: {shown}"]
+        return ask(lines, f"Type {name} to approve, anything else to cancel: ") == name
 
     return confirm
 

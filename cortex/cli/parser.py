@@ -277,7 +277,7 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(
         ("case", "decision", "answer"),
-        "answer a pending decision (for people, not agents)",
+        "answer a pending decision: a person, at a terminal (it asks for the option id)",
         positionals=(_TASK, ("decision", "decision id (dec_...)")),
         options=(
             Opt("--answer", "the chosen option id", metavar="OPTION", required=True),

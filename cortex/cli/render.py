@@ -105,6 +105,8 @@ def _decisions(console: Console, data: Data) -> None:
         answer = (
             f" -> {decision['answer']} by {decision['responder']}" if decision.get("answer") else ""
         )
+        if decision.get("unattended"):
+            answer += f" (unattended, for {decision['unattended']})"
         console.print(
             Text(f"{decision['id']} ", style="bold")
             + Text(decision["status"], style="cyan")

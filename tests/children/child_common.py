@@ -15,7 +15,7 @@ import time
 from typing import IO
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from stand_ins import leased, remember
+from stand_ins import answering, leased, remember
 
 
 def cortex_call(
@@ -24,11 +24,12 @@ def cortex_call(
     """Run one cortex command in-process as the suite's harness does (tests/stand_ins.py).
 
     The environment is this process's, with the task's lease token from the book when the
-    command gives none. stdin is empty, never the terminal the suite may have been started
-    from.
+    command gives none; a `decision answer` first opts the test's machine in. stdin is empty,
+    never the terminal the suite may have been started from.
     """
     from cortex.main import main as cortex_main
 
+    answering(os.environ, argv)
     env = leased(os.environ, argv)
     code = cortex_main(argv, env=env, cwd=workdir, stdin=io.BytesIO(), stdout=stdout, stderr=stderr)
     if code == 0:
