@@ -1,6 +1,7 @@
 """Benchmark: what `cortex case verify` costs on a large repository, against `git status`.
 
     .venv/bin/python bench/verify.py [--files 50000] [--dirs 2000] [--runs 15] [--repo DIR]
+    .venv/bin/python bench/verify.py --scaling [--runs 15]
 
 Builds (or reuses, with --repo) a synthetic repository like the one in perf-floors: FILES
 tracked 4 KiB text files in DIRS directories, then 50 modified files (5 of them binary
@@ -16,6 +17,14 @@ Two states:
 Floors, measured in the same rounds: `git status --porcelain=v2 -uall` (what a user runs) and,
 for the stale state, the same with `--no-optional-locks` (git may not save the refreshed index,
 as for cortex). Output is Markdown for docs/benchmarks.md.
+
+In process, the capture's tree id (docs/design/verification.md §1.1) is timed on its own too:
+the part of a capture after `git status` has answered (hashing the listed files with
+`git hash-object`, reading trees with `git cat-file`, rebuilding them). `--scaling` builds
+repositories of 1k, 10k, 50k and 200k files (25 per directory, three levels of at most 20
+directories, made with `git fast-import`) with 50 modified files each, and reports status,
+capture and tree id side by side: the tree id must grow with the changed paths, not with the
+repository.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -142,44 +152,154 @@ def measure(
     return samples
 
 
+FLOOR = "floor: git status --porcelain=v2 -uall"
+CAPTURE = "one workspace capture, with the tree id"
+TREE = "of which the tree id, after status answered"
+VERIFY = "verify() in process (two captures, the verifier, the commit)"
+
+
+class TreeTimer:
+    """Times the capture's tree-id step (`_working_tree`) by wrapping it in this process."""
+
+    def __init__(self) -> None:
+        from cortex.workspace import capture as module
+
+        self.module = module
+        self.original = module._working_tree  # noqa: SLF001 - timing one step of a capture
+        self.last = 0.0
+        self.trees: list[str | None] = []
+
+        def timed_tree(*args: object, **kwargs: object) -> tuple[str, str]:
+            start = time.perf_counter()
+            try:
+                return self.original(*args, **kwargs)  # type: ignore[arg-type]
+            finally:
+                self.last = (time.perf_counter() - start) * 1000
+
+        module._working_tree = timed_tree  # noqa: SLF001
+
+
+def status_floor(repo: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        ["git", "status", "--porcelain=v2", "-uall"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    return (time.perf_counter() - start) * 1000
+
+
 def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[str]:
     """The same, without process start-up: the kernel's verify against its own captures."""
     from cortex.kernel.kernel import Kernel
     from cortex.kernel.live import live_capture
     from cortex.kernel.verify import verify
 
+    timer = TreeTimer()
     kernel = Kernel(str(repo), env, default_actor="bench")
     case = kernel.store.read_case(task)
-    samples: dict[str, list[float]] = {
-        "floor: git status --porcelain=v2 -uall": [],
-        "one workspace capture (git status + hashing the listed files)": [],
-        "verify() in process (two captures, the verifier, the commit)": [],
-    }
+    samples: dict[str, list[float]] = {FLOOR: [], CAPTURE: [], TREE: [], VERIFY: []}
     for _ in range(2):
         verify(kernel, task, lease_token=env["CORTEX_LEASE_TOKEN"])
+    trees = set()
+    reason = None
     for _ in range(runs):
+        samples[FLOOR].append(status_floor(repo, env))
         start = time.perf_counter()
-        subprocess.run(
-            ["git", "status", "--porcelain=v2", "-uall"],
-            cwd=repo,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            check=True,
-        )
-        samples["floor: git status --porcelain=v2 -uall"].append(
-            (time.perf_counter() - start) * 1000
-        )
-        start = time.perf_counter()
-        live_capture(kernel, case)
-        samples["one workspace capture (git status + hashing the listed files)"].append(
-            (time.perf_counter() - start) * 1000
-        )
+        taken = live_capture(kernel, case)
+        samples[CAPTURE].append((time.perf_counter() - start) * 1000)
+        samples[TREE].append(timer.last)
+        trees.add(taken.tree)
+        reason = taken.tree_reason
         start = time.perf_counter()
         verify(kernel, task, lease_token=env["CORTEX_LEASE_TOKEN"])
-        samples["verify() in process (two captures, the verifier, the commit)"].append(
-            (time.perf_counter() - start) * 1000
+        samples[VERIFY].append((time.perf_counter() - start) * 1000)
+    if None in trees:
+        raise SystemExit(f"a capture gave no tree id: {reason}")
+    lines = table(samples, FLOOR, "verify in process, warm index")
+    floor = statistics.median(samples[FLOOR])
+    capture_ratio = statistics.median(samples[CAPTURE]) / floor
+    verify_ratio = statistics.median(samples[VERIFY]) / floor
+    lines.append(
+        f"Targets (issue 14): one capture with the tree id <= 1.20x: {capture_ratio:.2f}x "
+        f"({'met' if capture_ratio <= 1.2 else 'NOT met'}); verify in process <= 2.50x: "
+        f"{verify_ratio:.2f}x ({'met' if verify_ratio <= 2.5 else 'NOT met'})."
+    )
+    return [*lines, ""]
+
+
+def fast_import(repo: Path, files: int, env: dict[str, str]) -> list[str]:
+    """A repository of `files` 64-byte files, committed through one `git fast-import`."""
+    repo.mkdir(parents=True)
+    git(repo, "-c", "init.defaultBranch=main", "init", "-q", env=env)
+    rng = random.Random(files)
+    leaves = max(1, files // 25)
+    stream = [b"commit refs/heads/main\n", b"committer bench <b@example.invalid> 0 +0000\n"]
+    stream += [b"data 4\ninit\n"]
+    paths = []
+    for index in range(files):
+        # Three levels of at most 20 directories, 25 files in each leaf: every directory has
+        # the same size at every repository size, and only their number grows.
+        leaf = index % leaves
+        path = f"a{leaf // 400:02d}/b{leaf // 20 % 20:02d}/c{leaf % 20:02d}/f{index:06d}.txt"
+        paths.append(path)
+        data = bytes(rng.choices(ALPHABET, k=64))
+        stream.append(f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
+    subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=repo,
+        env=env,
+        input=b"".join(stream),
+        check=True,
+    )
+    git(repo, "reset", "-q", "--hard", "main", env=env)
+    return paths
+
+
+def scaling(runs: int, env: dict[str, str], scratch: Path) -> list[str]:
+    """Status, capture and the tree id at 1k, 10k, 50k and 200k files, 50 changed in each."""
+    from cortex.workspace.capture import capture
+
+    timer = TreeTimer()
+    rows: dict[str, list[float]] = {}
+    lines = [
+        "### the tree id against repository size (50 modified files each, warm index)",
+        "",
+        (
+            "| files | git status median ms | capture median ms | capture / status "
+            "| tree id median ms | tree id p90 ms |"
+        ),
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for files in (1_000, 10_000, 50_000, 200_000):
+        repo = scratch / f"scale-{files}"
+        paths = fast_import(repo, files, env)
+        for path in random.Random(7).sample(paths, 50):
+            with (repo / path).open("ab") as handle:
+                handle.write(b"changed\n")
+        git(repo, "status", env=env)  # a fresh index
+        rows = {FLOOR: [], CAPTURE: [], TREE: []}
+        for _ in range(3):
+            capture(str(repo), env)
+        for _ in range(runs):
+            rows[FLOOR].append(status_floor(repo, env))
+            start = time.perf_counter()
+            taken = capture(str(repo), env)
+            rows[CAPTURE].append((time.perf_counter() - start) * 1000)
+            rows[TREE].append(timer.last)
+            if taken.tree is None:
+                raise SystemExit(f"no tree id at {files} files: {taken.tree_reason}")
+        floor = statistics.median(rows[FLOOR])
+        whole = statistics.median(rows[CAPTURE])
+        tree = statistics.median(rows[TREE])
+        lines.append(
+            f"| {files:,} | {floor:.1f} | {whole:.1f} | {whole / floor:.2f} | {tree:.2f} "
+            f"| {statistics.quantiles(rows[TREE], n=10)[-1]:.2f} |"
         )
-    return table(samples, "floor: git status --porcelain=v2 -uall", "verify in process, warm index")
+        shutil.rmtree(repo, ignore_errors=True)
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -189,6 +309,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--stale-runs", type=int, default=5)
     parser.add_argument("--repo", type=Path, help="reuse (or create) the repository here")
+    parser.add_argument("--scaling", action="store_true", help="only the tree id at 1k-200k files")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="cortex-bench-verify-"))
     env = {
@@ -204,6 +325,14 @@ def main() -> None:
         "GIT_COMMITTER_EMAIL": "bench@example.invalid",
         "CORTEX_APPROVE_COMMANDS": "1",
     }
+    if os.environ.get("PYTHONPATH"):  # a checkout under test, for the `cortex` processes too
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    if args.scaling:
+        try:
+            print("\n".join(scaling(args.runs, env, scratch)))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
     try:
         repo = args.repo or scratch / "repo"
         started = time.perf_counter()

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 from cortex.cli.parser import HelpRequested, Parsed, command_name, parse, spelling
 from cortex.kernel.envelope import Envelope, Result
 from cortex.kernel.errors import CortexError
-from cortex.kernel.surface import Seen, execute, in_kernel, refusal, to_json
+from cortex.kernel.surface import Seen, execute, in_kernel, parse_refusal, to_json
 
 if TYPE_CHECKING:
     from cortex.cli.live import Reporter
@@ -42,9 +42,15 @@ def _body(
         def run_studio(kernel: Kernel) -> Result:
             from cortex.studio.launch import launch
 
-            refresh = parsed.values["refresh"]
+            values = parsed.values
+            refresh, repo, query = values["refresh"], values["repo"], values["query"]
             return launch(
-                kernel, refresh=None if refresh is None else str(refresh), streams=streams
+                kernel,
+                refresh=None if refresh is None else str(refresh),
+                streams=streams,
+                active=bool(values["active"]),
+                repo=None if repo is None else str(repo),
+                query=None if query is None else str(query),
             )
 
         return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio, via="studio")
@@ -122,7 +128,8 @@ def main(
         stdout.write(done.text + "\n")
         return 0
     except CortexError as exc:
-        _emit(refusal(name, exc), "--json" in argv, stdout, stderr, env)
+        base = os.getcwd() if cwd is None else cwd
+        _emit(parse_refusal(name, exc, base, env), "--json" in argv, stdout, stderr, env)
         return exc.exit_status
     base = os.getcwd() if cwd is None else cwd
     directory = os.path.join(base, parsed.workspace or ".")
@@ -159,6 +166,12 @@ def _emit(
         if as_json:
             stdout.write(to_json(envelope) + "\n")
             stdout.flush()
+            return
+        if envelope.ok and envelope.command == "completion":
+            # Asked on every <Tab>: written without loading rich (a tenth of a second).
+            from cortex.cli.completion import text_of
+
+            stdout.write(text_of(envelope.data))
             return
         from cortex.cli.render import render
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +30,22 @@ __all__ = ["without_answer_opt_in"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_patterns_under_mutation() -> None:
+    """In a mutation run, every test starts with redact's pattern caches empty.
+
+    mutmut forks each mutant from a process that has run the tests already: a pattern cached
+    there would stand in for the mutated builder, and no mutant of one would ever be seen
+    (docs/testing.md). Outside a mutation run this is one environment lookup.
+    """
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        from cortex.cases import redact
+
+        for value in vars(redact).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:
@@ -230,6 +247,21 @@ def tree_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
             info.st_ino,
             info.st_mode,
         )
+    return state
+
+
+def committed_state(
+    root: Path, *, ignore: frozenset[str] | set[str] = frozenset()
+) -> dict[str, tuple[int, int, int, int]]:
+    """`tree_state` of what commits write: without the refusal log, where a refused command
+    counts itself outside the case (cortex/cases/refusals.py), and without directories' times
+    (a new file shows as its own entry). `ignore` names more files to leave out."""
+    skipped = {"refusals.jsonl", *ignore}
+    state = {}
+    for name, (size, mtime, inode, mode) in tree_state(root).items():
+        if Path(name).name in skipped:
+            continue
+        state[name] = (0, 0, inode, mode) if stat.S_ISDIR(mode) else (size, mtime, inode, mode)
     return state
 
 

@@ -61,6 +61,8 @@ def seed_golden(tmp_path: Path) -> tuple[Any, str]:
     from cortex.kernel.verify import verify
 
     env = base_env(tmp_path)
+    # Fixed commit dates: the commit ids (shown in the assessment's "code" line) stay the same.
+    env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = "2025-01-04T14:13:20Z"
     repo = make_repo(tmp_path / "repo", env)
     configure_verifiers(repo, env, {"unit": ["sh", "-c", "echo 3 passed"]})
     env["CORTEX_APPROVE_COMMANDS"] = "1"

@@ -56,6 +56,7 @@ def _command(cmd: Cmd) -> list[str]:
             "cortex",
             *cmd.words,
             *(f"<{n}>" if i < required else f"[<{n}>]" for i, (n, _) in enumerate(cmd.positionals)),
+            *(["..."] if cmd.variadic else []),
         ]
     )
     tools = [tool.name for tool in TOOLS if tool.command == cmd.name]

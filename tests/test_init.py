@@ -9,6 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
+from cortex.kernel.host.programs import project_python
+
+
+def python_of(cli: Cli) -> str:
+    """The interpreter `init` writes for this test's repository (see test_interpreters)."""
+    return project_python(str(cli.cwd), cli.env)[0]
+
 
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -22,9 +29,9 @@ def test_pytest_is_detected_and_written(cli: Cli, repo: Path) -> None:
     assert data["written"] == ["pytest"]
     assert data["verify"] == ["pytest"]
     config = tomllib.loads((repo / "cortex.toml").read_text())
-    assert config["verifiers"]["pytest"]["argv"] == ["python", "-m", "pytest", "-q"]
+    assert config["verifiers"]["pytest"]["argv"] == [python_of(cli), "-m", "pytest", "-q"]
     shown = cli("config").data["verifiers"]["pytest"]
-    assert shown["argv"] == ["python", "-m", "pytest", "-q"]
+    assert shown["argv"] == [python_of(cli), "-m", "pytest", "-q"]
 
 
 @pytest.mark.parametrize(
@@ -87,7 +94,7 @@ def test_force_replaces_the_verifier_and_keeps_other_keys(cli: Cli, repo: Path) 
     assert config["lock_timeout"] == 3
     assert config["redact_literals"] == ["tenant-7731"]
     assert config["verifiers"]["lint"] == {"argv": ["ruff"]}
-    assert config["verifiers"]["pytest"] == {"argv": ["python", "-m", "pytest", "-q"]}
+    assert config["verifiers"]["pytest"] == {"argv": [python_of(cli), "-m", "pytest", "-q"]}
 
 
 def test_pyproject_gets_tool_cortex_tables(cli: Cli, repo: Path) -> None:
@@ -97,7 +104,7 @@ def test_pyproject_gets_tool_cortex_tables(cli: Cli, repo: Path) -> None:
     data = cli("init", "--pyproject").data
     text = (repo / "pyproject.toml").read_text()
     assert text.startswith(original)
-    assert tomllib.loads(text)["tool"]["cortex"]["verifiers"]["pytest"]["argv"][0] == "python"
+    assert tomllib.loads(text)["tool"]["cortex"]["verifiers"]["pytest"]["argv"][0] == python_of(cli)
     assert data["file"] == str(repo / "pyproject.toml")
     assert cli("init", "--pyproject", "--force").error_code == "refused"
     assert (repo / "pyproject.toml").read_text() == text
@@ -131,7 +138,7 @@ def test_force_replaces_only_the_verifier_table_keeping_comments_and_layout(
     write(repo / "cortex.toml", head + old_table + tail)
     data = cli("init", "--force").data
     assert data["replaced"] == ["pytest"]
-    new_table = '[verifiers.pytest]\nargv = ["python", "-m", "pytest", "-q"]\n'
+    new_table = f'[verifiers.pytest]\nargv = ["{python_of(cli)}", "-m", "pytest", "-q"]\n'
     assert (repo / "cortex.toml").read_text() == head + new_table + tail
 
 

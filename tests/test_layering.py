@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Cli
 
-CORE = [ROOT / "cortex" / name for name in ("cases", "workspace", "verifiers", "kernel")]
+CORE = [
+    ROOT / "cortex" / name
+    for name in ("cases", "workspace", "verifiers", "recall", "share", "kernel")
+]
 FORBIDDEN_IMPORTS = ("rich", "mcp", "cortex.cli", "cortex.mcp", "git")
 
 
@@ -85,7 +88,8 @@ def test_the_per_call_path_stays_light(cli: Cli, task: str) -> None:
     heavy = [
         "rich", "git", "mcp", "portalocker", "ulid", "hashlib", "_hashlib", "argparse",
         "tomllib", "subprocess", "pathlib", "tempfile", "shutil", "json", "socket", "random",
-        "cortex.mcp", "anyio", "pydantic", "textual", "cortex.studio",
+        "cortex.mcp", "anyio", "pydantic", "textual", "cortex.studio", "sqlite3", "_sqlite3",
+        "cortex.recall.index",
     ]  # fmt: skip
     commands = [
         ["case", "evidence", "add", task, "--claim", "x", "--json"],
@@ -248,6 +252,12 @@ PLANTED = [
     ("cortex/cases/planted.py", "from cortex.workspace.capture import Capture\n", "(workspace)"),
     ("cortex/workspace/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
     ("cortex/cli/planted.py", "import git\n", "library git"),
+    ("cortex/recall/planted.py", "from cortex.kernel.kernel import Kernel\n", "(kernel)"),
+    ("cortex/recall/planted.py", "from cortex.verifiers import base\n", "(verifiers)"),
+    ("cortex/kernel/planted.py", "import sqlite3\n", "library sqlite3"),
+    ("cortex/kernel/views/planted.py", "def f():\n    import sqlite3\n", "library sqlite3"),
+    ("cortex/share/planted.py", "from cortex.kernel.kernel import Kernel\n", "(kernel)"),
+    ("cortex/cases/planted.py", "from cortex.share import git\n", "(share)"),
 ]
 
 
@@ -262,3 +272,53 @@ def test_the_checker_catches_a_planted_violation(
     assert len(found) >= 1, source
     assert all("planted" in line for line in found), found
     assert any(expected in line for line in found), found
+
+
+def _calls(tree: ast.AST, names: set[str]) -> list[tuple[str, int, str]]:
+    """(function the call sits in, line, callee) for each call of a name in `names`."""
+    found: list[tuple[str, int, str]] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = where
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inside = child.name
+            if isinstance(child, ast.Call):
+                callee = child.func
+                name = (
+                    callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+                )
+                if name in names:
+                    found.append((inside, child.lineno, name))
+            visit(child, inside)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_every_error_envelope_is_made_in_one_place() -> None:
+    """Error text reaches output only through `surface.refusal`, which redacts it.
+
+    `failure` (the error envelope) is called by `refusal` alone, and `ErrorInfo` (its message)
+    is built by `failure` alone: no surface, CLI or MCP, can answer an error unredacted
+    (issue 18: messages quoted bad values before redacting them).
+    """
+    allowed = {
+        ("cortex/kernel/surface.py", "refusal", "failure"),
+        ("cortex/kernel/envelope.py", "failure", "ErrorInfo"),
+    }
+    found = {
+        (str(path.relative_to(ROOT)), where, name)
+        for path in modules(ROOT / "cortex")
+        for where, _, name in _calls(ast.parse(path.read_text()), {"failure", "ErrorInfo"})
+    }
+    assert found == allowed
+
+
+def test_both_surfaces_answer_errors_through_the_shared_surface() -> None:
+    """The CLI and the MCP server build no envelope of their own: they call `execute`."""
+    for relative in ("cortex/main.py", "cortex/mcp/server.py", "cortex/mcp/tools.py"):
+        tree = ast.parse((ROOT / relative).read_text())
+        assert _calls(tree, {"Envelope", "ErrorInfo", "success", "failure"}) == [], relative
+    server = ast.parse((ROOT / "cortex" / "mcp" / "server.py").read_text())
+    assert {name for _, _, name in _calls(server, {"execute"})} == {"execute"}

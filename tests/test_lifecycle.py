@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Cli, case_path, make_repo, tree_state
+from conftest import Cli, case_path, committed_state, make_repo, tree_state
 
 from cortex.cases import bounds
 from cortex.cases.ids import new_id
@@ -48,8 +48,9 @@ LOCKS = {".lock", ".store.lock"}
 
 
 def durable_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """`tree_state` without lock files (a refused writer still records itself as lock holder)."""
-    return {k: v for k, v in tree_state(root).items() if Path(k).name not in LOCKS}
+    """`tree_state` of what a case is: without lock files (a refused writer still records itself
+    as lock holder) nor the refusal log (where a refused command counts itself)."""
+    return committed_state(root, ignore=LOCKS)
 
 
 def add_evidence(cli: Cli, task: str, claim: str = "the callback ignores return_to") -> str:
@@ -1354,24 +1355,32 @@ class TestTerminal:
     def test_a_closed_case_refuses_every_step(
         self, cli: Cli, env: dict[str, str], state_root: Path, command: str, phase: str
     ) -> None:
-        """After block or abort: evidence, note, plan, begin-change, decisions all exit 5."""
+        """After block or abort: plan, begin-change, decisions all exit 5.
+
+        Abandoned also refuses evidence, notes and another abort; a blocked case is on hold and
+        still takes notes (and may be abandoned), checked after the refusals.
+        """
         task = planned(cli)
         data = cli("case", command, task, "--reason", "waiting on the staging database").data
         assert data["status"] == phase
         before = durable_state(state_root)
         attempts = {
-            "evidence add": cli("case", "evidence", "add", task, "--claim", "late"),
-            "note": cli("case", "note", task, "late"),
             "plan": cli(*plan_args(task, "--reason", "again")),
             "begin-change": cli("case", "begin-change", task, "--actor", "agent-1"),
             "decision request": cli("case", "decision", "request", task, *QUESTION, *OPTIONS),
             "block": cli("case", "block", task, "--reason", "again"),
-            "abort": cli("case", "abort", task, "--reason", "again"),
         }
+        if phase == "abandoned":
+            attempts["evidence add"] = cli("case", "evidence", "add", task, "--claim", "late")
+            attempts["note"] = cli("case", "note", task, "late")
+            attempts["abort"] = cli("case", "abort", task, "--reason", "again")
         for name, out in attempts.items():
             assert out.code == 5, (name, out.stdout)
             assert out.error_code == "refused", name
         assert durable_state(state_root) == before
+        if phase == "blocked":
+            assert cli("case", "note", task, "late").data["evidence"]["kind"] == "note"
+            assert cli("case", "evidence", "add", task, "--claim", "late").code == 0
         current = status(cli, task)
         assert current["status"] == phase
         assert current["statusReason"] == "waiting on the staging database"
@@ -1411,7 +1420,8 @@ class TestTerminal:
         assert [d["status"] for d in listed["decisions"]] == ["withdrawn"]
         current = status(cli, task)
         assert current["status"] == phase
-        assert current["pausedFrom"] is None
+        # Blocked remembers where the decision paused, for unblock; abandoned is over.
+        assert current["pausedFrom"] == ("changing" if phase == "blocked" else None)
         assert current["pendingDecision"] is None
         assert current["lease"]["state"] == "released"
         assert current["statusReason"] == "nobody will answer"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHILDREN, Cli, case_path, tree_state
+from conftest import CHILDREN, Cli, case_path, committed_state
 from test_crash import DEBRIS, run_child
 
 from cortex.cases.bounds import QUESTION_MAX
@@ -46,8 +46,9 @@ OPTIONS = ("--option", "a=yes|a slower rollout", "--option", "b=no|riskier, but 
 
 
 def durable(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Every file of the store except lock files (a refused writer still records itself)."""
-    return {k: v for k, v in tree_state(root).items() if Path(k).name not in LOCKS}
+    """Every file of the store except lock files (a refused writer still records itself) and
+    the refusal log (where it counts itself, outside the case)."""
+    return committed_state(root, ignore=LOCKS)
 
 
 def evidence(cli: Cli, task: str, claim: str = "the callback ignores return_to") -> str:
@@ -605,7 +606,7 @@ class TestCrashDuringPauseAndClose:
             else:
                 assert (seen["status"], seen["pausedFrom"], seen["pending"]) == (
                     "blocked",
-                    None,
+                    "changing",  # where unblock returns: the phase the decision paused
                     None,
                 )
                 assert seen["lease"] == "released"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHILDREN, Cli, case_path, run_cortex, tree_state
+from conftest import CHILDREN, Cli, case_path, committed_state, run_cortex
 from test_crash import DEBRIS, run_child
 
 from cortex.cases.bounds import QUESTION_MAX
@@ -139,18 +139,18 @@ def audit(cli: Cli, task: str) -> dict[str, Any]:
 
 
 def case_files(cli: Cli, task: str) -> dict[str, tuple[int, int, int, int]]:
-    """The case directory's files, except the lock (each holder rewrites its diagnostics)."""
-    state = tree_state(case_path(cli.env, task))
-    state.pop(".lock")
-    return state
+    """The case directory's files, except the lock (each holder rewrites its diagnostics) and
+    the refusal log (where a refused command counts itself, outside the case)."""
+    return committed_state(case_path(cli.env, task), ignore={".lock"})
 
 
 def unlocked_tree(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """tree_state, except the size and time of lock files (each holder rewrites its diagnostics).
+    """`committed_state`, except the size and time of lock files (each holder rewrites its
+    diagnostics).
 
     The lock file's inode and mode still count: it is never replaced or unlinked.
     """
-    state = tree_state(root)
+    state = committed_state(root)
     for name, (_, _, inode, mode) in state.items():
         if os.path.basename(name) == ".lock":
             state[name] = (0, 0, inode, mode)
@@ -277,7 +277,8 @@ def check_committed(cli: Cli, task: str, scenario: str, before: dict[str, Any], 
         assert seen["unresolvedHypotheses"] == before["unresolvedHypotheses"]
         (decision,) = seen["decisions"]
         (asked,) = before["decisions"]
-        answered = {"status", "answer", "responder", "answeredAt", "evidenceId"}
+        # What an answer sets, and what follows from it (the options it did not choose).
+        answered = {"status", "answer", "responder", "answeredAt", "evidenceId", "alreadyRejected"}
         answered |= {"answeredVia", "unattended"}  # how the answer arrived (issue 19)
         assert {k: v for k, v in decision.items() if k not in answered} == {
             k: v for k, v in asked.items() if k not in answered
@@ -795,7 +796,7 @@ class TestBadDecisionInput:
         A refusal that needs the committed state (`locks`) is made under the case lock, whose
         holder rewrites its diagnostics in `.lock`: only that file's size and time may change.
         """
-        snapshot = unlocked_tree if locks else tree_state
+        snapshot = unlocked_tree if locks else committed_state
         before = snapshot(state_root)
         proc = run_cortex([*argv, "--json"], env, cwd)
         after = snapshot(state_root)

@@ -41,6 +41,9 @@ EXPECTED_TOOLS = {
     "cortex_timeline": (True, False, True),
     "cortex_handoff": (True, False, True),
     "cortex_list_tasks": (True, False, True),
+    "cortex_unblock": (False, False, False),
+    "cortex_recall": (True, False, True),
+    "cortex_recall_get": (True, False, True),
 }
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 
@@ -430,3 +433,31 @@ def test_a_case_written_over_mcp_passes_audit(
     audit = Cli(served, repo)("case", "audit", ids[0])
     assert audit.code == 0, audit.stdout
     assert case_path(served, ids[0]).is_dir()
+
+
+def test_an_agent_unblocks_a_case_over_mcp(
+    served: dict[str, str], repo: Path, errlog: IO[str]
+) -> None:
+    """A person blocks (a shell command); the agent resumes with cortex_unblock and a reason."""
+    cli = Cli(served, repo)
+    task = cli.open("On hold")
+    assert cli("case", "block", task, "--reason", "waiting on staging").code == 0
+
+    async def body() -> None:
+        async with serving(repo, served, errlog) as s:
+            resumed, result = await s.call("cortex_unblock", task_id=task, reason="staging is up")
+            assert resumed["ok"], resumed
+            assert resumed["data"]["status"] == "orienting"
+            again, result = await s.call("cortex_unblock", task_id=task, reason="again")
+            assert again["error"]["code"] == "refused"
+            assert (result.meta or {}).get("cortex/exitStatus") == 5
+
+    run_async(body)
+    phases = (case_path(served, task) / "phases.jsonl").read_text().splitlines()
+    last = json.loads(phases[-1])
+    assert (last["from"], last["to"], last["reason"]) == ("blocked", "orienting", "staging is up")
+    # The refused second call is counted like a refused CLI command, outside the case.
+    refusals = (case_path(served, task) / "refusals.jsonl").read_text().splitlines()
+    assert [(json.loads(r)["operation"], json.loads(r)["code"]) for r in refusals] == [
+        ("case.unblock", "refused")
+    ]

@@ -520,7 +520,9 @@ def test_write_tools_write_only_inside_the_state_dir(
         time.sleep(0.1)
         events = watcher.events()
         assert s.finish() == 0
-    outside = [e for e in events if not e.split(" ", 1)[1].startswith(str(state))]
+    # Besides the state dir, only the recall index is written: a cache under the cache root.
+    cache = Path(served["HOME"]) / ".cache" / "cortex" / "recall"
+    outside = [e for e in events if not e.split(" ", 1)[1].startswith((str(state), str(cache)))]
     assert [e for e in outside if "serve-stderr.txt" not in e] == []
 
 
@@ -834,6 +836,9 @@ def test_read_only_tools_write_nothing_anywhere(
         ("cortex_timeline", {"task_id": task, "cursor": "bogus"}),
         ("cortex_handoff", {"task_id": task}),
         ("cortex_handoff", {"task_id": task, "compact": True}),
+        ("cortex_recall", {"query": "log shows"}),
+        ("cortex_recall", {"query": "x", "kinds": ["evidence"], "limit": 1, "budget": 5}),
+        ("cortex_recall_get", {"ids": ["ev_01J00000000000000000000000"]}),
     ]
     assert {name for name, _ in calls} == read_only
     with raw_server(repo, served, tmp_path) as s:

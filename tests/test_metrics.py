@@ -6,6 +6,8 @@ phase duration is known exactly; the rest go through the CLI.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 from conftest import Cli, base_env, case_path, configure_verifiers, make_repo, tree_state
 from stand_ins import opt_in
 
-from cortex.kernel.close import close
+from cortex.kernel.close import close, unblock
 from cortex.kernel.complete import complete
 from cortex.kernel.decisions import answer, request
 from cortex.kernel.evidence import add_evidence
@@ -167,7 +169,14 @@ class TestOneCase:
         assert timing["closedAt"] is None
         assert result["commands"] == {
             "calls": 9,
-            "errors": None,
+            # Called in-process, not through a face: nothing records a refusal (none happened).
+            "errors": {
+                "refused": 0,
+                "byCode": {},
+                "byOperation": {},
+                "capped": False,
+                "unreadable": 0,
+            },
             "byOperation": {
                 "case.begin-change": 1,
                 "case.decision.answer": 1,
@@ -217,6 +226,32 @@ class TestOneCase:
         assert closed["time"]["elapsedSeconds"] == 1100.0
         assert closed["time"]["current"] is None
         assert closed["commands"]["calls"] == 10
+
+    def test_time_blocked_counts_once_the_case_is_unblocked(
+        self, setup: tuple[Kernel, Clock, Path, dict[str, str]]
+    ) -> None:
+        """Blocked stops the clock like a close; unblock restarts it and the hold is counted."""
+        kernel, clock, _, _ = setup
+        clock.at(0)
+        task = data(open_case(kernel, goal="On hold"))["taskId"]
+        clock.at(10)
+        add_evidence(kernel, task, claim="seen")
+        clock.at(30)
+        close(kernel, task, to="blocked", reason="waiting on staging")
+        clock.at(100)
+        held = data(metrics(kernel, task))
+        assert held["time"]["closedAt"] is not None
+        assert held["time"]["elapsedSeconds"] == 30.0
+        assert held["time"]["current"] is None
+        clock.at(130)
+        unblock(kernel, task, reason="staging is back")
+        clock.at(200)
+        resumed = data(metrics(kernel, task))
+        assert resumed["time"]["closedAt"] is None
+        assert resumed["time"]["inPhase"]["blocked"] == 100.0
+        assert resumed["time"]["inPhase"]["investigating"] == 20.0 + 70.0
+        assert resumed["time"]["current"]["phase"] == "investigating"
+        assert resumed["time"]["elapsedSeconds"] == 200.0
 
     def test_coverage_follows_the_assessment(
         self, setup: tuple[Kernel, Clock, Path, dict[str, str]]
@@ -403,3 +438,119 @@ class TestCli:
     def test_help_shows_the_id_is_optional(self, cli: Cli) -> None:
         out = cli("case", "metrics", "--help", human=True)
         assert out.stdout.startswith("usage: cortex case metrics [<task>] [options]")
+
+
+class TestDurationsAndRefusals:
+    """A verify lasts as long as its verifiers ran; refused commands are counted, apart."""
+
+    def test_a_2_second_verifier_makes_a_verify_of_at_least_2_seconds(
+        self, tmp_path: Path, env: dict[str, str]
+    ) -> None:
+        """The report as a whole, with the one number that depends on the clock checked apart."""
+        import sys
+
+        repo = make_repo(tmp_path / "repo", env)
+        configure_verifiers(
+            repo, env, {"slow": [sys.executable, "-c", "import time; time.sleep(2)"]}
+        )
+        run = Cli({**env, "CORTEX_APPROVE_COMMANDS": "1", "CORTEX_ACTOR": "agent-1"}, repo)
+        task = run.open("Slow proof")
+        evidence = run("case", "evidence", "add", task, "--claim", "app.py").data["evidence"]
+        run(
+            "case", "plan", task, "--hypothesis", "h :: d", "--uncertainty", "u",
+            "--support", f"1={evidence['id']}", "--file", "app.py",
+            "--boundary-reason", "r", "--verify", "command:slow",
+        )  # fmt: skip
+        run("case", "begin-change", task)
+        (repo / "app.py").write_text("print('fixed')\n")
+        assert run("case", "verify", task).data["assessment"]["status"] == "verified"
+        commands = run("case", "metrics", task).data["commands"]
+        timing = commands.pop("durationMs")
+        assert commands == {
+            "calls": 5,
+            "errors": {
+                "refused": 0,
+                "byCode": {},
+                "byOperation": {},
+                "capped": False,
+                "unreadable": 0,
+            },
+            "byOperation": {
+                "case.begin-change": 1,
+                "case.evidence.add": 1,
+                "case.open": 1,
+                "case.plan": 1,
+                "case.verify": 1,
+            },
+        }
+        verify = timing["byOperation"]["case.verify"]
+        assert verify["max"] >= 2000, timing
+        assert verify["total"] == verify["max"]
+        assert timing["max"] == verify["max"]
+        assert sorted(timing["byOperation"]) == sorted(commands["byOperation"])
+        shown = run("case", "metrics", task, human=True).stdout
+        assert "slowest" in shown
+        assert "case.verify" in shown.split("slowest", 1)[1].splitlines()[0]
+
+    def test_refused_commands_are_counted_without_touching_the_case(self, cli: Cli) -> None:
+        task = cli.open("Refusals")
+        case_file = case_path(cli.env, task) / "case.json"
+        before = case_file.read_bytes()
+        refused = cli("case", "begin-change", task, "--actor", "agent-1")
+        assert refused.code == 5
+        assert cli("case", "complete", task, "--outcome", "x").code == 5
+        assert cli("case", "note", task, "x", "--expect-revision", "0").code == 6
+        # Bad input is refused before the case is read: not counted.
+        assert cli("case", "note", task, "").code == 4
+        assert case_file.read_bytes() == before
+        errors = cli("case", "metrics", task).data["commands"]["errors"]
+        assert errors == {
+            "refused": 3,
+            "byCode": {"refused": 2, "revision_conflict": 1},
+            "byOperation": {"case.begin-change": 1, "case.complete": 1, "case.note": 1},
+            "capped": False,
+            "unreadable": 0,
+        }
+        assert cli("case", "audit", task).data["ok"] is True
+        lines = (case_path(cli.env, task) / "refusals.jsonl").read_text().splitlines()
+        assert [json.loads(line)["operation"] for line in lines] == [
+            "case.begin-change",
+            "case.complete",
+            "case.note",
+        ]
+        assert json.loads(lines[0])["actor"] == "agent-1"
+        assert oct((case_path(cli.env, task) / "refusals.jsonl").stat().st_mode & 0o777) == "0o600"
+        store = cli("case", "metrics").data["commands"]["errors"]
+        assert store["refused"] == 3
+
+    def test_a_torn_line_is_skipped_and_a_full_log_says_so(self, cli: Cli) -> None:
+        from cortex.cases.bounds import REFUSALS_MAX
+
+        task = cli.open("Torn")
+        log = case_path(cli.env, task) / "refusals.jsonl"
+        log.write_bytes(b'{"timestamp":"2026-01-01T00:00:00.000Z","oper')
+        assert cli("case", "complete", task, "--outcome", "x").code == 5
+        errors = cli("case", "metrics", task).data["commands"]["errors"]
+        assert (errors["refused"], errors["unreadable"], errors["capped"]) == (1, 1, False)
+        line = log.read_bytes().splitlines()[-1] + b"\n"
+        log.write_bytes(line * (REFUSALS_MAX // len(line)))
+        size = log.stat().st_size
+        assert cli("case", "complete", task, "--outcome", "x").code == 5
+        assert log.stat().st_size == size, "a full log takes no more lines"
+        errors = cli("case", "metrics", task).data["commands"]["errors"]
+        assert errors["capped"] is True
+        assert errors["refused"] == REFUSALS_MAX // len(line)
+
+    def test_a_log_that_is_not_a_file_is_never_followed(self, cli: Cli, tmp_path: Path) -> None:
+        task = cli.open("Planted")
+        target = tmp_path / "elsewhere.txt"
+        target.write_bytes(b"")
+        (case_path(cli.env, task) / "refusals.jsonl").symlink_to(target)
+        assert cli("case", "complete", task, "--outcome", "x").code == 5
+        assert target.read_bytes() == b""
+        errors = cli("case", "metrics", task).data["commands"]["errors"]
+        assert (errors["refused"], errors["unreadable"]) == (0, 1)
+        os.mkfifo(case_path(cli.env, task) / "fifo")  # a FIFO must not hang a refused writer
+        (case_path(cli.env, task) / "refusals.jsonl").unlink()
+        os.rename(case_path(cli.env, task) / "fifo", case_path(cli.env, task) / "refusals.jsonl")
+        assert cli("case", "complete", task, "--outcome", "x").code == 5

@@ -49,6 +49,15 @@ NOT_SERVED = {
     "setup.codex": "set-up, run from a shell",
     "serve": "is the server",
     "studio": "is another face",
+    "completion": "shell completion for people at a terminal",
+    "recall.reindex": "maintenance from a shell; every write through the server updates the index",
+    "recall.rebuild": "maintenance from a shell",
+    "case.decision.resolve": "a person's act at a terminal: only people settle a contest",
+    "case.share": "sends a case to a remote, which cannot be recalled: a person or CI decides",
+    "case.fetch": "talks to a remote and adopts another machine's state: run from a shell",
+    "case.bundle": "writes a file where the caller stands; a server returns data",
+    "case.trailer": "read by the prepare-commit-msg hook, which runs the CLI",
+    "setup.git-trailer": "set-up, run from a shell",
 }
 """CLI commands with no MCP tool, and why."""
 
@@ -74,8 +83,11 @@ ONLY_MCP = {
 
 
 def _cli_arguments(cmd: Cmd) -> dict[str, Opt | None]:
-    """dest -> Opt (None for a positional argument)."""
+    """dest -> Opt (None for a positional argument; a repeated, required one if variadic)."""
     found: dict[str, Opt | None] = {name: None for name, _ in cmd.positionals}
+    if cmd.variadic:
+        name = cmd.positionals[-1][0]
+        found[name] = Opt(name, "", kind="repeat", required=True)
     found.update({opt.dest: opt for opt in cmd.options})
     return found
 

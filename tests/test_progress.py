@@ -300,6 +300,13 @@ def test_a_partial_line_waits_for_its_end() -> None:
         '{"password":\n  "hunter2abcdefgh12"}\nafter\n',
         "Authorization:\n  Basic ZmFrZTpzZWNyZXRzZWNyZXQ=\nafter\n",
         "curl -H 'Authorization: Bearer\nabcdefgh1234567890abcdef'\nafter\n",
+        (
+            # What a cut left of a key: its END line masks the body lines above it, which
+            # arrive before it and must not be shown while they wait (found merging issue 18).
+            "tail of a key file:\n"
+            "KUpRKfFLfRYC9AIKjbJTWit+CqvjWYzvQwECAwEAAQJAIJLixBy2qpFoS4DSmoEm\n"
+            "-----END RSA PRIVATE KEY-----\nafter\n"
+        ),
     ],
 )
 def test_a_secret_that_spans_lines_is_never_shown_in_part(text: str) -> None:

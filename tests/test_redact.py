@@ -8,6 +8,7 @@ real key to a scanner. Tables name each case; properties run with a fixed seed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from typing import Any
@@ -32,8 +33,12 @@ DETERMINISTIC = settings(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=300,
-    suppress_health_check=[HealthCheck.too_slow],
+    # A mutation run (docs/testing.md) runs these once per mutant: fewer examples keep it to
+    # minutes; the fast default run still tries 300.
+    max_examples=30 if os.environ.get("MUTANT_UNDER_TEST") else 300,
+    # A mutation run (docs/testing.md) calls each test from several instances of its class in
+    # one process; the tests keep no state on `self`.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors],
 )
 
 REDACTOR = Redactor()
@@ -96,6 +101,14 @@ TOKEN_SHAPES = {
     "twilio_api_key": "SK" + fill(32, "fa4e"),
     "jwt": JWT,
     "jwt_alg_none": "eyJhbGciOiJub25lIn0." + "eyJzdWIiOiJGQUtFIn0.",
+    # Issue 18, item 6.
+    "shopify_shpat": "shpat_" + fill(32, "fa4e"),
+    "shopify_shpss": "shpss_" + fill(32, "fa4e"),
+    "pypi": "pypi-AgEIcHlwaS5vcmc" + fill(64, "FAKE_fake-"),
+    "digitalocean_dop": "dop_v1_" + fill(64, "fa4e"),
+    "digitalocean_doo": "doo_v1_" + fill(64, "fa4e"),
+    "google_oauth_client_secret": "GOCSPX-" + fill(28, "FAKE_fake-"),
+    "age_secret_key": "AGE-SECRET-KEY-1" + fill(58, "FAKE"),
 }
 
 
@@ -139,6 +152,13 @@ class TestTokenShapes:
             "SK" + fill(31, "fa4e"),  # Twilio: 31 hex digits
             "sk" + fill(32, "fa4e"),  # Twilio SIDs are upper-case SK
             "eyJhbGciOiJIUzI1NiJ9",  # a JWT header alone
+            "shpat_" + fill(31, "fa4e"),  # Shopify: 31 hex digits
+            "pypi-simple-index",  # a package name, not a macaroon
+            "pypi-AgE" + fill(20),  # too short for a token
+            "dop_v1_" + fill(63, "fa4e"),
+            "GOCSPX-" + fill(27, "FAKE"),
+            "AGE-SECRET-KEY-1" + fill(57, "FAKE"),
+            "AGE-SECRET-KEY-1" + fill(58, "fake"),  # Bech32 here is upper-case
         ],
     )
     def test_near_misses_are_left_alone(self, text: str) -> None:
@@ -150,6 +170,66 @@ class TestTokenShapes:
         secrets = list(TOKEN_SHAPES.values())
         out = REDACTOR(" | ".join(secrets))
         assert out == " | ".join([REDACTED] * len(secrets))
+
+
+AZURE_ACCOUNT_KEY = fill(86, "FAKEfake0123+/") + "=="
+AZURE_SAS_SIGNATURE = fill(40, "FAKEfake0123") + "%2B" + fill(3) + "%3D"
+
+
+class TestAzure:
+    """Azure storage account keys and shared access signatures (issue 18, item 6)."""
+
+    def test_account_key_in_a_connection_string(self) -> None:
+        """Only the key goes: the rest of the connection string still says where it points."""
+        text = (
+            "DefaultEndpointsProtocol=https;AccountName=fakeaccount;"
+            f"AccountKey={AZURE_ACCOUNT_KEY};EndpointSuffix=core.windows.net"
+        )
+        assert REDACTOR(text) == (
+            "DefaultEndpointsProtocol=https;AccountName=fakeaccount;"
+            f"AccountKey={REDACTED};EndpointSuffix=core.windows.net"
+        )
+
+    def test_shared_access_key_in_a_service_bus_connection_string(self) -> None:
+        """Service Bus and Event Hubs spell it SharedAccessKey."""
+        key = fill(43, "FAKEfake0123") + "="
+        text = (
+            "Endpoint=sb://fake.servicebus.windows.net/;SharedAccessKeyName=Root;"
+            f"SharedAccessKey={key}"
+        )
+        out = REDACTOR(text)
+        assert key not in out
+        # `SharedAccessKeyName` names an access key too: its value is masked with the rest.
+        assert out.startswith("Endpoint=sb://fake.servicebus.windows.net/;SharedAccessKeyName=")
+        assert redact_token_shapes(text).endswith(f"SharedAccessKey={REDACTED}")
+
+    def test_sas_signature_in_a_url(self) -> None:
+        """The `sig` parameter of a SAS URL goes; the other parameters stay readable."""
+        url = (
+            "https://fakeaccount.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o"
+            f"&sp=r&se=2030-01-01T00:00:00Z&sig={AZURE_SAS_SIGNATURE}&spr=https"
+        )
+        out = REDACTOR(f"GET {url} 200")
+        assert AZURE_SAS_SIGNATURE not in out
+        assert f"&sig={REDACTED}&spr=https 200" in out
+
+    def test_sas_token_alone(self) -> None:
+        """A SAS token without its URL (`?sv=...&sig=...`) loses its signature too."""
+        out = REDACTOR(f"token ?sv=2022-11-02&sp=rl&sig={AZURE_SAS_SIGNATURE}")
+        assert out == f"token ?sv=2022-11-02&sp=rl&sig={REDACTED}"
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "AccountKey=short",
+            "the sig= parameter signs the URL",
+            "config.sig=abc",
+            "AccountName=fakeaccount;EndpointSuffix=core.windows.net",
+        ],
+    )
+    def test_near_misses_are_left_alone(self, text: str) -> None:
+        """Short values and prose about the parameters are not secrets."""
+        assert REDACTOR(text) == text
 
 
 class TestPemBlocks:
@@ -187,6 +267,47 @@ class TestPemBlocks:
         """Text between two blocks survives: each block ends at its own END line."""
         text = f"{pem('RSA ')}\nbetween\n{pem('EC ')}"
         assert REDACTOR(text) == f"{REDACTED}\nbetween\n{REDACTED}"
+
+    def test_a_tail_cut_inside_a_block_keeps_no_key_line(self) -> None:
+        """Kept output that starts inside a key: its body lines go with the END line.
+
+        Issue 18, item 2: the verifier runner keeps the tail of long output; a tail starting
+        inside a private key held body lines and the END line but no BEGIN, and kept them.
+        """
+        lines = [fill(64, "FAKEfake0123") for _ in range(3)]
+        text = (
+            "[... 9000 bytes omitted ...]\n"
+            + "\n".join(lines)[20:]
+            + "\n-----END RSA PRIVATE KEY-----\ntests: 3 passed\n"
+        )
+        out = REDACTOR(text)
+        assert out == f"[... 9000 bytes omitted ...]\n{REDACTED}\ntests: 3 passed\n"
+
+    @pytest.mark.parametrize(
+        "before",
+        ["log line\n", "", "Proc-Type: 4,ENCRYPTED\n", "armor\n\n", "x-----\r\n", "done.\n"],
+        ids=["prose", "start", "pem_header", "blank_line", "crlf", "last_char_not_base64"],
+    )
+    def test_an_end_line_without_begin_takes_the_body_lines_before_it(self, before: str) -> None:
+        """Every base64 line right before an orphan END line is masked; the line above stays."""
+        body = "\r\n".join([fill(64, "FAKE+/09"), fill(40, "fake") + "=="])
+        text = f"{before}{body}\r\n-----END OPENSSH PRIVATE KEY-----\r\nafter"
+        assert REDACTOR(text) == f"{before}{REDACTED}\r\nafter"
+
+    def test_an_end_line_glued_to_the_last_body_line(self) -> None:
+        """`...QUFB-----END ...` (no line break before END) still takes the body above it.
+
+        Kills `body.fullmatch(text, line, start)` -> `fullmatch(text, start)` and ->
+        `fullmatch(text, line)` in `redact_pem_remnants` (only the END line was masked). The
+        `done.` case above kills `fullmatch(text, above, start - 1)` -> `start - 2`.
+        """
+        text = f"{fill(64, 'FAKE+/09')}\n{fill(20, 'fake')}==-----END RSA PRIVATE KEY-----\nok"
+        assert REDACTOR(text) == f"{REDACTED}\nok"
+
+    def test_an_orphan_pgp_footer_takes_its_checksum_and_body(self) -> None:
+        """A PGP armor cut after its blank line loses its body and checksum line."""
+        text = f"{PEM_BODY}\n=FaKe\n-----END PGP PRIVATE KEY BLOCK-----\n"
+        assert REDACTOR(text) == f"{REDACTED}\n"
 
     def test_public_key_and_certificate_are_not_private(self) -> None:
         """Public material is not a private key and is left alone."""
@@ -539,6 +660,14 @@ PATHOLOGICAL = {
     "jwt_prefix_run": "eyJ-" * 32_768,
     "backslash_run_before_a_quoted_key": "\\" * 131_072 + '"token": 1',
     "deeply_escaped_keys": ("\\" * 40 + '"token') * 2_849,
+    # The escaped reading (issue 18): quotes that never close, escapes everywhere, many secrets
+    # in one escaped string, a run of backslashes ending in an escape letter.
+    "stray_escaped_quotes": ('"a\\"' * 32_768)[:131_072],
+    "escaped_newlines": ("\\n" * 65_536),
+    "secrets_in_one_escaped_string": '"' + ("password=FAKEfake12\\n" * 6_000)[:131_070] + '"',
+    "escaped_private_tags": ("x\\u003c/private\\u003e</private>" * 4_000)[:131_072],
+    "backslash_run_then_n": "password: " + "\\" * 131_061 + "n",
+    "continuations": ("token=a\\\n" * 14_563)[:131_072],
 }
 
 
@@ -794,3 +923,700 @@ class TestMarkers:
             f"--token {REDACTED}",
         ):
             assert REDACTOR(text) == text
+
+
+# Escaped text (issue 18, item 1) -------------------------------------------------------------
+
+
+def json_escaped(text: str, *, ascii_only: bool = True) -> str:
+    """`text` as a JSON string literal (quotes included)."""
+    return json.dumps(text, ensure_ascii=ascii_only)
+
+
+class TestEscapedText:
+    """Text kept in an escaped form (JSON strings, Python reprs) is redacted as if unescaped."""
+
+    def test_structured_log_line_in_a_raw_blob(self) -> None:
+        """A JSON log whose message holds env lines: both values go, the line stays JSON."""
+        line = (
+            '{"level":"info","msg":"loaded env\\nDB_PASSWORD=JsonLogPw123456\\n'
+            'API_TOKEN=JsonLogTok98765\\n"}'
+        )
+        out = REDACTOR(line)
+        assert "JsonLogPw123456" not in out
+        assert "JsonLogTok98765" not in out
+        assert json.loads(out) == {
+            "level": "info",
+            "msg": f"loaded env\nDB_PASSWORD={REDACTED}\nAPI_TOKEN={REDACTED}\n",
+        }
+
+    def test_a_literal_backslash_n_in_a_claim(self) -> None:
+        """`x \\npassword = v` typed with a real backslash is read as the two lines it means."""
+        assert REDACTOR("x \\npassword = Hunter2Hunter2A3") == f"x \\npassword = {REDACTED}"
+
+    def test_a_repr_quoted_value_in_an_error_message(self) -> None:
+        """An error message quoting a bad value with repr() loses the password inside it."""
+        bad = "[database]\npassword = Hunter2Hunter2Kd\n"
+        message = f"--kind must be one of a, b, not {bad!r}"
+        out = REDACTOR(message)
+        assert "Hunter2Hunter2Kd" not in out
+        assert out == f"--kind must be one of a, b, not '[database]\\npassword = {REDACTED}\\n'"
+
+    @pytest.mark.parametrize(
+        ("escaped", "secret"),
+        [
+            ("db:\\tpassword:\\tTabbedPw12345", "TabbedPw12345"),
+            ("\\u001b[0mDB_PASSWORD=AnsiLogPw12345\\u001b[0m", "AnsiLogPw12345"),
+            ("said \\u003cprivate\\u003eGoEscaped999\\u003c/private\\u003e ok", "GoEscaped999"),
+            ("export TOKEN=\\u0022QuotedTok12345\\u0022", "QuotedTok12345"),
+            ("run \\u002d-password EscapedDash123 now", "EscapedDash123"),
+            ("dsn https:\\/\\/app:SlashedPw12345@db.example.invalid\\/x", "SlashedPw12345"),
+            ("caf\\u00e9\\rsecret: CarriageRet12345", "CarriageRet12345"),
+            ("emoji \\ud83d\\ude00\\npassword=SurrogatePw1234", "SurrogatePw1234"),
+            ("repr '\\x1b[31mAPI_KEY=HexEscaped12345'", "HexEscaped12345"),
+        ],
+        ids=["tab", "ansi_u_escape", "html_safe_json", "u_quote", "u_dash", "escaped_slashes",
+             "carriage_return", "surrogate_pair", "python_hex_escape"],
+    )  # fmt: skip
+    def test_every_escape_form(self, escaped: str, secret: str) -> None:
+        """JSON's and Python's escapes are all read through; the escaping itself is kept."""
+        out = REDACTOR(escaped)
+        assert secret not in out
+        assert REDACTED in out or PRIVATE in out
+        assert REDACTOR(out) == out
+
+    def test_escapes_around_the_secret_are_kept_as_written(self) -> None:
+        """Only the value changes: every escape before and after it is left as it was."""
+        text = "caf\\u00e9 \\t x\\npassword: EscapedPw12345\\n\\u00e9t\\u00e9 \\\\ done"
+        assert REDACTOR(text) == (
+            f"caf\\u00e9 \\t x\\npassword: {REDACTED}\\n\\u00e9t\\u00e9 \\\\ done"
+        )
+
+    def test_nested_json_strings_are_read_level_by_level(self) -> None:
+        """A JSON log kept inside a JSON string (escaped twice) is still read through."""
+        inner = json.dumps({"msg": "boot\nDB_PASSWORD=NestedPw12345\n"})
+        document = json.dumps({"stdout": inner})
+        out = REDACTOR(document)
+        assert "NestedPw12345" not in out
+        assert json.loads(json.loads(out)["stdout"]) == {"msg": f"boot\nDB_PASSWORD={REDACTED}\n"}
+
+    def test_a_quoted_key_with_a_bare_value_inside_a_string_stays_json(self) -> None:
+        """A marker quoted to keep an escaped document parseable is quoted at its level."""
+        document = json.dumps({"log": "{\n" + '"password": 12345678' + "\n}"})
+        out = REDACTOR(document)
+        assert "12345678" not in out
+        assert json.loads(json.loads(out)["log"]) == {"password": REDACTED}
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "C:\\Users\\dev\\new\\tokens.txt",
+            'printf "%s\\n" "$x"',
+            "regex \\d+\\s*=\\s*\\w+",
+            '{"msg": "line one\\nline two\\ttabbed \\u00e9"}',
+            "trailing backslash \\",
+            'escaped quote \\" and backslash \\\\',
+        ],
+    )
+    def test_escaped_text_without_secrets_is_returned_as_is(self, text: str) -> None:
+        """Reading through escapes never rewrites text that hides nothing."""
+        assert REDACTOR(text) == text
+
+
+# Strings the pipeline redacts: secret-bearing lines of every rule (values long enough to be
+# masked), prose, non-ASCII and control characters, each followed by a separator.
+ESCAPE_VALUES = ["FAKEvalue0123456789", "FAKEother987654321"]
+ESCAPE_PIECES = [
+    "DB_PASSWORD={v}",
+    'export API_KEY="{v}"',
+    "password: {v}",
+    '{{"token": "{v}"}}',
+    "--token {v}",
+    "--token={v}",
+    "Authorization: Bearer {v}7",
+    AWS_KEY_ID,
+    GITHUB_CLASSIC,
+    pem("RSA "),
+    "<private>{v}</private>",
+    "postgres://app:{v}@db.example.invalid/x",
+    "secret_key = '{v}'",
+    "'auth': '{v}'",
+    '{{"password": 12345678}}',
+    '["--api-key", "{v}"]',
+    'client_secret: "{v}"',
+    "max_tokens: 4096",
+    "tenant-fake-0042",
+    "[database]",
+    "loaded env",
+    "café naïve",
+    "\x1b[0m",
+    "\u2028",
+    "it's",
+    'say "hi"',
+    "a\\b",
+    "x=1",
+]
+ESCAPE_SEPARATORS = ["\n", "\t", " ", "\r\n", ", ", "\n\n", "; "]
+
+
+@st.composite
+def redactable_text(draw: st.DrawFn) -> str:
+    """Secret-bearing pieces and prose, separated as logs and configuration files are."""
+    pieces = draw(st.lists(st.sampled_from(ESCAPE_PIECES), max_size=8))
+    return "".join(
+        piece.format(v=draw(st.sampled_from(ESCAPE_VALUES)))
+        + draw(st.sampled_from(ESCAPE_SEPARATORS))
+        for piece in pieces
+    )
+
+
+class TestEscapingCommutes:
+    """Escaping and redacting commute: what is stored escaped is redacted as if it were not."""
+
+    @DETERMINISTIC
+    @given(redactable_text(), st.booleans())
+    def test_json_escaping_then_redacting_is_redacting_then_escaping(
+        self, text: str, ascii_only: bool
+    ) -> None:
+        """`redact(json(s)) == json(redact(s))`, and no secret value is left in either."""
+        escaped = LITERAL_REDACTOR(json.dumps(text, ensure_ascii=ascii_only))
+        assert escaped == json.dumps(LITERAL_REDACTOR(text), ensure_ascii=ascii_only)
+        for secret in [*ESCAPE_VALUES, AWS_KEY_ID, GITHUB_CLASSIC, "tenant-fake-0042"]:
+            assert secret not in escaped
+        assert "PRIVATE KEY-----" not in escaped.replace("-----END RSA PRIVATE KEY-----", "")
+
+    @DETERMINISTIC
+    @given(redactable_text(), st.booleans())
+    def test_the_same_inside_a_json_document(self, text: str, ascii_only: bool) -> None:
+        """A string value of a JSON document (a log record) is redacted as the string alone is."""
+        document = {"level": "info", "msg": text, "n": 1}
+        out = LITERAL_REDACTOR(json.dumps(document, ensure_ascii=ascii_only))
+        expected = {**document, "msg": LITERAL_REDACTOR(text)}
+        assert out == json.dumps(expected, ensure_ascii=ascii_only)
+
+    @DETERMINISTIC
+    @given(
+        st.lists(
+            st.sampled_from([*FRAGMENTS, "\\n", "\\u00e9", "\\x41", "\\/"]) | st.text(max_size=4),
+            max_size=16,
+        ).map("".join)
+    )
+    def test_idempotent_with_escapes(self, text: str) -> None:
+        """Reading through escapes keeps redaction idempotent."""
+        once = LITERAL_REDACTOR(text)
+        assert LITERAL_REDACTOR(once) == once
+
+
+class TestLineContinuation:
+    """A secret split by a backslash-newline shell continuation is redacted like the joined line."""
+
+    @pytest.mark.parametrize(
+        ("text", "parts"),
+        [
+            ("deploy --token abcFAKE\\\ndefFAKE123 --yes", ["abcFAKE", "defFAKE123"]),
+            ("export API_KEY=FAKEhead\\\nFAKEtail99", ["FAKEhead", "FAKEtail99"]),
+            ("curl -H 'Authorization: Bearer FAKEbear\\\r\ner0123456789'", ["FAKEbear"]),
+            ("DB_PASSWORD=FAKEone\\\nFAKEtwo\\\nFAKEthree ./run", ["FAKEone", "FAKEthree"]),
+        ],
+        ids=["flag", "env", "crlf", "twice"],
+    )
+    def test_split_secret_goes_whole(self, text: str, parts: list[str]) -> None:
+        """Neither half survives; the continuation inside the secret goes with it."""
+        out = REDACTOR(text)
+        assert [p for p in parts if p in out] == []
+        assert REDACTED in out
+
+    def test_the_rest_of_the_command_keeps_its_continuations(self) -> None:
+        """Continuations outside a secret stay exactly where they were."""
+        text = "docker run \\\n  --rm \\\n  --password FAKEpass\\\nword12 \\\n  image:latest"
+        assert (
+            REDACTOR(text)
+            == f"docker run \\\n  --rm \\\n  --password {REDACTED} \\\n  image:latest"
+        )
+
+    def test_continuation_alone_is_kept(self) -> None:
+        """A continued command without secrets is unchanged."""
+        text = "make \\\n  test \\\n  lint"
+        assert REDACTOR(text) == text
+
+
+# Cut private keys (issue 18, item 2) --------------------------------------------------------
+
+KEY_LINES = [fill(64, unit) for unit in ("FAKEfake0123", "fakeFAKE+/45", "FaKe6789fAkE")]
+KEY_LINES.append(fill(22, "fAKE") + "==")
+CUT_TEXT = (
+    "collected 3 items\nprinting the fixture key:\n-----BEGIN RSA PRIVATE KEY-----\n"
+    + "\n".join(KEY_LINES)
+    + "\n-----END RSA PRIVATE KEY-----\ntests: 3 passed in 0.2s\n"
+)
+
+
+def key_fragments(text: str, size: int = 12) -> list[str]:
+    """Every piece of `size` characters of a key line that occurs in `text`."""
+    return [
+        line[i : i + size]
+        for line in KEY_LINES
+        for i in range(len(line) - size + 1)
+        if line[i : i + size] in text
+    ]
+
+
+class TestCutKeys:
+    """A private-key block cut anywhere leaves no key line: not before, not after the cut."""
+
+    @DETERMINISTIC
+    @given(st.integers(0, len(CUT_TEXT)))
+    def test_a_block_cut_at_any_offset_leaves_no_key_line(self, offset: int) -> None:
+        """What is kept before a cut (a preview's head) or after it (a tail) holds no key."""
+        for kept in (CUT_TEXT[:offset], CUT_TEXT[offset:]):
+            assert key_fragments(REDACTOR(kept)) == [], (offset, kept)
+
+    @DETERMINISTIC
+    @given(st.integers(0, len(CUT_TEXT)), st.integers(0, len(CUT_TEXT)))
+    def test_a_head_and_tail_cut_leaves_no_key_line(self, first: int, second: int) -> None:
+        """Head and tail around a dropped middle, as the verifier runner keeps long output."""
+        head, tail = sorted((first, second))
+        kept = CUT_TEXT[:head] + "\n[... 100 bytes omitted ...]\n" + CUT_TEXT[tail:]
+        assert key_fragments(REDACTOR(kept)) == [], (head, tail)
+
+    @DETERMINISTIC
+    @given(st.integers(0, len(CUT_TEXT)), st.booleans())
+    def test_the_same_inside_a_json_string(self, offset: int, ascii_only: bool) -> None:
+        """A cut key kept inside a JSON string (a tool's JSON output) is masked there too."""
+        for kept in (CUT_TEXT[:offset], CUT_TEXT[offset:]):
+            document = json.dumps({"stdout": kept, "n": 1}, ensure_ascii=ascii_only)
+            out = REDACTOR(document)
+            assert key_fragments(out) == [], (offset, out)
+            assert json.loads(out)["n"] == 1
+
+
+# Quoting a cut value (issue 18, item 1) ------------------------------------------------------
+
+
+class TestClip:
+    """A value cut short for an error message is cut between words, never inside one."""
+
+    def test_short_text_is_kept_whole(self) -> None:
+        """Nothing to cut: the text comes back as it is."""
+        assert redact.clip("fits", 4) == "fits"
+
+    def test_a_cut_inside_a_word_drops_that_word(self) -> None:
+        """The word the cut falls in goes whole, and `...` says something was cut."""
+        assert redact.clip("one two three", 11) == "one two ..."
+        assert redact.clip("one two three", 9) == "one ..."
+
+    def test_a_cut_between_words_keeps_every_word_before_it(self) -> None:
+        """A cut at a space loses nothing before it; the result fits the limit."""
+        assert redact.clip("one two three", 12) == "one two ..."
+        assert redact.clip("one two three", 10) == "one two..."
+        for limit in range(13):
+            assert len(redact.clip("one two three", limit)) <= max(limit, 3)
+
+    def test_a_token_cut_in_two_leaves_nothing_of_itself(self) -> None:
+        """Cut inside a token, a quoted value keeps no prefix of it: redaction could not see it."""
+        value = "x" * 30 + " " + GITHUB_CLASSIC
+        for limit in range(31, len(value)):
+            shown = redact.clip(value, limit)
+            assert "ghp_" not in shown, limit
+            assert REDACTOR(shown) == shown
+
+    def test_a_tiny_limit_keeps_nothing_but_the_mark(self) -> None:
+        """Under four characters there is room for `...` only, even before a space.
+
+        Kills `end = max(limit - 3, 0)` -> `max(limit - 3, 1)` (`a bc` cut to 3 was `a...`,
+        longer than its limit).
+        """
+        for limit in range(4):
+            assert redact.clip("a bc", limit) == "..."
+
+    def test_one_long_word_is_dropped(self) -> None:
+        """A value without any space, longer than the limit, is shown as `...` only."""
+        assert redact.clip(AWS_KEY_ID, 10) == "..."
+
+
+# What mutation testing found unpinned (issue 21) ---------------------------------------------
+#
+# Each test names the mutant it kills: a one-line diff of cortex/cases/redact.py, or a word
+# dropped from a word list by tests/mutation/wordlists.py (docs/testing.md).
+
+
+class TestLiteralOrder:
+    """Configured literals go longest first, whatever order they come in."""
+
+    def test_a_literal_inside_a_longer_one_never_splits_it(self) -> None:
+        """`abcd1234ef` and `zz123456`-in-`azz123456b` go whole, the shorter inside them too.
+
+        Kills `sorted(..., key=len, reverse=True)` -> `sorted(..., key=len)` (the text became
+        `a[REDACTED]ef`, leaking part of the literal) and -> `sorted(..., reverse=True)` (by
+        letters, `zz123456` sorts before `azz123456b`, and `a[REDACTED]b` was left).
+        """
+        for literals in (["bcd1234", "abcd1234ef"], ["abcd1234ef", "bcd1234"]):
+            assert literal_rule(literals)("abcd1234ef") == REDACTED
+        for literals in (["zz123456", "azz123456b"], ["azz123456b", "zz123456"]):
+            assert literal_rule(literals)("x azz123456b y") == f"x {REDACTED} y"
+            assert literal_rule(literals)("x zz123456 y") == f"x {REDACTED} y"
+
+
+ASSIGN_WORD_CASES = [
+    ("passwd", "DB_PASSWD=FAKEvalue123", f"DB_PASSWD={REDACTED}"),
+    ("pwd", "MYSQL_PWD=FAKEvalue123", f"MYSQL_PWD={REDACTED}"),
+    ("apikey", "APIKEY=FAKEvalue123", f"APIKEY={REDACTED}"),
+    ("private_key", "SSH_PRIVATE_KEY=FAKEvalue123", f"SSH_PRIVATE_KEY={REDACTED}"),
+    ("private-key", "sign --private-key FAKEvalue123", f"sign --private-key {REDACTED}"),
+    ("private key", "Private Key: FAKEvalue123", f"Private Key: {REDACTED}"),
+    ("access_key", "S3_ACCESS_KEY=FAKEvalue123", f"S3_ACCESS_KEY={REDACTED}"),
+    ("access-key", "s3 --access-key FAKEvalue123", f"s3 --access-key {REDACTED}"),
+    ("accesskey", "ACCESSKEY=FAKEvalue123", f"ACCESSKEY={REDACTED}"),
+    ("access key", "Access Key: FAKEvalue123", f"Access Key: {REDACTED}"),
+    ("secret", "SIGNING_SECRET=FAKEvalue123", f"SIGNING_SECRET={REDACTED}"),
+    ("token", "GH_TOKEN=FAKEvalue123", f"GH_TOKEN={REDACTED}"),
+    ("password", "DB_PASSWORD=FAKEvalue123", f"DB_PASSWORD={REDACTED}"),
+    ("passphrase", "KEY_PASSPHRASE=FAKEvalue123", f"KEY_PASSPHRASE={REDACTED}"),
+    ("api_key", "OPENAI_API_KEY=FAKEvalue123", f"OPENAI_API_KEY={REDACTED}"),
+    ("api-key", "x-api-key: FAKEvalue123", f"x-api-key: {REDACTED}"),
+    ("api key", "API Key: FAKEvalue123", f"API Key: {REDACTED}"),
+    ("privatekey", "privateKey: FAKEvalue123", f"privateKey: {REDACTED}"),
+    ("credential", "credentials: FAKEvalue123", f"credentials: {REDACTED}"),
+    ("auth", "NPM_AUTH=FAKEvalue123", f"NPM_AUTH={REDACTED}"),
+]
+"""(trigger word, a text whose key holds that word and no other, its redaction)."""
+
+
+class TestEveryAssignWord:
+    """Each trigger word of `redact_assignments` masks a key that holds no other one."""
+
+    @pytest.mark.parametrize(
+        ("word", "text", "expected"), ASSIGN_WORD_CASES, ids=[c[0] for c in ASSIGN_WORD_CASES]
+    )
+    def test_the_word_alone_triggers_the_rule(self, word: str, text: str, expected: str) -> None:
+        """The key holds this trigger word and no other, and its value goes.
+
+        Kills `_ASSIGN_WORDS` without this word (tests/mutation/wordlists.py): the rule then
+        returns before looking, and `DB_PASSWD=...`, `MYSQL_PWD=...`, `APIKEY=...`,
+        `--private-key ...` or `Access Key: ...` leaked.
+        """
+        others = [w for w in redact._ASSIGN_WORDS if w != word and w in text.lower()]
+        assert word in text.lower()
+        assert others == []
+        assert redact_assignments(text) == expected
+        assert REDACTOR(text) == expected
+
+
+class TestNumbersUnderTokenKeys:
+    """A number under a key that counts tokens is kept, unless the key names something stronger."""
+
+    @pytest.mark.parametrize(
+        ("word", "text"),
+        [
+            ("secret", "max_secret_tokens: 12345678"),
+            ("pass", "max_passtoken: 12345678"),
+            ("pwd", "pwd_token_limit: 12345678"),
+            ("key", "key_token_count: 12345678"),
+            ("credential", "credential_token_ttl: 12345678"),
+            ("auth", "auth_token_budget: 12345678"),
+        ],
+    )
+    def test_a_strong_word_makes_the_number_a_secret(self, word: str, text: str) -> None:
+        """`max_secret_tokens: 12345678` is a code, not a count: it is masked.
+
+        Kills `_STRONG_WORDS` without this word, and `and not any(... _STRONG_WORDS)` ->
+        `and any(...)` / dropped (the number was then spared as a count).
+        """
+        key = text.split(":", 1)[0]
+        assert [w for w in redact._STRONG_WORDS if w in key.lower()] == [word]
+        assert REDACTOR(text) == f"{key}: {REDACTED}"
+
+    @pytest.mark.parametrize(
+        ("word", "text"),
+        [
+            ("tokens", "tokens: 4096"),
+            ("max", "token_max: 4096"),
+            ("min", "token_min: 1000"),
+            ("num", "num_token: 1000"),
+            ("count", "token_count: 1000"),
+            ("limit", "token_limit: 8192"),
+            ("budget", "token_budget: 9000"),
+            ("len", "token_len: 2048"),
+            ("size", "token_size: 1000"),
+            ("ttl", "token_ttl: 3600"),
+            ("expir", "token_expiry: 3600"),
+            ("timeout", "token_timeout: 3000"),
+        ],
+    )
+    def test_each_count_word_keeps_the_number(self, word: str, text: str) -> None:
+        """`token_limit: 8192` is a count: kept as written (over-redaction pinned).
+
+        Kills `_COUNT_WORDS` without this word (the number was then masked).
+        """
+        key = text.split(":", 1)[0]
+        assert [w for w in redact._COUNT_WORDS if w in key.lower()] == [word]
+        assert REDACTOR(text) == text
+        assert REDACTOR(f"{key}: 12ab34cd") == f"{key}: {REDACTED}"  # not a number: a secret
+
+
+TRIGGER_SAMPLES = {
+    "private key": pem("RSA "),
+    **{p: p.upper() + fill(16) for p in ("akia", "asia", "agpa", "aida", "aroa", "aipa")},
+    **{p: p.upper() + fill(16) for p in ("anpa", "anva", "asca", "abia", "acca")},
+    **{p: p + fill(36) for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")},
+    "github_pat_": GITHUB_FINE_GRAINED,
+    **{
+        p: p + fill(24)
+        for p in (
+            *("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-"),
+            *("gloas-", "glsoat-", "glffct-"),
+        )
+    },
+    "gr1348941": "GR1348941" + fill(20, "FaKe_-9"),  # mixed case: kills A-Za-z -> A-ZA-Z
+    "xox": SLACK_BOT,
+    "xapp-": "xapp-1-A" + fill(10) + "-" + fill(13, "0") + "-" + fill(64, "fa4e"),
+    "hooks.slack.com": SLACK_WEBHOOK,
+    "_live_": STRIPE_SECRET,
+    "_test_": "rk_test_" + fill(24),
+    "whsec_": "whsec_" + fill(32),
+    "sk-": OPENAI_KEY,
+    "aiza": "AIza" + fill(35, "FAKE_fake-"),
+    "npm_": "npm_" + fill(36),
+    "sg.": "SG." + fill(22) + "." + fill(43, "fake"),
+    "hf_": "hf_" + fill(34),
+    "SK": "SK" + fill(32, "fa4e"),
+    **{p: p + fill(32, "fa4e") for p in ("shpat_", "shpss_", "shpca_", "shppa_")},
+    "pypi-age": "pypi-AgEIcHlwaS5vcmc" + fill(64, "FAKE_fake-"),
+    **{p: p + fill(64, "fa4e") for p in ("dop_v1_", "doo_v1_", "dor_v1_")},
+    "gocspx-": "GOCSPX-" + fill(28, "FAKE_fake-"),
+    "age-secret-key-1": "AGE-SECRET-KEY-1" + fill(58, "FAKE"),
+    "accountkey=": "AccountKey=" + AZURE_ACCOUNT_KEY,
+    "sharedaccesskey=": "SharedAccessKey=" + AZURE_ACCOUNT_KEY,
+    "sig=": "?sv=2022-11-02&sig=" + AZURE_SAS_SIGNATURE,
+    "eyj": JWT,
+}
+"""For each trigger of each token shape, a made-up credential holding that trigger only."""
+
+
+class TestEveryShapeTrigger:
+    """Each trigger of each token shape, alone, gets its shape looked for."""
+
+    def test_every_trigger_has_a_sample(self) -> None:
+        """A new trigger needs a sample here, or a mutant dropping it would go unseen."""
+        assert set(TRIGGER_SAMPLES) == {t for ts in redact._TOKEN_TRIGGERS for t in ts}
+
+    @pytest.mark.parametrize("trigger", TRIGGER_SAMPLES)
+    def test_the_trigger_alone_finds_its_shape(self, trigger: str) -> None:
+        """The token-shape rule masks a credential holding this trigger and no other of its shape.
+
+        Kills `_TOKEN_TRIGGERS` without this trigger (tests/mutation/wordlists.py): the shape
+        was then never looked for, and e.g. an `AROA...` id or a `glsoat-` token leaked.
+        """
+        sample = TRIGGER_SAMPLES[trigger]
+        (shape,) = [ts for ts in redact._TOKEN_TRIGGERS if trigger in ts]
+        low = sample.lower()
+        assert [t for t in shape if (t in low if t.islower() else t in sample)] == [trigger]
+        out = redact_token_shapes(f"seen {sample} here")
+        assert REDACTED in out
+        secret = sample.split("=", 1)[1] if "=" in trigger else sample
+        assert secret not in out
+
+
+class TestEscapableLiterals:
+    """A literal holding a character JSON escapes is found in every escaped part."""
+
+    @pytest.mark.parametrize(
+        "literal",
+        ['pa"ss-fake-literal', "it's-fake-literal", "back\\slash-fake", "café-fake-literal",
+         "tab\tfake-literal"],
+        ids=["double_quote", "single_quote", "backslash", "non_ascii", "control"],
+    )  # fmt: skip
+    def test_a_literal_written_escaped_is_found_inside_a_json_string(self, literal: str) -> None:
+        """`pa"ss-fake-literal`, written `pa\\"ss-fake-literal` in a JSON log, is still masked.
+
+        Kills `_always` -> `return False` (parts were then never read, and a literal whose
+        written form differs from it was kept), and each `or` -> `and`, each dropped `not`, in
+        `Redactor.__init__`'s `_escapable_literals` (that kind of literal was then missed).
+        """
+        document = json.dumps({"msg": f"line one\nthe tenant is {literal} today"})
+        out = Redactor([literal])(document)
+        assert json.loads(out) == {"msg": f"line one\nthe tenant is {REDACTED} today"}
+        assert Redactor([literal])(json.dumps("plain")) == json.dumps("plain")
+
+
+class TestTriggerLines:
+    """The lines looked at for assignments are exactly the lines holding a trigger word."""
+
+    def test_a_text_that_starts_with_a_line_break(self) -> None:
+        """A trigger on the second line of `\\nDB_PASSWORD=v` is found on its own line.
+
+        Kills `low.rfind("\\n", 0, at)` -> `rfind("\\n", 1, at)` in `_trigger_lines` (the break
+        at position 0 was not seen, the line looked at was empty, and the value was kept).
+        """
+        assert redact_assignments("\nDB_PASSWORD=FAKEvalue123") == f"\nDB_PASSWORD={REDACTED}"
+
+    @pytest.mark.parametrize("escape", ["\\n", "\\r", "\\t"])
+    def test_a_count_in_an_env_line_ends_at_an_escaped_break(self, escape: str) -> None:
+        """`TOKEN_COUNT=4096\\tnext` in an escaped string keeps its count, as its reading does.
+
+        Kills `_ESCAPED_BREAKS` without `\\r` or `\\t` (tests/mutation/wordlists.py): the word
+        then ran on to `4096\\tnext`, no number, and was masked.
+        """
+        text = f"TOKEN_COUNT=4096{escape}next"
+        assert REDACTOR(text) == text
+
+
+class TestBareValueEdges:
+    """Where a bare value stops being a secret: its length, a count's sign and decimal point."""
+
+    def test_four_characters_are_a_secret_three_are_not(self) -> None:
+        """The shortest value masked has four characters.
+
+        Kills `len(stripped) < 4` -> `<= 4` and -> `< 5` (`password: abcd` was kept).
+        """
+        assert REDACTOR("password: abc") == "password: abc"
+        assert REDACTOR("password: abcd") == f"password: {REDACTED}"
+
+    def test_a_count_may_have_a_sign_and_one_decimal_point(self) -> None:
+        """`-4096` and `4096.5` are counts; `1.2.3.4` and `X1234` are not numbers at all.
+
+        Kills, in `numeric = stripped.lstrip("+-").replace(".", "", 1).isdigit()`: `lstrip(None)`
+        and `rstrip("+-")` (a signed count was masked), `lstrip("XX+-XX")` (`X1234` was kept),
+        `replace("XX.XX", ...)` and `replace(".", "XXXX", 1)` (a decimal count was masked),
+        `replace(".", "")` and `replace(".", "", 2)` (`1.2.3.4` was kept as a count).
+        """
+        for count in ("-4096", "+4096", "4096.5"):
+            assert REDACTOR(f"max_tokens: {count}") == f"max_tokens: {count}"
+        for not_a_count in ("1.2.3.4", "X1234", "1.2.3"):
+            assert REDACTOR(f"token_limit: {not_a_count}") == f"token_limit: {REDACTED}"
+
+    def test_a_count_before_an_escaped_escape_is_still_a_count(self) -> None:
+        """`max_tokens: 4096\\\\\\\\nnext` (a string in a string) keeps its count.
+
+        Kills `value.rstrip("\\\\")` -> `rstrip(None)` and -> `lstrip("\\\\")` (the backslash
+        left before the escaped break made `4096\\\\` no number, and it was masked).
+        """
+        text = "max_tokens: 4096\\\\nnext"
+        assert REDACTOR(text) == text
+
+    def test_only_backslashes_are_taken_off_a_value_end(self) -> None:
+        """`password: abXXXXXX` is a secret: stripping `X`s too would leave `ab`, kept.
+
+        Kills `value.rstrip("\\\\")` -> `rstrip("XX\\\\XX")`.
+        """
+        assert REDACTOR("password: abXXXXXX") == f"password: {REDACTED}"
+
+
+def escaped_times(text: str, times: int) -> str:
+    """`text` as a JSON string, `times` over."""
+    for _ in range(times):
+        text = json.dumps(text)
+    return text
+
+
+class TestEscapeLevels:
+    """Text escaped inside escaped text is read level by level, four levels and no more."""
+
+    def test_four_levels_are_read_and_no_more(self) -> None:
+        """A secret behind four levels of escaping goes; behind five it is the documented limit.
+
+        Kills, in `_through_escapes`: `levels > 1` -> `levels > 2` and `levels - 1` ->
+        `levels - 2` (the fourth level was not read), `levels > 1` -> `levels >= 1`,
+        `and` -> `or` and `levels - 1` -> `levels + 1` (a fifth level was read: the bound that
+        keeps the reading's cost linear was gone).
+        """
+        line = "loaded\nDB_PASSWORD=FAKEdeep123456"
+        for times in range(1, 5):
+            out = REDACTOR(escaped_times(line, times))
+            assert "FAKEdeep123456" not in out, times
+            assert REDACTED in out
+        deepest = escaped_times(line, 5)
+        assert REDACTOR(deepest) == deepest
+
+
+class TestAssignmentEdges:
+    """Flags in capitals, and text whose lowercase is longer than itself."""
+
+    def test_a_flag_in_capitals_is_a_flag(self) -> None:
+        """`--API-KEY v` and `["--PASSWORD", "v"]` are masked like their lowercase forms.
+
+        Kills dropping `flags` (re.IGNORECASE) from the `flag` and the `argv` patterns in
+        `_build_assignment_patterns` (capital flags were left alone).
+        """
+        assert redact_assignments("deploy --API-KEY FAKEvalue123") == (
+            f"deploy --API-KEY {REDACTED}"
+        )
+        assert redact_assignments('["--PASSWORD", "FAKEvalue123"]') == (
+            f'["--PASSWORD", "{REDACTED}"]'
+        )
+
+    def test_text_whose_lowercase_is_longer_is_looked_at_whole(self) -> None:
+        """`İ` lowercases to two characters: line positions found in the lowercase would be off.
+
+        Kills `len(low) != len(text)` -> `==` in `_trigger_lines` (the secret's line was cut
+        at a shifted position and its value kept) and `[(0, len(text))]` -> `[(1, ...)]` (a key
+        at the very start lost its first letter, and with it its trigger word).
+        """
+        text = "İ" * 30 + "\nDB_PASSWORD=FAKEvalue123 and more"
+        assert redact_assignments(text) == "İ" * 30 + f"\nDB_PASSWORD={REDACTED} and more"
+        assert redact_assignments("token=FAKEvalue123 İ") == f"token={REDACTED} İ"
+
+
+class TestShapeDetails:
+    """Details of shapes and tags that no sample exercised."""
+
+    def test_a_self_closing_tag_may_end_in_a_space(self) -> None:
+        """`<private/ >` removes nothing, like `<private/>`.
+
+        Kills `match.group(2).rstrip()` -> `.lstrip()` in `strip_private` (the tag was then an
+        opening one and removed the rest of the text).
+        """
+        assert strip_private("a <private/ > b") == "a  b"
+
+    def test_a_shopify_token_may_be_written_in_capitals(self) -> None:
+        """Its hex body is matched in either case.
+
+        Kills `[a-fA-F0-9]` -> `[a-fa-f0-9]` in the Shopify shape.
+        """
+        token = "shpat_" + fill(32, "FA4E")
+        assert redact_token_shapes(f"({token})") == f"({REDACTED})"
+
+    def test_an_azure_key_name_in_any_case(self) -> None:
+        """`accountkey=` (as some tools print it) is an account key too.
+
+        Kills `re.compile(regex, flags)` -> `re.compile(regex)` in `_build_token_pattern`: the
+        Azure shape's case-insensitivity was then lost.
+        """
+        out = redact_token_shapes(f"accountkey={AZURE_ACCOUNT_KEY};endpointsuffix=x")
+        assert out == f"accountkey={REDACTED};endpointsuffix=x"
+
+
+class TestReadingTriggers:
+    """The escaped reading looks for `<private>` too: an unclosed span ends with its string."""
+
+    def test_an_unclosed_span_in_a_json_string_stops_at_the_string(self) -> None:
+        """Read as a string's value, an unclosed span removes the rest of that string only.
+
+        Kills `_ALL_TRIGGERS` without "private" (tests/mutation/wordlists.py): the string was
+        then not read, and the span removed the rest of the document, which was no longer JSON.
+        """
+        document = json.dumps({"a": "x <private>FAKEhidden\nmore", "b": 1})
+        assert json.loads(REDACTOR(document)) == {"a": f"x {PRIVATE}", "b": 1}
+
+    @pytest.mark.parametrize(
+        ("text", "secret"),
+        [
+            ("cfg \\u0070assword=FAKEvalue123", "FAKEvalue123"),
+            ("cfg \\x70assword=FAKEvalue123", "FAKEvalue123"),
+            ("cfg \\U00000070assword=FAKEvalue123", "FAKEvalue123"),
+            ("dsn https:\\/\\/app:FAKEpw12345@db.example.invalid", "FAKEpw12345"),
+            ("cfg pass\\\nword=FAKEvalue123", "FAKEvalue123"),
+            ("cfg pass\\\r\nword=FAKEvalue123", "FAKEvalue123"),
+            ("sent Bearer\\tFAKEbear0123456789xyz", "FAKEbear0123456789xyz"),
+        ],
+        ids=["u", "x", "U", "slash", "continuation", "crlf_continuation", "bearer"],
+    )
+    def test_an_escape_may_hide_the_trigger_itself(self, text: str, secret: str) -> None:
+        """`\\\\u0070assword=v` holds no trigger as written: the escape makes it worth reading.
+
+        Kills `_HIDING_ESCAPES` without `\\\\u`, `\\\\x`, `\\\\U`, `\\\\/` or a continuation, and
+        `_ALL_TRIGGERS` without "bearer" (tests/mutation/wordlists.py): the part was then not
+        read, and the rules, seeing no trigger in its written form, kept the secret.
+        """
+        assert secret not in REDACTOR(text)
+        assert secret not in REDACTOR(json.dumps({"log": text}))

@@ -139,3 +139,53 @@ def test_sigterm_during_verify_is_an_interrupted_envelope(
     assert envelope["error"]["message"] == "interrupted"
     assert wait_dead(int(pid_file.read_text()))
     assert cli("case", "status", task).data["verification"] is None
+
+
+# What a cut keeps (issue 18, item 2) ---------------------------------------------------------
+
+
+def kept(output: bytes, head: int = 64, tail: int = 128) -> bytes:
+    """What the runner keeps of `output` with a `head`- and `tail`-byte window."""
+    stream = runner._Stream()
+    with (
+        __import__("unittest.mock").mock.patch.object(runner, "OUTPUT_HEAD", head),
+        __import__("unittest.mock").mock.patch.object(runner, "OUTPUT_TAIL", tail),
+    ):
+        for at in range(0, len(output), 7):  # in small reads, as a pipe delivers them
+            stream.feed(output[at : at + 7])
+        return stream.text()
+
+
+def test_the_kept_tail_starts_at_a_line() -> None:
+    """A line cut by the tail window goes whole: `password: a b c` never keeps `b c`."""
+    after = (b"t" * 60 + b"\n") * 2
+    line = b"  password: FAKEone FAKEtwo FAKEthree\n"
+    output = b"h" * 70 + b"\n" + b"m" * 200 + b"\n" + line + after
+    # The window starts inside FAKEone: a cut at the next word kept FAKEtwo FAKEthree.
+    out = kept(output, tail=len(after) + len(b"ne FAKEtwo FAKEthree\n"))
+    assert b"FAKEtwo" not in out
+    assert b"FAKEthree" not in out
+    assert out.endswith(b"omitted ...]\n" + after)
+
+
+def test_a_tail_that_closes_a_private_span_keeps_nothing_of_it() -> None:
+    """`</private>` in the kept tail, its opening cut away: what came before it is private."""
+    output = (
+        b"h" * 70 + b"\n<private>\n" + b"m" * 200 + b"\nFAKEprivate line\n</PRIVATE> after\nend\n"
+    )
+    out = kept(output, tail=60)
+    assert b"FAKEprivate" not in out
+    assert b"[PRIVATE] after\nend\n" in out
+
+
+def test_a_tail_holding_a_whole_span_is_left_alone() -> None:
+    """A span opened and closed inside the tail is the redactor's, as in any text."""
+    output = b"h" * 70 + b"\n" + b"m" * 200 + b"\nx <private>y</private> z\nend\n"
+    assert kept(output, tail=60).endswith(b"\nx <private>y</private> z\nend\n")
+
+
+def test_a_long_last_line_falls_back_to_a_word() -> None:
+    """Without a line break in the tail window, the cut is at a word, as before."""
+    output = b"h" * 70 + b"\n" + b"word " * 100
+    out = kept(output, tail=60)
+    assert out.endswith(b"omitted ...]\n" + b"word " * 11)

@@ -84,6 +84,9 @@ def test_every_answer_of_a_scripted_case_validates_against_its_schema(
     run("case", "verify", task, "--actor", "a", "--claim", "c1=it works", "--contract",
         "c1=command:unit")  # fmt: skip
     run("case", "complete", task, "--outcome", "done", "--actor", "a")
+    recalled = run("recall", "fix")["data"]
+    assert recalled["cards"], "the completed case's outcome is a card"
+    run("recall", "get", recalled["cards"][0]["id"])
     run("case", "status", "task_01J00000000000000000000000", ok=False)
     other = run("case", "open", "another")["data"]["taskId"]
     run("case", "block", other, "--reason", "waiting")
@@ -94,7 +97,7 @@ def test_every_answer_of_a_scripted_case_validates_against_its_schema(
         "case.read-evidence", "case.plan", "case.resolve", "case.begin-change",
         "case.lease.renew", "case.lease.release", "case.verify", "case.decision.request",
         "case.decision.answer", "case.complete", "case.block", "case.abort",
-        "case.read-artifact", "case.timeline", "case.handoff",
+        "case.read-artifact", "case.timeline", "case.handoff", "recall", "recall.get",
     }  # fmt: skip
     assert typed <= seen
 

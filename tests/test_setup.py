@@ -108,7 +108,22 @@ class TestFirstAndSecondRun:
                 "milliseconds": 180000,
                 "current": None,
             },
+            # In the repository and not committed: it would be the next task's change.
+            "files": [
+                {
+                    "path": str(path),
+                    "written": True,
+                    "inRepository": True,
+                    "changesTree": True,
+                    "relative": ".mcp.json",
+                    "advice": data["files"][0]["advice"],
+                }
+            ],
         }
+        assert data["files"][0]["advice"].startswith("commit it before you open a case")
+        assert out.envelope["actions"][0]["command"] == (
+            "git add -- .mcp.json && git commit -m 'Set up Cortex'"
+        )
         assert not (repo / ".mcp.json.cortex-backup").exists()
 
     def test_codex_user_is_the_default_and_private(self, cli: Cli, env: dict[str, str]) -> None:
@@ -116,6 +131,8 @@ class TestFirstAndSecondRun:
         path = home(env) / ".codex" / "config.toml"
         assert data["scope"] == "user"
         assert data["path"] == str(path)
+        assert [(f["inRepository"], f["changesTree"]) for f in data["files"]] == [(False, False)]
+        assert data["files"][0]["advice"] == "outside the repository: nothing to commit"
         assert path.read_text() == (
             f'[mcp_servers.cortex]\ncommand = "{PYTHON}"\nargs = ["-m", "cortex", "serve"]\n'
             "tool_timeout_sec = 180\n"

@@ -65,7 +65,10 @@ def test_status_and_attest_write_nothing(
     assert cli("case", "status", task).data["verification"]["status"] == "verified"
     assert cli("case", "attest", task).data["current"] is True
     assert tree_state(state_root) == fitting
-    git(repo, "add", "app.py", env=env)  # a new real index: the existing mirror no longer fits
+    # A new real index (the existing mirror no longer fits) holding new code: since issue 14 a
+    # `git add` of the verified code alone keeps the proof (its tree id is unchanged).
+    (repo / "app.py").write_text("print('staged change')\n")
+    git(repo, "add", "app.py", env=env)
     before = tree_state(state_root)
     git_before = tree_state(repo / ".git")
     assert cli("case", "status", task).data["verification"]["status"] == "unverified"

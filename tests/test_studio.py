@@ -84,15 +84,17 @@ def run_board(
     refresh: float = 3600,
     source: Source | None = None,
     settled: bool = True,
+    size: tuple[int, int] = (220, 50),
+    **filters: Any,
 ) -> StudioApp:
     """Run the board from alpha, headless, for `body`; a long refresh leaves ticks to the test."""
     if source is None:
         source = Source(Kernel(str(world.roots["alpha"]), world.env, default_actor="studio"))
-    app = StudioApp(source, refresh=refresh)
+    app = StudioApp(source, refresh=refresh, **filters)
 
     async def main() -> None:
         with anyio.fail_after(120):
-            async with app.run_test(size=(220, 50)) as pilot:
+            async with app.run_test(size=size) as pilot:
                 if settled:
                     await settle(pilot)
                 await body(app, pilot)
@@ -170,11 +172,11 @@ class TestBoard:
         assert set(seen["ids"]) == set(world.cases.values())
         assert seen["ids"] == sessions_order(world.alpha)
         assert "4 of 4 case(s) in 2 store(s)" in seen["status"]
-        lines = {line.split()[-1]: line for line in seen["board"].splitlines()[1:] if line}
+        lines = {line.split()[0]: line for line in seen["board"].splitlines()[1:] if line}
         assert "needs_human_decision" in lines[world.cases["a_decision"]]
         assert "waiting" in lines[world.cases["a_decision"]]
         assert "abandoned" in lines[world.cases["b_abandoned"]]
-        assert lines[world.cases["b_abandoned"]].split()[0] == "beta"
+        assert lines[world.cases["b_abandoned"]].split()[1:3] == ["abandoned", "beta"]
         # The first row is selected and its detail is the `case show` view of it.
         assert seen["detail"].startswith(seen["ids"][0])
 
@@ -287,6 +289,81 @@ class TestBoard:
         assert len(seen["active"]) == 3
         assert "active only" in seen["status"]
         assert world.cases["b_abandoned"] in seen["all"]
+
+
+class TestLayout:
+    """The id and the phase stay readable at any width; other columns give way by priority."""
+
+    @pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+    def test_the_id_column_is_whole_at_80_and_200_columns(
+        self, world: World, size: tuple[int, int]
+    ) -> None:
+        seen: dict[str, Any] = {}
+
+        async def body(app: StudioApp, _pilot: Pilot[None]) -> None:
+            seen["board"] = drawn(table(app))
+            seen["ids"] = ids(app)
+            seen["columns"] = [str(column.label) for column in table(app).ordered_columns]
+
+        run_board(world, body, size=size)
+        lines = [line for line in seen["board"].splitlines() if line.strip()]
+        assert lines[0].split()[:3] == ["task", "status", "repo"]
+        assert len(seen["ids"]) == 4
+        for task in seen["ids"]:
+            row = next(line for line in lines if task in line)
+            assert row.split()[0] == task, row
+            assert len(row) <= size[0]
+        decision = next(line for line in lines if world.cases["a_decision"] in line)
+        assert decision.split()[1] == "needs_human_decision"
+        assert seen["columns"][-1] == "goal"
+        if size[0] >= 200:
+            assert seen["columns"] == list(view.COLUMNS)
+            assert "Alpha waiting on a person" in seen["board"]
+        else:
+            assert len(seen["columns"]) < len(view.COLUMNS)
+
+    def test_a_resize_lays_the_board_out_again(self, world: World) -> None:
+        seen: dict[str, Any] = {}
+
+        async def body(app: StudioApp, pilot: Pilot[None]) -> None:
+            seen["wide"] = [str(c.label) for c in table(app).ordered_columns]
+            await pilot.resize_terminal(80, 24)
+            await settle(pilot)
+            seen["narrow"] = [str(c.label) for c in table(app).ordered_columns]
+            seen["board"] = drawn(table(app))
+            seen["cursor"] = app.selected
+
+        run_board(world, body, size=(200, 50))
+        assert seen["wide"] == list(view.COLUMNS)
+        assert seen["narrow"][:2] == ["task", "status"]
+        assert len(seen["narrow"]) < len(seen["wide"])
+        for task in world.cases.values():
+            assert task in seen["board"]
+        assert seen["cursor"] is not None
+
+
+class TestFilters:
+    def test_repo_active_and_query_apply_from_the_start(self, world: World) -> None:
+        seen: dict[str, Any] = {}
+
+        async def body(app: StudioApp, _pilot: Pilot[None]) -> None:
+            seen["ids"] = ids(app)
+            seen["status"] = status_line(app)
+
+        run_board(world, body, repo="beta")
+        assert set(seen["ids"]) == {world.cases["b_abandoned"], world.cases["b_hostile"]}
+        assert "repo beta" in seen["status"]
+        run_board(world, body, repo="beta", active=True)
+        assert seen["ids"] == [world.cases["b_hostile"]]
+        assert "active only" in seen["status"]
+
+        async def searched(app: StudioApp, _pilot: Pilot[None]) -> None:
+            seen["ids"] = ids(app)
+            seen["search"] = app.search.value
+
+        run_board(world, searched, query="waiting")
+        assert seen["ids"] == [world.cases["a_decision"]]
+        assert seen["search"] == "waiting"
 
 
 class TestAnswer:
@@ -562,10 +639,10 @@ class TestHostileText:
         )
         cells = view.cells(row)
         assert all(isinstance(cell, Text) for cell in cells)
-        plain = [cell.plain for cell in cells]
-        assert plain[0] == "re\\x1b]0;title\\x07po"
-        assert plain[3] == "agent\\x1b[2J"
-        assert plain[6] == "\\x1b[31mred\\x1b[0m [b]bold[/b]"
+        plain = dict(zip(view.COLUMNS, (cell.plain for cell in cells), strict=True))
+        assert plain["repo"] == "re\\x1b]0;title\\x07po"
+        assert plain["lease"] == "agent\\x1b[2J"
+        assert plain["goal"] == "\\x1b[31mred\\x1b[0m [b]bold[/b]"
         # The style is the column's own, never one read from the text.
         assert all(not cell.spans for cell in cells)
 
@@ -623,6 +700,22 @@ class TestCommand:
         for seconds in ("0.5", "2", "60"):
             message = cli("studio", "--refresh", seconds).envelope["error"]["message"]
             assert "needs a terminal" in message
+
+    @pytest.mark.parametrize(
+        ("argv", "named"),
+        [
+            (("--repo", ""), "--repo"),
+            (("--query", "x" * 300), "--query"),
+            (("--query", "a\x1bb"), "--query"),
+        ],
+    )
+    def test_filters_are_checked_before_the_terminal(
+        self, cli: Cli, argv: tuple[str, ...], named: str
+    ) -> None:
+        out = cli("studio", *argv)
+        assert (out.code, out.error_code) == (4, "invalid_input")
+        assert named in out.envelope["error"]["message"]
+        assert "needs a terminal" in cli("studio", "--active", "--repo", "beta").stdout
 
     @pytest.mark.parametrize("seconds", ["0.1", "60.5", "abc", "1e1", "-2", "", "2s"])
     def test_refresh_is_bounded(self, cli: Cli, seconds: str) -> None:

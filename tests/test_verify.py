@@ -21,10 +21,10 @@ from conftest import (
     Cli,
     Outcome,
     case_path,
+    committed_state,
     configure_verifiers,
     git,
     ready_to_verify,
-    tree_state,
 )
 
 from cortex.cases.layout import parse_raw_ref
@@ -72,13 +72,14 @@ def durable_state(env: dict[str, str]) -> dict[str, tuple[int, int, int, int]]:
     """`tree_state` of the state root without lock files and the capture's index mirror.
 
     The mirror (`index-mirror/`) is git's refreshed copy of the repository's index, a cache that
-    any capture may write (docs/design/verification.md §1); it holds nothing of a case.
+    any capture may write (docs/design/verification.md §1); it holds nothing of a case. Nor does
+    the refusal log, where a refused verify counts itself (`committed_state`).
     """
     root = Path(env["CORTEX_STATE_DIR"])
     return {
         k: v
-        for k, v in tree_state(root).items()
-        if Path(k).name not in LOCKS and Path(k).parts[0] != "index-mirror"
+        for k, v in committed_state(root, ignore=LOCKS).items()
+        if Path(k).parts[0] != "index-mirror"
     }
 
 
@@ -271,8 +272,9 @@ class TestHappyPath:
         statement = attested["statement"]
         assert statement["_type"] == "https://in-toto.io/Statement/v1"
         assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
-        commit, worktree = statement["subject"]
+        commit, tree, worktree = statement["subject"]
         assert commit["digest"] == {"gitCommit": head(repo, env)}
+        assert tree == {"name": "tree", "digest": {"gitTree": data["batch"]["tree"]}}
         live = capture(str(repo), env)
         assert live.digest is not None
         assert worktree["digest"] == {"sha256": live.digest.removeprefix("sha256:")}

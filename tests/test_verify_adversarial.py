@@ -1115,3 +1115,65 @@ def test_verify_never_writes_a_submodules_index(
     after = git_files(repo / ".git")
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert changed == []
+
+
+# 9. Commits after verify (issue 14) --------------------------------------------------------------
+#
+# A receipt now stays current across a commit of exactly the verified code (its tree id is the
+# commit's tree). Anything else committed, or left changed after the commit, must take it away.
+
+
+def _commit_with_extra_edit(repo: Path, env: dict[str, str]) -> None:
+    edit(repo, "print('fixed')\nprint('and something else')\n")
+    git(repo, "commit", "-q", "-am", "fix and more", env=env)
+
+
+def _commit_with_new_file(repo: Path, env: dict[str, str]) -> None:
+    (repo / "extra.py").write_text("x = 1\n")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-q", "-m", "fix and a new file", env=env)
+
+
+def _commit_with_deletion(repo: Path, env: dict[str, str]) -> None:
+    git(repo, "rm", "-q", "cortex.toml", env=env)
+    git(repo, "commit", "-q", "-am", "fix and a deletion", env=env)
+
+
+def _commit_with_chmod(repo: Path, env: dict[str, str]) -> None:
+    (repo / "app.py").chmod(0o755)
+    git(repo, "commit", "-q", "-am", "fix and a mode", env=env)
+
+
+def _commit_part_then_edit(repo: Path, env: dict[str, str]) -> None:
+    git(repo, "commit", "-q", "-am", "fix", env=env)
+    edit(repo, "print('edited after the commit')\n")
+
+
+def _commit_without_the_fix(repo: Path, env: dict[str, str]) -> None:
+    """Commit only an unrelated new file: HEAD moves and the tree holds one more file."""
+    (repo / "notes.txt").write_text("n\n")
+    git(repo, "add", "notes.txt", env=env)
+    git(repo, "commit", "-q", "-m", "notes", env=env)
+
+
+COMMITS = {
+    "an extra edit": _commit_with_extra_edit,
+    "a new file": _commit_with_new_file,
+    "a deletion": _commit_with_deletion,
+    "a chmod": _commit_with_chmod,
+    "an edit after the commit": _commit_part_then_edit,
+    "another file": _commit_without_the_fix,
+}
+
+
+@pytest.mark.usefixtures("unit")
+@pytest.mark.parametrize("how", list(COMMITS))
+def test_a_commit_that_also_changes_a_file_never_keeps_proof(
+    cli: Cli, repo: Path, env: dict[str, str], how: str
+) -> None:
+    """Held: the tree id moves with any change to what git stores, committed or not."""
+    task = verified_case(cli, repo)
+    COMMITS[how](repo, env)
+    assert_nothing_claims_verified(cli, task)
+    facts = cli("case", "status", task).data["verification"]["currency"]
+    assert facts["current"] is False

@@ -69,6 +69,16 @@ def test_a_receipt_that_disagrees_with_its_batch_is_reported() -> None:
     assert codes(document, EVIDENCE) == ["receipt_binding"]
 
 
+def test_a_receipt_whose_tree_disagrees_with_its_batch_is_reported() -> None:
+    """A bound receipt carries its batch's tree id too: currency is judged by it (issue 14)."""
+    tree = "d" * 40
+    document = Verification(batches=[batch()], receipts=[receipt(tree=tree)])
+    assert codes(document, EVIDENCE) == ["receipt_binding"]
+    agreeing = batch()
+    agreeing.tree = tree
+    assert codes(Verification(batches=[agreeing], receipts=[receipt(tree=tree)]), EVIDENCE) == []
+
+
 def test_an_unbound_pass_is_reported() -> None:
     """An unbound batch cannot say passed or failed."""
     document = Verification(

@@ -58,8 +58,13 @@ SNAPSHOT_POINTS = (
     "snapshot.dir_synced",
 )
 COMMIT_POINTS = TXN_POINTS + LEDGER_POINTS + SNAPSHOT_POINTS
-NOT_REACHED = frozenset({"commit.case_replaced", "open.key_written", "open.staged"})
-"""Points a verify never passes: it always journals, and it creates no case."""
+NOT_REACHED = frozenset({"commit.case_replaced", "open.key_written", "open.staged"}) | {
+    "share.objects_written",
+    "share.ref_updated",
+    "share.pushed",
+    "fetch.fetched",
+}
+"""Points a verify never passes: it always journals, creates no case, and shares nothing."""
 
 
 def passes(point: str, *, ledgers: int) -> int:

@@ -29,6 +29,9 @@ def seeded(cli: Cli, env: dict[str, str], repo: Path) -> tuple[Cli, str, dict[st
     ids["evidence"] = out.data["evidence"]["id"]
     ids["raw"] = out.data["evidence"]["rawRef"]
     cli("case", "evidence", "add", task, "--claim", "private detail", "--sensitive")
+    # A notable record: the recall index exists, and reading it is watched too.
+    cli("case", "evidence", "add", task, "--claim", "fixed in app.py", "--file", "app.py",
+        "--confidence", "high")  # fmt: skip
     (repo / "app.py").write_text("print('fixed')\n")
     verifier = Cli({**env, "CORTEX_APPROVE_COMMANDS": "1"}, repo)
     assert verifier("case", "verify", task).code == 0
@@ -61,6 +64,8 @@ VIEWS = [
     ("case", "audit", "{task}"),
     ("case", "attest", "{task}"),
     ("config",),
+    ("recall", "log shows private detail"),
+    ("recall", "fixed", "--kind", "evidence", "--budget", "50"),
 ]
 
 
@@ -69,7 +74,7 @@ def test_no_view_writes_anything(
     seeded: tuple[Cli, str, dict[str, str]], env: dict[str, str], repo: Path, human: bool
 ) -> None:
     cli, task, ids = seeded
-    roots = (Path(env["CORTEX_STATE_DIR"]), repo)
+    roots = (Path(env["CORTEX_STATE_DIR"]), repo, Path(env["HOME"]) / ".cache" / "cortex")
     with Watcher(*roots) as watcher:
         assert watcher.events() == []
         for view in VIEWS:

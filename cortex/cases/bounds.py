@@ -146,6 +146,16 @@ TIMELINE_CURSOR_MAX = 1024
 TIMELINE_DATE_MAX = 64
 """Characters of a `--since`, `--until` or `--anchor` date."""
 
+# Ids as people type them: a unique prefix stands for the whole id.
+ID_PREFIX_MIN = 4
+"""Characters after `task_`, `ev_`, `hyp_` or `dec_` a prefix must give to be looked up."""
+ID_CANDIDATES_SHOWN = 10
+"""Ids an ambiguous prefix lists (the count of the others stays exact)."""
+
+# The refusal log (cortex/cases/refusals.py).
+REFUSALS_MAX = 256 * KIB
+"""Bytes of a case's refusals.jsonl; once full, further refusals are not recorded (capped)."""
+
 # `cortex case show`.
 SHOW_RECENT_MAX = 200
 """Newest ledger records `show` returns (with exact totals of every ledger)."""
@@ -200,3 +210,71 @@ STUDIO_REFRESH_MIN = 0.5
 """The shortest `--refresh`: every refresh reads each case.json under the state root."""
 STUDIO_REFRESH_MAX = 60.0
 """The longest `--refresh`."""
+
+# Recall: the index across cases (`cortex recall`, the brief; docs/design/recall.md).
+RECALL_QUERY_MAX = 4 * KIB
+"""A `recall` query's text."""
+RECALL_TERMS_MAX = 64
+"""Distinct search terms in one query."""
+RECALL_LIMIT_DEFAULT = 10
+"""Cards one `recall` page returns unless asked for fewer or more (the total stays exact)."""
+RECALL_LIMIT_MAX = 100
+RECALL_BUDGET_MAX = 100_000
+"""The largest `--budget` in estimated tokens."""
+RECALL_GET_MAX = 100
+"""Ids one `recall get` may name."""
+RECALL_CURSOR_MAX = 256
+"""Characters of a `recall --cursor` token."""
+RECALL_SUMMARY_MAX = 64 * KIB
+"""Bytes of a completed case's summary.md that `recall get` of its outcome returns."""
+RECALL_BEHIND_SHOWN = 20
+"""Cases a behind index names one by one (the count stays exact)."""
+CARD_TITLE_MAX = 200
+"""Characters of a card's one-line title."""
+CARD_TEXT_MAX = 480
+"""Characters of a card's text (about 120 estimated tokens)."""
+CARD_PATHS_MAX = 8
+"""Paths one card names."""
+BRIEF_CARDS_MAX = 5
+"""Cards the brief at `case open` shows."""
+BRIEF_TOKENS = 400
+"""Estimated tokens the brief may take."""
+BRIEF_CANDIDATES = 20
+"""Best matches of the goal the brief chooses from."""
+SUBJECT_MAX = 256
+"""A decision's `--subject`."""
+FRESHNESS_PATHS_MAX = 256
+"""Distinct paths one answer checks for freshness (records past them say unchecked)."""
+FRESHNESS_FILE_MAX = 16 * MIB
+"""The largest file whose blob id is computed, at write time and when shown."""
+
+# Sharing cases through git refs (`cortex case share|fetch|bundle`, docs/design/sharing.md).
+SHARE_BLOB_MAX = 1 * MIB
+"""A raw blob larger than this is not shared: its record says it was withheld, with its size and
+digest."""
+SHARE_CASE_MAX = 16 * MIB
+"""All a replica's export together (ledgers, snapshots, the blobs its records cite): over it,
+the share is refused with the manifest."""
+SHARE_SEGMENT_LINES = 256
+"""Lines of one sealed ledger segment; the lines after the last one form the tail."""
+SHARE_PUSH_ATTEMPTS = 5
+"""Pushes one share makes before giving up (`busy`): each rejection fetches, merges, retries."""
+SHARE_RETRY_PAUSE = 0.2
+"""Seconds of the longest pause before the second push; each later one may wait up to one more
+such step (jittered)."""
+SHARE_ALL_MAX = 500
+"""Cases one `share --all` or `fetch --all` handles (the newest, by id)."""
+SHARE_REPLICAS_MAX = 64
+"""Replicas (forked histories included) one case may hold."""
+SHARE_CONFLICTS_KEPT = 64
+"""Conflicts `replicas.json` keeps, newest last (the total stays exact)."""
+SHARE_PR_COMMITS_MAX = 2000
+"""Commits of `base..head` that `fetch --pr` reads for `Cortex-Case:` trailers."""
+SHARE_PR_CASES_MAX = 64
+"""Cases one `fetch --pr` may name."""
+SHARE_BUNDLE_MAX = 256 * MIB
+"""The largest bundle file `fetch --bundle` reads."""
+SHARE_GIT_TIMEOUT = 300.0
+"""Seconds one git process of a share, fetch or bundle may run."""
+SHARE_OBJECT_MAX = 64 * MIB
+"""The largest object read back from git (a sealed segment can reach 256 records of 256 KiB)."""

@@ -93,6 +93,8 @@ class Decision(_Record, kw_only=True):
     an unattended answer (None before channels were recorded)."""
     unattended: str | None = None
     """For an answer made under the machine's opt-in, whom the opt-in says it stands for."""
+    subject: str | None = None
+    """What the decision is about; a later answered decision on the same subject supersedes it."""
 
 
 class Decisions(_Record, kw_only=True):
@@ -133,6 +135,10 @@ class Receipt(_Record, kw_only=True):
     dirty_digest: str | None = None
     binding: Binding
     timestamp: str
+    tree: str | None = None
+    """The git tree id of the code it ran on (verification.md §1.1); a receipt with one is
+    current while the workspace's tree id equals it, whatever HEAD is. None in receipts
+    written before tree ids, or when none could be named: HEAD and digest decide then."""
 
 
 class Batch(_Record, kw_only=True):
@@ -154,6 +160,10 @@ class Batch(_Record, kw_only=True):
     """The plan the batch ran under (its snapshot digest): a new plan makes the batch stale."""
     acknowledged: list[str] = msgspec.field(default_factory=list)
     """Gates the caller acknowledged (`no-op`, `drift`)."""
+    tree: str | None = None
+    """The git tree id of the work tree at the commit-time capture (its receipts carry it)."""
+    head_tree: str | None = None
+    """HEAD's own tree id then: when it differs from `tree`, the run was on uncommitted code."""
 
 
 class ClaimTerms(_Record, kw_only=True):

@@ -13,13 +13,14 @@ import os
 import time
 
 from cortex.cases.errors import ArgumentError, InvalidInputError
+from cortex.cases.redact import clip
 
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ALPHABET_SET = frozenset(ALPHABET)
 _DECODE = {c: i for i, c in enumerate(ALPHABET)}
 ULID_LENGTH = 26
 
-PREFIXES = frozenset({"task", "ev", "hyp", "vr", "vb", "dec", "raw", "cmd", "ph"})
+PREFIXES = frozenset({"task", "ev", "hyp", "vr", "vb", "dec", "raw", "cmd", "ph", "rep"})
 """Every id prefix in format v1; an id with any other prefix is refused."""
 
 _RANDOM_BITS = 80
@@ -90,7 +91,7 @@ def check_id(value: str, prefix: str, *, what: str | None = None) -> str:
     """
     if not is_id(value, prefix):
         label = what or f"{prefix} id"
-        shown = value if len(value) <= 80 else value[:80] + "..."
+        shown = clip(value, 80)
         rest = (
             f" {shown!r}: expected {prefix}_ followed by 26 upper-case Crockford base32 characters"
         )

@@ -30,6 +30,8 @@ from cortex.cases.layout import (
     LOCK_FILE,
     RAW_DIR,
     REFS_DIR,
+    REPLICAS_DIR,
+    REPLICAS_FILE,
     ledger_file,
     parse_raw_ref,
 )
@@ -46,6 +48,7 @@ from cortex.cases.records import (
     decode,
 )
 from cortex.cases.redact import Redactor
+from cortex.cases.refusals import REFUSALS_FILE
 from cortex.cases.store import decode_case
 
 MAX_FINDINGS_PER_LEDGER = 20
@@ -53,6 +56,8 @@ _KNOWN_ENTRIES = frozenset(
     {CASE_FILE, LOCK_FILE, JOURNAL_FILE, RAW_DIR, REFS_DIR}
     | {ledger_file(name) for name in LEDGERS}
     | {"plan.json", "hypotheses.json", "decisions.json", "verification.json", "summary.md"}
+    | {REFUSALS_FILE}
+    | {REPLICAS_DIR, REPLICAS_FILE}
 )
 
 
@@ -109,6 +114,11 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
     case = _audit_snapshot(path, task_id, found)
     if case is not None:
         context = _LedgerContext(path=path, case=case, found=found, redactor=redactor)
+        if "replicas" in case.snapshots:
+            # First: local records may cite records imported before them.
+            from cortex.cases.replica_audit import audit_replicas
+
+            audit_replicas(context, found)
         for name in LEDGERS:
             records[name] = _audit_ledger(context, name)
         _audit_raw(path, context.raw_refs, found)
@@ -416,9 +426,14 @@ def _audit_phases(case: CaseFile, phases: list[PhaseChange], found: _Collector) 
 def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _Collector) -> None:
     """Each auxiliary snapshot is the exact version case.json records (revision and digest)."""
     pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
+    types: dict[str, type[msgspec.Struct]] = dict(AUX_TYPES)
+    if "replicas" in case.snapshots:
+        from cortex.cases.replica_index import ReplicaIndex
+
+        types[REPLICAS_FILE] = ReplicaIndex
     for stem, ref in sorted(case.snapshots.items()):
         name = f"{stem}.json"
-        type_ = AUX_TYPES.get(name)
+        type_ = types.get(name)
         if type_ is None:
             found.error("schema", f"case.json names an unknown snapshot {name!r}", file=CASE_FILE)
             continue
@@ -480,7 +495,8 @@ def _audit_receipts(document: Verification, evidence_ids: set[str], found: _Coll
             continue
         if receipt.binding != batch.binding or (
             receipt.binding == "bound"
-            and (receipt.revision, receipt.dirty_digest) != (batch.revision, batch.dirty_digest)
+            and (receipt.revision, receipt.dirty_digest, receipt.tree)
+            != (batch.revision, batch.dirty_digest, batch.tree)
         ):
             found.error("receipt_binding", f"{receipt.id} disagrees with {batch.id}", file=name)
         if receipt.binding == "unbound" and receipt.status in ("passed", "failed"):

@@ -28,6 +28,8 @@ from cortex.cases.records import LineMeta, decode, encode
 _R = TypeVar("_R")
 _CHUNK = 1 << 20
 _SCAN_BACK = 64 * 1024
+_ID_READ = 64
+"""Bytes read after `{"id":"` to take a record's id (every id is far shorter)."""
 TAIL_SCAN_MAX = 64 * 1024 * 1024
 """Uncommitted bytes a writer will inspect before calling the tail foreign (see recovery)."""
 
@@ -230,6 +232,30 @@ def find_lines(path: str, length: int, record_ids: list[str]) -> dict[str, bytes
                     found[record_id] = _line_around(fd, length, at)[1]
                     break
         return found
+    finally:
+        os.close(fd)
+
+
+def ids_beginning(path: str, length: int, start: str, limit: int) -> tuple[list[str], int]:
+    """Ids of committed records that begin with `start` (the first `limit`), and how many.
+
+    Found as `find_lines` finds one id, at a line's start, in ledger order; nothing is decoded.
+    """
+    if length == 0:
+        return [], 0
+    fd = _checked_fd(path, length)
+    needle = b'{"id":"' + start.encode()
+    head = len(b'{"id":"')
+    try:
+        found: list[str] = []
+        total = 0
+        for at in _occurrences(fd, length, needle):
+            if at == 0 or os.pread(fd, 1, at - 1) == b"\n":
+                total += 1
+                if len(found) < limit:
+                    window = os.pread(fd, min(_ID_READ, length - at - head), at + head)
+                    found.append(window.split(b'"', 1)[0].decode("ascii", "replace"))
+        return found, total
     finally:
         os.close(fd)
 

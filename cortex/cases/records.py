@@ -107,6 +107,9 @@ class Lease(_Record, kw_only=True):
     token_sha256: Digest | None = None
     """sha256 of the lease token `begin-change` returned; never the token itself. None on a
     lease taken before tokens existed, which is honoured by name until it ends."""
+    epoch: Count = 0
+    """The fencing epoch: one more than the lease this one replaced (a renewal keeps it). Shared
+    replicas resolve their state by it first (docs/design/sharing.md)."""
 
 
 class SnapshotRef(_Record, kw_only=True):
@@ -141,6 +144,8 @@ class CaseFile(_Record, kw_only=True):
     mode: Mode = "change"
     status: Phase = "new"
     paused_from: Phase | None = None
+    """Where a held case goes back to: the phase a pending decision paused, or the phase a
+    blocked case was blocked in (`unblock` returns there)."""
     actor: str
     risk: Risk = "medium"
     parent_task_id: str | None = None
@@ -182,6 +187,23 @@ class Location(_Record, kw_only=True):
     start_line: int | None = None
     end_line: int | None = None
     symbol: str | None = None
+    blob: str | None = None
+    """The git blob id of `file` in the work tree when the record was made (None: not a git
+    workspace, no such file, or over the hashing bound). Freshness is judged against it."""
+    head: str | None = None
+    """The HEAD commit when the record was made, where renames of `file` are traced from."""
+
+
+Outcome = Literal["upheld", "overturned"]
+
+
+class Resolution(_Record, kw_only=True):
+    """A person's resolution of the contests of one decision (docs/design/recall.md)."""
+
+    decision: str
+    outcome: Outcome
+    contests: list[str] = msgspec.field(default_factory=list)
+    """The contesting evidence ids this resolution closes (those open when it was made)."""
 
 
 class Evidence(_Record, kw_only=True):
@@ -199,6 +221,10 @@ class Evidence(_Record, kw_only=True):
     raw_sha256: Digest | None = None
     """sha256 of the raw blob as stored (after redaction), so audit can detect an edit."""
     derived_from: list[str] = msgspec.field(default_factory=list)
+    contests: str | None = None
+    """A decision (dec_...) this record disputes; it stays contested until a person resolves it."""
+    resolves: Resolution | None = None
+    """Set on the record of a person's resolution of a contest (`case decision resolve`)."""
     revision: Revision = 0
     prev: str = ""
 
@@ -234,6 +260,9 @@ class PhaseChange(_Record, kw_only=True):
     reason: str | None = None
     via: Via | None = None
     """How the command that made the step arrived (None before channels were recorded)."""
+    adopted: str | None = None
+    """Set when the transition adopts another replica's state at a fetch (its replica key): the
+    local chain records it, the merged history leaves it out (docs/design/sharing.md)."""
     revision: Revision = 0
     prev: str = ""
 
@@ -283,6 +312,9 @@ class Journal(_Record, kw_only=True):
     to_revision: int
     ledgers: dict[str, int]
     files: list[StagedFile] = msgspec.field(default_factory=list)
+    replica_ledgers: dict[str, int] = msgspec.field(default_factory=dict)
+    """Imported replicas' ledgers this commit appends to (`replicas/<key>/<ledger>.jsonl`) and
+    their committed lengths, which a rollback truncates them back to."""
 
 
 class LockInfo(msgspec.Struct, kw_only=True):

@@ -20,8 +20,16 @@ StrRule = Callable[[str], str]
 # <private> spans ----------------------------------------------------------------------------
 
 
+# Each pattern is compiled once, on first use, by a cached wrapper around a plain builder: mutation
+# testing (docs/testing.md) leaves decorated functions alone, so what matters is in the builder.
+
+
 @cache
 def _private_tag() -> re.Pattern[str]:
+    return _build_private_tag()
+
+
+def _build_private_tag() -> re.Pattern[str]:
     # A tag is `<private ...>` or `</private>`, any case, with whitespace and attributes. A tag
     # whose `>` never comes counts as an opening tag (fail closed: suppress the rest).
     return re.compile(r"<\s*(/?)\s*private\b([^>]*)(>|\Z)", re.IGNORECASE)
@@ -70,116 +78,124 @@ def literal_rule(literals: Iterable[str]) -> StrRule:
 
 # Token shapes ---------------------------------------------------------------------------------
 
-_TOKEN_SHAPES: tuple[tuple[tuple[str, ...], str, int], ...] = (
-    # PEM private keys (RSA, EC, OPENSSH, PGP ...), to the END line or, if it is missing, the end
-    # of the text. A key never contains a quote, so a quote (with its escaping backslashes) ends
-    # it too: a truncated key inside a JSON string is removed without eating the string's end.
+_TOKEN_TRIGGERS: tuple[tuple[str, ...], ...] = (
+    ("private key",),  # PEM private keys
+    ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "asca", "abia", "acca"),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     (
-        ("private key",),
-        (
-            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[^\"]*?"
-            r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|(?<!\\)(?=\\*\")|\Z)"
-        ),
-        0,
+        "glpat-",
+        "gldt-",
+        "glrt-",
+        "glcbt-",
+        "glptt-",
+        "glft-",
+        "glimt-",
+        "glagent-",
+        "gloas-",
+        "glsoat-",
+        "glffct-",
+        "gr1348941",
     ),
-    # AWS access key ids.
-    (
-        ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "asca", "abia", "acca"),
-        (
-            r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ASCA|ABIA|ACCA)[A-Z0-9]{16}"
-            r"(?![A-Z0-9])"
-        ),
-        0,
-    ),
-    # GitHub: classic (ghp_, gho_, ghu_, ghs_, ghr_) and fine-grained tokens.
-    (
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{22,255})",
-        0,
-    ),
-    # GitLab personal/project, deploy, runner, CI job, pipeline trigger, feed, incoming mail,
-    # agent, OAuth application, SCIM and feature-flag tokens, and runner registration tokens.
-    (
-        (
-            "glpat-",
-            "gldt-",
-            "glrt-",
-            "glcbt-",
-            "glptt-",
-            "glft-",
-            "glimt-",
-            "glagent-",
-            "gloas-",
-            "glsoat-",
-            "glffct-",
-            "gr1348941",
-        ),
-        (
-            r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_-]{20,}"
-            r"|GR1348941[A-Za-z0-9_-]{20,})"
-        ),
-        0,
-    ),
-    # Slack tokens (bot, user, app-level, refresh ...) and incoming-webhook URLs.
-    (("xox", "xapp-"), r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}", 0),
-    (
-        ("hooks.slack.com",),
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
-        0,
-    ),
-    # Stripe secret, restricted and publishable keys, and webhook signing secrets.
-    (
-        ("_live_", "_test_", "whsec_"),
-        r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{16,})",
-        0,
-    ),
-    # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...).
-    (("sk-",), r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}", 0),
-    # Google API keys.
-    (("aiza",), r"\bAIza[0-9A-Za-z_-]{35}", 0),
-    # npm access tokens.
-    (("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    # SendGrid API keys.
-    (("sg.",), r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", 0),
-    # Hugging Face tokens.
-    (("hf_",), r"\bhf_[A-Za-z0-9]{30,}\b", 0),
+    ("xox", "xapp-"),  # Slack tokens
+    ("hooks.slack.com",),
+    ("_live_", "_test_", "whsec_"),  # Stripe
+    ("sk-",),  # OpenAI / Anthropic
+    ("aiza",),  # Google API keys
+    ("npm_",),
+    ("sg.",),  # SendGrid
+    ("hf_",),  # Hugging Face
     # Twilio API key SIDs. The trigger is case-sensitive (see `redact_token_shapes`): a lowercase
     # "sk" is in every other word ("task", "risk"), an uppercase "SK" is rare.
-    (("SK",), r"\bSK[0-9a-fA-F]{32}\b", 0),
-    # JSON Web Tokens (the signature may be empty for alg "none").
-    # It starts at a token boundary: after `-` or `_` every `eyJ` of a long run would be a start,
-    # each scanning the rest of the run.
-    (("eyj",), r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", 0),
+    ("SK",),
+    ("shpat_", "shpss_", "shpca_", "shppa_"),  # Shopify
+    ("pypi-age",),  # PyPI
+    ("dop_v1_", "doo_v1_", "dor_v1_"),  # DigitalOcean
+    ("gocspx-",),  # Google OAuth client secrets
+    ("age-secret-key-1",),  # age
+    ("accountkey=", "sharedaccesskey="),  # Azure connection strings
+    ("sig=",),  # Azure shared access signatures
+    ("eyj",),  # JSON Web Tokens
 )
-
-_ASSIGN_WORDS = (
-    "secret",
-    "token",
-    "password",
-    "passwd",
-    "passphrase",
-    "pwd",
-    "api_key",
-    "api-key",
-    "apikey",
-    "api key",
-    "private_key",
-    "private-key",
-    "privatekey",
-    "private key",
-    "access_key",
-    "access-key",
-    "accesskey",
-    "access key",
-    "credential",
-    "auth",
-)
-"""Triggers of `redact_assignments`: some substring of every key it masks."""
+"""Each token shape's triggers, in the order of the shapes in `_build_token_pattern`."""
 
 
 @cache
 def _token_pattern(index: int) -> re.Pattern[str]:
-    _, regex, flags = _TOKEN_SHAPES[index]
+    return _build_token_pattern(index)
+
+
+def _build_token_pattern(index: int) -> re.Pattern[str]:
+    """The regular expression of token shape `index` (in a function: see `_private_tag`)."""
+    shapes: tuple[tuple[str, int], ...] = (
+        # PEM private keys (RSA, EC, OPENSSH, PGP ...), to the END line or, if it is missing,
+        # the end of the text. A key never contains a quote, so a quote (with its escaping
+        # backslashes) ends it too: a truncated key inside a JSON string is removed without
+        # eating the string's end.
+        (
+            (
+                r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[^\"]*?"
+                r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|(?<!\\)(?=\\*\")|\Z)"
+            ),
+            0,
+        ),
+        # AWS access key ids.
+        (
+            (
+                r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ASCA|ABIA|ACCA)"
+                r"[A-Z0-9]{16}(?![A-Z0-9])"
+            ),
+            0,
+        ),
+        # GitHub: classic (ghp_, gho_, ghu_, ghs_, ghr_) and fine-grained tokens.
+        (r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{22,255})", 0),
+        # GitLab personal/project, deploy, runner, CI job, pipeline trigger, feed, incoming
+        # mail, agent, OAuth application, SCIM and feature-flag tokens, and runner registration
+        # tokens.
+        (
+            (
+                r"\b(?:gl(?:pat|dt|rt|cbt|ptt|ft|imt|agent|oas|soat|ffct)-[A-Za-z0-9_-]{20,}"
+                r"|GR1348941[A-Za-z0-9_-]{20,})"
+            ),
+            0,
+        ),
+        # Slack tokens (bot, user, app-level, refresh ...) and incoming-webhook URLs.
+        (r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}", 0),
+        (r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+", 0),
+        # Stripe secret, restricted and publishable keys, and webhook signing secrets.
+        (r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{16,})", 0),
+        # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...).
+        (r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}", 0),
+        # Google API keys.
+        (r"\bAIza[0-9A-Za-z_-]{35}", 0),
+        # npm access tokens.
+        (r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+        # SendGrid API keys.
+        (r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}", 0),
+        # Hugging Face tokens.
+        (r"\bhf_[A-Za-z0-9]{30,}\b", 0),
+        # Twilio API key SIDs.
+        (r"\bSK[0-9a-fA-F]{32}\b", 0),
+        # Shopify access tokens, shared secrets, custom-app and private-app tokens.
+        (r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b", 0),
+        # PyPI API tokens: a macaroon, whose base64 always starts `AgE`.
+        (r"\bpypi-AgE[A-Za-z0-9_-]{50,}", 0),
+        # DigitalOcean personal access, OAuth and refresh tokens.
+        (r"\bdo[opr]_v1_[a-f0-9]{64}\b", 0),
+        # Google OAuth client secrets.
+        (r"\bGOCSPX-[A-Za-z0-9_-]{28}(?![A-Za-z0-9_-])", 0),
+        # age secret keys (Bech32, upper-case).
+        (r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", 0),
+        # Azure storage account keys and Service Bus / Event Hubs shared access keys in
+        # connection strings, and the signature of a shared access signature (SAS): the value
+        # only, so the rest of the string still says what it points at.
+        (r"(?:(?<=AccountKey=)|(?<=SharedAccessKey=))[A-Za-z0-9+/]{20,}={0,2}", re.IGNORECASE),
+        (r"(?<=[?&;]sig=)[A-Za-z0-9%+/=_-]{16,}", 0),
+        # JSON Web Tokens (the signature may be empty for alg "none"). It starts at a token
+        # boundary: after `-` or `_` every `eyJ` of a long run would be a start, each scanning
+        # the rest of the run.
+        (r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", 0),
+    )
+    regex, flags = shapes[index]
     return re.compile(regex, flags)
 
 
@@ -190,7 +206,7 @@ _SHAPE_TRIGGERS = tuple(
         tuple(t for t in triggers if t.islower()),
         tuple(t for t in triggers if not t.islower()),
     )
-    for triggers, _, _ in _TOKEN_SHAPES
+    for triggers in _TOKEN_TRIGGERS
 )
 
 
@@ -205,8 +221,57 @@ def redact_token_shapes(text: str) -> str:
     return text
 
 
+# What a cut left of a private-key block ------------------------------------------------------
+
+
+@cache
+def _pem_remnant_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    return _build_pem_remnant_patterns()
+
+
+def _build_pem_remnant_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    end = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----")
+    body = re.compile(r"[A-Za-z0-9+/=]+\r?")
+    return end, body
+
+
+def redact_pem_remnants(text: str) -> str:
+    """Mask what a cut left of a private-key block: an END line whose BEGIN line is gone.
+
+    Output kept from its tail (a verifier's long output) can start inside a key. This runs
+    after the token shapes, which take every whole block (and a BEGIN without its END), so an
+    END line still here lost its BEGIN: it is masked with the base64 lines right above it (the
+    key's body, the first perhaps cut mid-line), up to a line that is anything else.
+    """
+    if "private key" not in text.lower():
+        return text
+    end, body = _pem_remnant_patterns()
+    out: list[str] = []
+    done = 0
+    for match in end.finditer(text):
+        start = match.start()
+        line = max(done, text.rfind("\n", done, start) + 1)
+        if body.fullmatch(text, line, start) or line == start:
+            start = line  # the END line itself, whatever precedes it on its line is body
+            while start > done:
+                above = max(done, text.rfind("\n", done, start - 1) + 1)
+                if not body.fullmatch(text, above, start - 1):
+                    break
+                start = above
+        out += (text[done:start], REDACTED)
+        done = match.end()
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
 @cache
 def _header_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    return _build_header_patterns()
+
+
+def _build_header_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     # The header name may be a quoted key with a quoted value (`{"Authorization": "Basic ..."}`,
     # a Python dict). The value stops at a quote, a backslash or JSON punctuation, so an escaped
     # quote inside a JSON string stays whole and a bare JSON value (`null`) is never touched.
@@ -244,44 +309,35 @@ def redact_credentials(text: str) -> str:
 
 # Secret-named assignments ---------------------------------------------------------------------
 
-# A key naming a secret: one of the words anywhere in it (`DB_PASSWORD`, `x-api-key`, but not
-# `tokenizer`), or `auth` as a whole segment (`auth`, `_auth`, `NPM_AUTH`, `basic-auth`; not
-# `author` or `oauth`).
-_KEY = (
-    r"(?:[A-Za-z0-9_.-]{0,80}(?:secret|token(?!i[sz])|passphrase|password|passwd|pwd|api[_-]?key"
-    r"|private[_-]?key|access[_-]?key|credentials?)[A-Za-z0-9_.-]{0,80}"
-    r"|(?:[A-Za-z0-9_.-]{0,80}[_.-])?auth(?![A-Za-z0-9])(?:[_.-][A-Za-z0-9_.-]{0,80})?)"
+_ASSIGN_WORDS = (
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "api_key",
+    "api-key",
+    "apikey",
+    "api key",
+    "private_key",
+    "private-key",
+    "privatekey",
+    "private key",
+    "access_key",
+    "access-key",
+    "accesskey",
+    "access key",
+    "credential",
+    "auth",
 )
-# The key's parts are bounded (no real key is longer): unbounded, a long run of key characters
-# holding key words (`-token-token...`, a minified file) backtracks quadratically.
-# In YAML and prose a key may be two words: `API Key: ...`, `Secret Key: ...`.
-_SPACED_KEY = r"(?:api|secret|private|access)[ ]key"
-# Quoted values, most specific first: a JSON string escaped inside another string (at any depth:
-# `\"v\"`, `\\\"v\\\"`, ...), a JSON or double-quoted string (with escapes), a single-quoted
-# string. None of them may contain an unescaped `"` that is not their own quote, so a value inside
-# a JSON string never runs across the string's end. A match stops before the closing quote (a
-# lookahead checks it is there), so that quote can still open the next key, and one pass masks
-# what two passes would.
-_ESCAPED_DQ = r'(?P<escaped>\\{1,15}")(?:[^"\\\n]|\\[^"\n])*?(?=(?P=escaped))'
-_DQ = r'"(?:[^"\\\n]|\\.)*(?=")'
-_SQ = r"'(?:[^'\"\\\n]|\\[^'\n]|\\(?='))*(?=')"
-_QUOTED = r"(?P<quoted>" + _ESCAPED_DQ + "|" + _DQ + "|" + _SQ + ")"
-# A quote that closes the string a value sits in (a quote, with its escaping backslashes, then
-# JSON punctuation or the end of a line): no value starts at one, and a bare value ends before
-# one, so masking a value inside a JSON string never eats the string's end. It is looked for only
-# where a backslash run starts, so a long run of backslashes is scanned once, not once per char.
-_STRING_END = r'(?<!\\)\\*"(?=\s*(?:[,:}\]]|$))'
-_NOT_AT_STRING_END = r"(?!" + _STRING_END + r")"
-# A bare value never runs past the end of the string it sits in: a word (env, shell, flags) or
-# the rest of the line (YAML, prose). Each match ends where its value ends, so the rest of the
-# line is scanned too. Env and YAML values never start with `[` or `{`: a marker is not masked
-# again, and a YAML list or mapping is not a scalar.
-_WORD = r"(?![\[{])(?:(?!" + _STRING_END + r")\S)+"
-_LINE = r"(?![\[{\s])(?:(?!" + _STRING_END + r")[^\n])+"
-_FLAG_WORD = r"(?!-)(?:(?!" + _STRING_END + r")\S)+"
-# A bare value after a quoted key: a JSON, YAML or Python scalar (`12345678`, `null`).
-_SCALAR = r"[^\s,;}\]\[{\"'\\][^\s,;}\]\"'\\]*"
-_NOT_SECRET_BARE = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
+"""Triggers of `redact_assignments`: some substring of every key it masks."""
+
+
+_ESCAPED_BREAKS = ("\\n", "\\r", "\\t")
+# Words that are no secret however long the rule says a value must be (`yes`, `no`, `on`, `off`
+# are shorter than that already).
+_NOT_SECRET_BARE = frozenset({"true", "false", "null", "none"})
 _STRONG_WORDS = ("secret", "pass", "pwd", "key", "credential", "auth")
 # Words that make a token-ish key a count (`max_tokens`, `token_limit`), whose numbers are spared.
 _COUNT_WORDS = (
@@ -292,39 +348,91 @@ _COUNT_WORDS = (
 # even these two alternations costs more than the checks save.
 
 
-def _value(bare: str, guard: str = _NOT_AT_STRING_END) -> str:
-    """The value group of an assignment: a quoted value, else the given bare form."""
-    return guard + r"(?P<val>" + _QUOTED + "|" + bare + ")"
+def _fragments() -> tuple[str, str, str, str, str, str, str, str]:
+    """The pieces the assignment patterns are made of (in a function: see `_private_tag`).
+
+    Returns the key, the two-word key, a quoted value, the guard against a string's end, and
+    the bare values: a word, the rest of a line, a flag's value, a scalar after a quoted key.
+    """
+    # A key naming a secret: one of the words anywhere in it (`DB_PASSWORD`, `x-api-key`, but not
+    # `tokenizer`), or `auth` as a whole segment (`auth`, `_auth`, `NPM_AUTH`, `basic-auth`; not
+    # `author` or `oauth`). The key's parts are bounded (no real key is longer): unbounded, a
+    # long run of key characters holding key words (`-token-token...`, a minified file)
+    # backtracks quadratically.
+    key = (
+        r"(?:[A-Za-z0-9_.-]{0,80}(?:secret|token(?!i[sz])|passphrase|password|passwd|pwd"
+        r"|api[_-]?key|private[_-]?key|access[_-]?key|credentials?)[A-Za-z0-9_.-]{0,80}"
+        r"|(?:[A-Za-z0-9_.-]{0,80}[_.-])?auth(?![A-Za-z0-9])(?:[_.-][A-Za-z0-9_.-]{0,80})?)"
+    )
+    # In YAML and prose a key may be two words: `API Key: ...`, `Secret Key: ...`.
+    spaced_key = r"(?:api|secret|private|access)[ ]key"
+    # Quoted values, most specific first: a JSON string escaped inside another string (at any
+    # depth: `\"v\"`, `\\\"v\\\"`, ...), a JSON or double-quoted string (with escapes), a
+    # single-quoted string. None of them may contain an unescaped `"` that is not their own
+    # quote, so a value inside a JSON string never runs across the string's end. A match stops
+    # before the closing quote (a lookahead checks it is there), so that quote can still open
+    # the next key, and one pass masks what two passes would.
+    escaped_dq = r'(?P<escaped>\\{1,15}")(?:[^"\\\n]|\\[^"\n])*?(?=(?P=escaped))'
+    dq = r'"(?:[^"\\\n]|\\.)*(?=")'
+    sq = r"'(?:[^'\"\\\n]|\\[^'\n]|\\(?='))*(?=')"
+    quoted = r"(?P<quoted>" + escaped_dq + "|" + dq + "|" + sq + ")"
+    # A quote that closes the string a value sits in (a quote, with its escaping backslashes,
+    # then JSON punctuation or the end of a line): no value starts at one, and a bare value ends
+    # before one, so masking a value inside a JSON string never eats the string's end. It is
+    # looked for only where a backslash run starts, so a long run of backslashes is scanned
+    # once, not once per char.
+    string_end = r'(?<!\\)\\*"(?=\s*(?:[,:}\]]|$))'
+    not_at_string_end = r"(?!" + string_end + r")"
+    # A bare value never runs past the end of the string it sits in: a word (env, shell, flags)
+    # or the rest of the line (YAML, prose). Each match ends where its value ends, so the rest of
+    # the line is scanned too. Env and YAML values never start with `[` or `{`: a marker is not
+    # masked again, and a YAML list or mapping is not a scalar.
+    word = r"(?![\[{])(?:(?!" + string_end + r")\S)+"
+    line = r"(?![\[{\s])(?:(?!" + string_end + r")[^\n])+"
+    # A flag's value may start with `[`, but not with a marker: a masked value is not masked
+    # again (with what follows it, such as the `\n` that ends it in an escaped string).
+    flag_word = r"(?!-|\[REDACTED\]|\[PRIVATE\])(?:(?!" + string_end + r")\S)+"
+    # A bare value after a quoted key: a JSON, YAML or Python scalar (`12345678`, `null`).
+    scalar = r"[^\s,;}\]\[{\"'\\][^\s,;}\]\"'\\]*"
+    return key, spaced_key, quoted, not_at_string_end, word, line, flag_word, scalar
 
 
 @cache
 def _assignment_patterns() -> tuple[re.Pattern[str], ...]:
+    return _build_assignment_patterns()
+
+
+def _build_assignment_patterns() -> tuple[re.Pattern[str], ...]:
+    key_text, spaced_key, quoted, not_at_string_end, word, line, flag_word, scalar = _fragments()
+
+    def value(bare: str, guard: str = not_at_string_end) -> str:
+        """The value group of an assignment: a quoted value, else the given bare form."""
+        return guard + r"(?P<val>" + quoted + "|" + bare + ")"
+
     flags = re.IGNORECASE | re.MULTILINE
     quoted_key = re.compile(
         r"(?P<q>(?P<plain>\")|\\{1,15}\"|')(?P<key>"
-        + _KEY
+        + key_text
         + r")(?P=q)(?P<sep>\s*[:=]\s*)"
         # After a real JSON key (`"key": `) a quote always opens the value, even `","`; after a
         # key quoted inside a string (`'key': `, `\\"key\\": `) it may close that string.
-        + _value(_SCALAR, guard="(?(plain)|" + _NOT_AT_STRING_END + ")"),
+        + value(scalar, guard="(?(plain)|" + not_at_string_end + ")"),
         flags,
     )
-    key = r"(?<![A-Za-z0-9_.\-\\])(?P<key>" + _KEY + "|" + _SPACED_KEY + r")"
+    key = r"(?<![A-Za-z0-9_.\-\\])(?P<key>" + key_text + "|" + spaced_key + r")"
     # env and shell (`KEY=v`: a word) or YAML and prose (`key: v`: the rest of the line).
     bare_key = re.compile(
-        key
-        + r"(?P<sep>[ \t]*(?:(?P<eq>=)|:)[ \t]*)"
-        + _value("(?(eq)" + _WORD + "|" + _LINE + ")"),
+        key + r"(?P<sep>[ \t]*(?:(?P<eq>=)|:)[ \t]*)" + value("(?(eq)" + word + "|" + line + ")"),
         flags,
     )
     # A flag's value is any word that is not the next option (`--token --json` masks nothing).
     flag = re.compile(
-        r"(?<![A-Za-z0-9_-])(?P<key>--?" + _KEY + r")(?P<sep>=|[ \t]+)" + _value(_FLAG_WORD),
+        r"(?<![A-Za-z0-9_-])(?P<key>--?" + key_text + r")(?P<sep>=|[ \t]+)" + value(flag_word),
         flags,
     )
     # A flag and its value as two items of an argv list: `["--token", "v"]`, `['--token', 'v']`.
     argv = re.compile(
-        r"(?<![A-Za-z0-9_-])(?P<key>--?" + _KEY + r")(?P<q>\\*[\"'])(?P<sep>\s*,\s*(?P=q))"
+        r"(?<![A-Za-z0-9_-])(?P<key>--?" + key_text + r")(?P<q>\\*[\"'])(?P<sep>\s*,\s*(?P=q))"
         r"(?P<val>(?:[^-\"'\\\n]|\\[^\"'\n])(?:[^\"'\\\n]|\\[^\"'\n])*)(?=(?P=q))",
         flags,
     )
@@ -343,7 +451,13 @@ def _mask_quoted(match: re.Match[str]) -> str:
 
 
 def _is_secret_bare(value: str, key: str) -> bool:
-    stripped = value.strip()
+    # Inside an escaped string a bare value ends at an escaped line break or tab, as the string's
+    # unescaped reading reads it: `max_tokens: 4096\\nnext` is the count 4096 (what follows was
+    # read, and masked if it needed to be, in that reading).
+    # The break may be escaped again, inside a string in a string: `4096\\\\n`.
+    for escaped in _ESCAPED_BREAKS:
+        value = value.split(escaped, 1)[0]
+    stripped = value.rstrip("\\").strip()
     if len(stripped) < 4 or stripped.lower() in _NOT_SECRET_BARE:
         return False
     # `max_tokens: 4096` is a count, but `password: 12345678` is a PIN and `"token": 123456` a
@@ -435,29 +549,140 @@ def redact_assignments(text: str) -> str:
     return "".join(parts)
 
 
+# Triggers of every rule, for a cheap look at whether any rule could change a text.
+_ALL_TRIGGERS = tuple(
+    dict.fromkeys(
+        [
+            *(t for lower, _ in _SHAPE_TRIGGERS for t in lower),
+            "private",  # strip_private
+            "authorization",  # redact_credentials
+            "bearer",
+            "://",
+            *_ASSIGN_WORDS,  # redact_assignments
+        ]
+    )
+)
+_ALL_EXACT_TRIGGERS = tuple(t for _, exact in _SHAPE_TRIGGERS for t in exact)
+# Escapes that can hide a trigger: one standing for any character, or `/`, or a continuation
+# joining two halves; a continuation kept in a string is written escaped (`\\\n`).
+_HIDING_ESCAPES = ("\\u", "\\x", "\\U", "\\/", "\\\n", "\\\r", "\\\\\\n", "\\\\\\r")
+
+
+def _always(_text: str) -> bool:
+    return True
+
+
+# Quoting cut values -----------------------------------------------------------------------
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, ending in `...` when it had to be cut.
+
+    Text is redacted after it is cut (a message quoting a value, a verifier's note), and a
+    secret cut in two is no longer one the rules recognise, so its first part would be kept.
+    The cut is never inside a word: the word it falls in is dropped whole.
+    """
+    if len(text) <= limit:
+        return text
+    end = max(limit - 3, 0)
+    head = text[:end]
+    if head and not head[-1].isspace() and not text[end].isspace():
+        head = head[: len(head) - len(head.split()[-1])]
+    return head + "..."
+
+
 # The pipeline -------------------------------------------------------------------------------
 
 
 MAX_PASSES = 4
 """Passes of the pipeline over one text; in practice the second finds nothing left to mask."""
 
+ESCAPE_LEVELS = 4
+"""Levels of escaping read through: a JSON string inside a JSON string, four deep."""
+
 
 class Redactor:
     """The ordered pipeline, with the configured literals bound in."""
 
-    __slots__ = ("_rules",)
+    __slots__ = ("_escapable_literals", "_literals", "_rules")
 
     def __init__(self, literals: Iterable[str] = ()) -> None:
+        self._literals = tuple(literal for literal in literals if literal)
+        # A literal holding a character that JSON or repr() escapes may be written with any
+        # escape in it: then every escaped part is worth reading (see `_reading_filter`).
+        self._escapable_literals = any(
+            not literal.isascii() or not literal.isprintable() or '"' in literal
+            or "'" in literal or "\\" in literal
+            for literal in self._literals
+        )  # fmt: skip
         self._rules: tuple[StrRule, ...] = (
             strip_private,
-            literal_rule(literals),
+            literal_rule(self._literals),
             redact_token_shapes,
+            redact_pem_remnants,
             redact_credentials,
             redact_assignments,
         )
 
     def __call__(self, text: str) -> str:
-        """Return `text` with every secret removed.
+        r"""Return `text` with every secret removed, also where it is written escaped.
+
+        Text holding a backslash is first read as it means (`cortex.cases.escapes`): a JSON
+        string's `\n`, a repr's `\x1b`, a shell continuation. What that reading masks is
+        carried back onto the text as written; then the rules run on the text itself.
+        """
+        if "\\" in text:
+            text = self._through_escapes(text, ESCAPE_LEVELS)
+        return self._passes(text)
+
+    def _through_escapes(self, text: str, levels: int) -> str:
+        """`text` with what the reading of its escaped parts masks masked, escapes kept."""
+        from cortex.cases.escapes import has_escape, read_through
+
+        if not has_escape(text):
+            return text  # backslashes, but none escaping anything (a Windows path)
+        worth_reading = self._reading_filter(text)
+        if worth_reading is None:
+            return text
+
+        def redact_reading(decoded: str) -> str:
+            if levels > 1 and "\\" in decoded:
+                # Escaped again inside (a JSON document kept in a JSON string): level by level.
+                decoded = self._through_escapes(decoded, levels - 1)
+            return self._passes(decoded)
+
+        return read_through(text, redact_reading, worth_reading)
+
+    def _reading_filter(self, text: str) -> Callable[[str], bool] | None:
+        r"""Which escaped parts of `text` are worth reading; None when none is.
+
+        Reading a part costs a pipeline run, and most parts of a large JSON log hide nothing. A
+        reading holds a rule's trigger (or a literal) only where the written part holds it too,
+        or where an escape sits inside it: one that can stand for a letter, digit or `/`
+        (`\u`, `\x`, `\U`, `\/`), or a continuation joining two halves. A literal with a
+        character that JSON or repr() escapes may be written with any escape in it.
+        """
+        if self._escapable_literals:
+            return _always
+        # What occurs anywhere in the text: only these are then looked for, part by part.
+        low = text.lower()
+        lower = tuple(t for t in _ALL_TRIGGERS if t in low)
+        exact = tuple(
+            t for t in (*_ALL_EXACT_TRIGGERS, *_HIDING_ESCAPES, *self._literals) if t in text
+        )
+        if not lower and not exact:
+            return None
+
+        def worth_reading(written: str) -> bool:
+            if any(t in written for t in exact):
+                return True
+            written_low = written.lower()
+            return any(t in written_low for t in lower)
+
+        return worth_reading
+
+    def _passes(self, text: str) -> str:
+        """The rules, run until a pass changes nothing.
 
         A mask can complete a pattern that an earlier rule could not see (`'k': 'PWD="...`
         becomes `'k': 'PWD=[REDACTED] '`, a quoted value), so the rules run again until a pass

@@ -45,6 +45,7 @@ from cortex.cases.layout import (
     LOCK_FILE,
     RAW_DIR,
     REFS_DIR,
+    REPLICAS_FILE,
     STORE_LOCK_FILE,
     case_dir,
     ledger_file,
@@ -220,12 +221,28 @@ class CaseStore:
         return case
 
     def read_ledger(self, case: CaseFile, name: str) -> Iterator[LedgerRecord]:
-        """Committed records of one ledger, as of `case`'s revision."""
+        """Committed records of one ledger, as of `case`'s revision.
+
+        For a case that imported replicas, the merged view: every replica's records, each once,
+        in (time, id) order (docs/design/sharing.md).
+        """
+        if "replicas" in case.snapshots:
+            return (record for record, _ in self.read_ledger_with_origin(case, name))
         state = case.ledgers.get(name) or LedgerState()
         path = os.path.join(self.case_path(case.id), ledger_file(name))
         if state.bytes == 0:
             return iter(())
         return ledger.read_records(path, state.bytes, LEDGER_TYPES[name], revision=case.revision)
+
+    def read_ledger_with_origin(
+        self, case: CaseFile, name: str
+    ) -> Iterator[tuple[LedgerRecord, str | None]]:
+        """`read_ledger`, each record with the replica key it comes from (None: this replica)."""
+        if "replicas" not in case.snapshots:
+            return ((record, None) for record in self.read_ledger(case, name))
+        from cortex.cases.replicas import merged
+
+        return merged(self, case, name)
 
     def read_snapshot(
         self, task_id: str, name: str, type_: type[_D], *, attempts: int = 5
@@ -257,11 +274,15 @@ class CaseStore:
         for attempt in range(attempts):
             case = self.read_case(task_id)
             try:
-                documents = {
+                documents: dict[str, Any] = {
                     name: self.load_snapshot(case, name, type_)
                     for name, type_ in AUX_TYPES.items()
                     if name.removesuffix(".json") in case.snapshots
                 }
+                if "replicas" in case.snapshots:
+                    from cortex.cases.replica_index import ReplicaIndex
+
+                    documents[REPLICAS_FILE] = self.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
             except SnapshotMovedError:
                 time.sleep(0.005 * (attempt + 1))
                 continue
@@ -279,6 +300,7 @@ class CaseStore:
         if ref is None:
             return None
         path = self.case_path(case.id)
+        edited: str | None = None
         for candidate in (name, BACKUP_PREFIX + name):
             full = os.path.join(path, candidate)
             try:
@@ -292,12 +314,17 @@ class CaseStore:
             if revision != ref.revision:
                 continue
             if sha256_hex(data) != ref.sha256:
-                msg = f"{full} differs from what revision {ref.revision} wrote (edited?)"
-                raise IntegrityError(msg, path=full)
+                # An adopted snapshot keeps the revision another replica wrote it at, so the
+                # version being replaced can carry the same number: look at the backup too.
+                edited = edited or full
+                continue
             try:
                 return decode(data, type_)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 raise IntegrityError(f"{full}: {exc}", path=full) from None
+        if edited is not None and self.read_case(case.id).revision == case.revision:
+            msg = f"{edited} differs from what revision {ref.revision} wrote (edited?)"
+            raise IntegrityError(msg, path=edited)
         raise SnapshotMovedError
 
     def find_records(
@@ -313,7 +340,25 @@ class CaseStore:
                 msg = f"{ledger_file(name)}: {record_id} claims a revision after the case's"
                 raise IntegrityError(msg, path=path)
             found[record_id] = record
+        missing = [i for i in record_ids if i not in found]
+        if missing and "replicas" in case.snapshots:
+            from cortex.cases.replicas import find, load_index
+
+            index = load_index(self, case)
+            if index is not None:
+                found.update(find(self, case, name, missing, index))
         return found
+
+    def ids_beginning(
+        self, case: CaseFile, name: str, start: str, limit: int
+    ) -> tuple[list[str], int]:
+        """Committed ids of a ledger that begin with `start` (the first `limit`), and how many.
+
+        Nothing is decoded: see `ledger.ids_beginning`.
+        """
+        state = case.ledgers.get(name) or LedgerState()
+        path = os.path.join(self.case_path(case.id), ledger_file(name))
+        return ledger.ids_beginning(path, state.bytes, start, limit)
 
     def ledger_lines_between(
         self, before: CaseFile, after: CaseFile, name: str, *, limit: int
@@ -370,12 +415,22 @@ class CaseStore:
         actor: str,
         operation: str,
         expected_revision: int | None = None,
+        started_ms: int | None = None,
     ) -> Transaction:
-        """A locked, recoverable commit on an existing case (use as a context manager)."""
+        """A locked, recoverable commit on an existing case (use as a context manager).
+
+        `started_ms` (a `monotonic_ms` reading) is when the command began, if before this
+        transaction: the audit line's duration then covers the whole command (a verify's run).
+        """
         from cortex.cases.txn import Transaction  # import cycle by design
 
         return Transaction(
-            self, task_id, actor=actor, operation=operation, expected_revision=expected_revision
+            self,
+            task_id,
+            actor=actor,
+            operation=operation,
+            expected_revision=expected_revision,
+            started_ms=started_ms,
         )
 
     def create(
@@ -386,12 +441,18 @@ class CaseStore:
         phases: list[PhaseChange] | None = None,
         idempotency_key: str | None = None,
         fingerprint: str = "",
+        files: dict[str, bytes] | None = None,
+        now: str | None = None,
     ) -> tuple[CaseFile, bool]:
         """Create a case atomically; with a key, return the existing case on a retry.
 
         Returns the committed case and whether this call created it. `phases` are the case's
-        first phase lines (by default one, into its initial status).
+        first phase lines (by default one, into its initial status). `files` are more files of
+        the new case directory, published with it (a fetch creates a case whole: snapshots,
+        blobs, imported replicas' ledgers; only names the format has are accepted).
         """
+        for relative in files or {}:
+            _check_created_file(relative)
         started = monotonic_ms()
         if phases is None:
             phases = [
@@ -404,7 +465,7 @@ class CaseStore:
             ]
         # Everything is encoded before anything is written: a refusal (a bound, a secret-looking
         # identifier, text that cannot be encoded) must leave no key and no half-built case.
-        prepared = self._prepare(case, operation, phases, started)
+        prepared = self._prepare(case, operation, phases, started, now=now)
         make_private_dirs(self.root)
         lock = FileLock(
             os.path.join(self.root, STORE_LOCK_FILE),
@@ -421,9 +482,13 @@ class CaseStore:
                 if existing is not None:
                     # The key was written but the crash came before the case was published.
                     prepared = self._prepare(
-                        msgspec.structs.replace(case, id=existing), operation, phases, started
+                        msgspec.structs.replace(case, id=existing),
+                        operation,
+                        phases,
+                        started,
+                        now=now,
                     )
-            self._publish_case(*prepared)
+            self._publish_case(*prepared, files=files or {})
         return prepared[0], True
 
     def lookup_key(self, key: str, fingerprint: str) -> str | None:
@@ -481,10 +546,20 @@ class CaseStore:
         fsync_dir(self.root)
 
     def _prepare(
-        self, case: CaseFile, operation: str, phases: list[PhaseChange], started: int
+        self,
+        case: CaseFile,
+        operation: str,
+        phases: list[PhaseChange],
+        started: int,
+        *,
+        now: str | None = None,
     ) -> tuple[CaseFile, dict[str, bytes], bytes]:
-        """The committed case, each ledger's bytes, and the snapshot: everything to write."""
-        now = case.created_at
+        """The committed case, each ledger's bytes, and the snapshot: everything to write.
+
+        `now` is the commit's time; by default the case's creation (a fetch creates a case
+        that was opened earlier, elsewhere).
+        """
+        now = now or case.created_at
         committed, _ = scrub(
             msgspec.structs.replace(case, revision=1, updated_at=now, ledgers={}), self.redactor
         )
@@ -514,7 +589,12 @@ class CaseStore:
         return committed, payloads, snapshot
 
     def _publish_case(
-        self, committed: CaseFile, payloads: dict[str, bytes], snapshot: bytes
+        self,
+        committed: CaseFile,
+        payloads: dict[str, bytes],
+        snapshot: bytes,
+        *,
+        files: dict[str, bytes],
     ) -> None:
         final = case_dir(self.root, committed.id)
         if os.path.lexists(final):
@@ -526,11 +606,32 @@ class CaseStore:
         write_new_file(os.path.join(staging, LOCK_FILE), b"", sync=False)
         for name in LEDGERS:
             write_new_file(os.path.join(staging, ledger_file(name)), payloads[name])
+        directories = {staging, os.path.join(staging, RAW_DIR)}
+        for relative, data in sorted(files.items()):
+            directory = os.path.dirname(os.path.join(staging, relative))
+            if not os.path.isdir(directory):
+                make_private_dirs(directory)
+                directories.add(os.path.dirname(directory))
+            write_new_file(os.path.join(staging, relative), data)
+            directories.add(directory)
         write_new_file(os.path.join(staging, CASE_FILE), snapshot)
-        fsync_dir(staging)
+        for directory in sorted(directories, reverse=True):
+            fsync_dir(directory)
         _crash.point("open.staged")
         os.rename(staging, final)
         fsync_dir(self.root)
+
+
+def _check_created_file(relative: str) -> None:
+    """Refuse a file name a new case directory cannot hold (see `CaseStore.create`)."""
+    from cortex.cases.journal import journal_entry_ok
+    from cortex.cases.layout import parse_replica_ledger
+    from cortex.cases.records import StagedFile
+
+    probe = StagedFile(staged=TEMP_PREFIX + "probe", final=relative)
+    if parse_replica_ledger(relative) is None and not journal_entry_ok(probe):
+        msg = f"{relative!r} is not a file of the case format"
+        raise ValueError(msg)
 
 
 def monotonic_ms() -> int:

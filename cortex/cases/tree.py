@@ -14,6 +14,7 @@ import msgspec
 from cortex.cases.bounds import TREE_DEPTH_MAX, TREE_PATH_MAX
 from cortex.cases.errors import ArgumentError, InvalidInputError
 from cortex.cases.records import Digest, _Record
+from cortex.cases.redact import clip
 
 FORMAT = "cortex-tree/1"
 
@@ -64,7 +65,7 @@ def member_path(path: str, what: str = "tree path") -> str:
     """`path` if it is a safe relative member path, else InvalidInputError saying why."""
     problem = path_problem(path)
     if problem is not None:
-        rest = f" {ascii(path)[:120]} {problem}"
+        rest = f" {clip(ascii(path), 120)} {problem}"
         if what.startswith("--"):
             name = what[2:].replace("-", "_")
             raise ArgumentError("{" + name + "}" + rest, name)

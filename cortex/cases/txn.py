@@ -79,6 +79,7 @@ class Transaction:
         actor: str,
         operation: str,
         expected_revision: int | None,
+        started_ms: int | None = None,
     ) -> None:
         if expected_revision is not None and expected_revision < 0:
             # No case is ever at a negative revision: this is bad input, not a conflict to retry.
@@ -108,7 +109,9 @@ class Transaction:
         self._floors: dict[str, str] = {}
         self._blobs: list[tuple[str, bytes]] = []
         self._snapshots: list[tuple[str, msgspec.Struct]] = []
-        self._started = monotonic_ms()
+        self._verbatim: list[tuple[str, bytes, int]] = []
+        self._replica_appends: list[tuple[str, bytes, int]] = []
+        self._started = monotonic_ms() if started_ms is None else started_ms
         self._lock = FileLock(
             os.path.join(self.path, LOCK_FILE),
             timeout=store.lock_timeout,
@@ -219,6 +222,34 @@ class Transaction:
             raise ValueError(msg)
         self._snapshots.append((name, document))
 
+    def stage_snapshot_bytes(self, name: str, data: bytes, revision: int) -> None:
+        """Queue an auxiliary snapshot written byte for byte, as another replica wrote it.
+
+        A fetch adopts a shared state this way (docs/design/sharing.md): its bytes, and so its
+        digest, stay those every other machine has (a batch names its plan by that digest).
+        `revision` is the revision the bytes carry; the caller has decoded and checked them.
+        """
+        if name not in AUX_SNAPSHOTS:
+            msg = f"{name!r} is not an auxiliary snapshot"
+            raise ValueError(msg)
+        if len(data) > SNAPSHOT_MAX:
+            raise InvalidInputError(f"{name} is {len(data)} bytes, over {SNAPSHOT_MAX}")
+        self._verbatim.append((name, data, revision))
+
+    def append_replica(self, relative: str, data: bytes, committed: int) -> None:
+        """Queue whole lines for an imported replica's ledger (`replicas/<key>/<ledger>.jsonl`).
+
+        `committed` is its committed length, which the journal records so that a rollback
+        truncates it back. The caller verified the lines' chain and records the new extent in
+        the `replicas.json` it stages in the same commit.
+        """
+        from cortex.cases.layout import parse_replica_ledger
+
+        if parse_replica_ledger(relative) is None:
+            msg = f"{relative!r} is not an imported replica's ledger"
+            raise ValueError(msg)
+        self._replica_appends.append((relative, data, committed))
+
     # Commit -------------------------------------------------------------------------------
 
     def _commit(self) -> None:
@@ -254,6 +285,16 @@ class Transaction:
             snapshots[name.removesuffix(".json")] = SnapshotRef(
                 revision=revision, sha256=sha256_hex(encoded)
             )
+        for name, encoded, tagged in self._verbatim:
+            exists = os.path.lexists(os.path.join(self.path, name))
+            backup = BACKUP_PREFIX + name if exists else None
+            staged.append((StagedFile(staged="", final=name, backup=backup), encoded))
+            snapshots[name.removesuffix(".json")] = SnapshotRef(
+                revision=tagged, sha256=sha256_hex(encoded)
+            )
+        if self._replica_appends and not staged:
+            msg = "an import stages replicas.json: replica appends need the journal"
+            raise ValueError(msg)
         new_case = msgspec.structs.replace(
             case, revision=revision, updated_at=now, snapshots=snapshots
         )
@@ -296,6 +337,7 @@ class Transaction:
                 journal = self._stage(staged, case, revision)
             for name, data in payloads:
                 ledger.append(os.path.join(self.path, ledger_file(name)), data)
+            self._append_replicas()
             if journal is not None:
                 _crash.point("txn.appended")
                 self._publish(journal)
@@ -321,6 +363,21 @@ class Transaction:
             except OSError as exc:
                 self.warnings.append(f"committed; cleanup is left to the next write ({exc})")
 
+    def _append_replicas(self) -> None:
+        created: set[str] = set()
+        for relative, data, _ in self._replica_appends:
+            path = os.path.join(self.path, relative)
+            directory = os.path.dirname(path)
+            if not os.path.lexists(directory):
+                os.makedirs(directory, 0o700, exist_ok=True)
+                created.add(os.path.dirname(directory))
+            check_real_dir(directory)
+            if not os.path.lexists(path):
+                created.add(directory)
+            ledger.append(path, data)
+        for directory in sorted(created, reverse=True):
+            fsync_dir(directory)
+
     def _undo_quietly(self) -> None:
         # The original error is the one to report; contextlib costs 0.5 ms to import.
         try:  # noqa: SIM105
@@ -345,6 +402,7 @@ class Transaction:
             to_revision=revision,
             ledgers={name: (case.ledgers.get(name) or LedgerState()).bytes for name in LEDGERS},
             files=files,
+            replica_ledgers={path: committed for path, _, committed in self._replica_appends},
         )
         write_atomic(os.path.join(self.path, JOURNAL_FILE), encode(journal))
         _crash.point("txn.journaled")
@@ -408,9 +466,30 @@ class Transaction:
             fsync_dir(self.path)
             self.notes.append(f"removed {removed} temporary file(s) of an interrupted write")
 
+    def _replica_lengths(self, case: CaseFile) -> dict[str, int]:
+        """The committed length of every imported replica's ledger, by its relative path."""
+        from cortex.cases.layout import REPLICAS_FILE, replica_ledger
+        from cortex.cases.replica_index import ReplicaIndex
+
+        if "replicas" not in case.snapshots:
+            return {}
+        try:
+            index = self.store.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
+        except SnapshotMovedError:
+            msg = f"{REPLICAS_FILE} does not hold the version case.json records"
+            raise IntegrityError(msg, path=os.path.join(self.path, REPLICAS_FILE)) from None
+        if index is None:
+            return {}
+        return {
+            replica_ledger(replica.key, name): state.bytes
+            for replica in index.replicas
+            for name, state in replica.ledgers.items()
+        }
+
     def _resolve_journal(self, journal: Journal, case: CaseFile) -> None:
         committed = case.revision >= journal.to_revision
-        _check_journal(journal, self.task_id, case, committed=committed)
+        lengths = self._replica_lengths(case) if journal.replica_ledgers else {}
+        _check_journal(journal, self.task_id, case, committed=committed, replica_lengths=lengths)
         if committed:
             # The commit point was reached: only the clean-up is missing.
             self._finish(journal)
@@ -419,6 +498,11 @@ class Transaction:
         for name, length in journal.ledgers.items():
             path = os.path.join(self.path, ledger_file(name))
             if os.path.exists(path) and os.path.getsize(path) > length:
+                ledger.truncate(path, length)
+        for relative, length in journal.replica_ledgers.items():
+            path = os.path.join(self.path, relative)
+            check_real_dir(os.path.dirname(path))
+            if os.path.lexists(path) and os.lstat(path).st_size > length:
                 ledger.truncate(path, length)
         for entry in reversed(journal.files):
             final = os.path.join(self.path, entry.final)
@@ -455,7 +539,14 @@ def _immutable_bytes(case: CaseFile) -> bytes:
     return encode([getattr(case, field) for field in IMMUTABLE_FIELDS])
 
 
-def _check_journal(journal: Journal, task_id: str, case: CaseFile, *, committed: bool) -> None:
+def _check_journal(
+    journal: Journal,
+    task_id: str,
+    case: CaseFile,
+    *,
+    committed: bool,
+    replica_lengths: dict[str, int],
+) -> None:
     """Refuse a journal this protocol could not have written, before it can touch anything.
 
     Recovery deletes and truncates on the journal's word, so the word is checked against the
@@ -474,6 +565,8 @@ def _check_journal(journal: Journal, task_id: str, case: CaseFile, *, committed:
         for name, length in journal.ledgers.items()
     ):
         problem = "its ledger lengths are not the committed ones"
+    elif not committed and not _replica_lengths_ok(journal, replica_lengths):
+        problem = "its imported replicas' ledger lengths are not the committed ones"
     else:
         for entry in journal.files:
             if not journal_entry_ok(entry):
@@ -482,6 +575,16 @@ def _check_journal(journal: Journal, task_id: str, case: CaseFile, *, committed:
     if problem is not None:
         msg = f"the commit journal of {task_id} cannot be trusted ({problem}); left untouched"
         raise IntegrityError(msg)
+
+
+def _replica_lengths_ok(journal: Journal, committed: dict[str, int]) -> bool:
+    """A rollback truncates replica ledgers only to the lengths the committed state records."""
+    from cortex.cases.layout import parse_replica_ledger
+
+    return all(
+        parse_replica_ledger(relative) is not None and length == committed.get(relative, 0)
+        for relative, length in journal.replica_ledgers.items()
+    )
 
 
 def _shorter(path: str, committed: int) -> bool:

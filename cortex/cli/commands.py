@@ -59,6 +59,7 @@ def _open(c: Call) -> Result:
         idempotency_key=c["idempotency_key"],
         actor=c["actor"],
         parent=c["parent"],
+        no_recall=c["no_recall"],
     )
 
 
@@ -103,6 +104,7 @@ def _evidence_add(c: Call) -> Result:
         raw=raw,
         raw_tree=tree,
         derived_from=c["derived_from"],
+        contests=c["contests"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
     )
@@ -116,6 +118,7 @@ def _note(c: Call) -> Result:
         c["task"],
         text=c["text"],
         origin=c["origin"],
+        contests=c["contests"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
     )
@@ -205,7 +208,12 @@ def _decision_request(c: Call) -> Result:
     from cortex.kernel.decisions import request
 
     return request(
-        c.kernel, c["task"], question=c["question"], options=c["option"], actor=c["actor"]
+        c.kernel,
+        c["task"],
+        question=c["question"],
+        options=c["option"],
+        subject=c["subject"],
+        actor=c["actor"],
     )
 
 
@@ -257,6 +265,12 @@ def _abort(c: Call) -> Result:
     return close(c.kernel, c["task"], to="abandoned", reason=c["reason"], actor=c["actor"])
 
 
+def _unblock(c: Call) -> Result:
+    from cortex.kernel.close import unblock
+
+    return unblock(c.kernel, c["task"], reason=c["reason"], actor=c["actor"])
+
+
 def _audit(c: Call) -> Result:
     from cortex.kernel.views.audit import audit
 
@@ -298,18 +312,28 @@ def _attest(c: Call) -> Result:
     return attest(c.kernel, c["task"])
 
 
-def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | None:
+def _confirm_at_terminal(
+    name: str, env: Mapping[str, str]
+) -> Callable[[str, Sequence[str]], bool] | None:
     """Ask at the controlling terminal, never at stdin: piped input cannot approve a command."""
 
     def confirm(workspace: str, argv: Sequence[str]) -> bool:
         import json
 
         from cortex.cli.terminal import ask
+        from cortex.kernel.host.programs import resolve
 
         # The argv as a JSON list of ASCII strings: one line, every argument visible, no
         # newline, escape or bidi override in a repository's config can redraw the prompt.
         shown = json.dumps(list(argv), ensure_ascii=True)
-        lines = [f"Approve the verifier {name!r} for {workspace}?", f"  it runs: {shown}"]
+        # Which program that is, as the run will find it: `python` may be any Python.
+        found = resolve(argv[0], workspace, env) if argv else None
+        program = json.dumps(found, ensure_ascii=True) if found else "not found on PATH"
+        lines = [
+            f"Approve the verifier {name!r} for {workspace}?",
+            f"  it runs: {shown}",
+            f"  program: {program}",
+        ]
         return ask(lines, f"Type {name} to approve, anything else to cancel: ") == name
 
     return confirm
@@ -318,7 +342,8 @@ def _confirm_at_terminal(name: str) -> Callable[[str, Sequence[str]], bool] | No
 def _trust(c: Call) -> Result:
     from cortex.kernel.host.trust import trust
 
-    return trust(c.kernel, c["name"], confirm=_confirm_at_terminal(c["name"]), revoke=c["revoke"])
+    confirm = _confirm_at_terminal(c["name"], c.env)
+    return trust(c.kernel, c["name"], confirm=confirm, revoke=c["revoke"])
 
 
 def _config(c: Call) -> Result:
@@ -398,6 +423,132 @@ def _overview(c: Call) -> Result:
     return overview(c.kernel)
 
 
+def _completion(c: Call) -> Result:
+    from cortex.cli.completion import SCRIPTS, check_shell, complete
+
+    shell = check_shell(c["shell"])
+    if c["line"] is None:
+        return Result(data={"shell": shell, "script": SCRIPTS[shell]})
+    found = complete(c.kernel, c["line"])
+    return Result(
+        data={
+            "shell": shell,
+            "candidates": [{"value": value, "description": about} for value, about in found],
+        }
+    )
+
+
+def _recall(c: Call) -> Result:
+    from cortex.kernel.views.recall import recall
+
+    return recall(
+        c.kernel,
+        c["query"],
+        repo=c["repo"],
+        kinds=c["kind"],
+        statuses=c["status"],
+        since=c["since"],
+        until=c["until"],
+        limit=c["limit"],
+        cursor=c["cursor"],
+        budget=c["budget"],
+    )
+
+
+def _recall_get(c: Call) -> Result:
+    from cortex.kernel.views.recall import get
+
+    return get(c.kernel, c["id"])
+
+
+def _recall_reindex(c: Call) -> Result:
+    from cortex.kernel.recall import reindex
+
+    return reindex(c.kernel)
+
+
+def _recall_rebuild(c: Call) -> Result:
+    from cortex.kernel.recall import rebuild
+
+    return rebuild(c.kernel, verify=c["verify"])
+
+
+def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
+    """Ask at the controlling terminal, like `case trust`: piped input cannot resolve a contest."""
+
+    def confirm(decision: str, outcome: str, contests: Sequence[str]) -> bool:
+        try:
+            tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
+        except OSError:
+            return False
+        with tty:
+            from cortex.screen.text import safe
+
+            prompt = safe(
+                f"Resolve the contest of {decision} as {outcome}?\n"
+                f"  it closes: {', '.join(contests)}\n"
+                f"Type {decision} to confirm, anything else to cancel: "
+            )
+            tty.write(prompt.encode("utf-8", "backslashreplace"))
+            answer = tty.readline(4096).decode("utf-8", "replace").strip()
+        return answer == decision
+
+    return confirm
+
+
+def _decision_resolve(c: Call) -> Result:
+    from cortex.kernel.contests import resolve_contest
+
+    return resolve_contest(
+        c.kernel,
+        c["task"],
+        c["decision"],
+        outcome=c["outcome"],
+        reason=c["reason"],
+        responder=c["responder"],
+        confirm=_confirm_resolution(),
+    )
+
+
+def _share(c: Call) -> Result:
+    from cortex.kernel.share import share
+
+    return share(c.kernel, c["task"], all_cases=c["all"], remote=c["remote"], dry_run=c["dry_run"])
+
+
+def _fetch(c: Call) -> Result:
+    from cortex.kernel.share import fetch
+
+    return fetch(
+        c.kernel,
+        c["task"],
+        pr=c["pr"],
+        bundle_file=c["bundle"],
+        all_cases=c["all"],
+        remote=c["remote"],
+        base=c["base"],
+        cwd=c.cwd,
+    )
+
+
+def _bundle(c: Call) -> Result:
+    from cortex.kernel.share import bundle
+
+    return bundle(c.kernel, c["task"], output=os.path.join(c.cwd, c["output"]))
+
+
+def _trailer(c: Call) -> Result:
+    from cortex.kernel.share import trailer
+
+    return trailer(c.kernel, actor=c["actor"])
+
+
+def _git_trailer(c: Call) -> Result:
+    from cortex.kernel.host.trailer_hook import install
+
+    return install(c.kernel, dry_run=c["dry_run"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -431,4 +582,16 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
+    "case.unblock": _unblock,
+    "completion": _completion,
+    "recall": _recall,
+    "recall.get": _recall_get,
+    "recall.reindex": _recall_reindex,
+    "recall.rebuild": _recall_rebuild,
+    "case.decision.resolve": _decision_resolve,
+    "case.share": _share,
+    "case.fetch": _fetch,
+    "case.bundle": _bundle,
+    "case.trailer": _trailer,
+    "setup.git-trailer": _git_trailer,
 }

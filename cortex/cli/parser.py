@@ -53,6 +53,8 @@ class Cmd(msgspec.Struct, frozen=True):
     options: tuple[Opt, ...] = ()
     optional: int = 0
     """How many trailing positionals may be left out (they are then None)."""
+    variadic: bool = False
+    """The last positional takes one or more values (a list): `recall get ID...`."""
 
     @property
     def name(self) -> str:
@@ -92,10 +94,15 @@ _EXPECT = Opt(
     metavar="N",
     integer=True,
 )
-_TASK = ("task", "task id (task_...)")
+_TASK = ("task", "task id (task_...), a unique prefix of one (task_ and 4 or more), or @latest")
 _ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default=defaults.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
+_CONTESTS = Opt(
+    "--contests",
+    "dispute this answered decision; both are [contested] until a person resolves it",
+    metavar="DEC",
+)
 _HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar="NAME")
 _TTL = Opt(
     "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
@@ -123,6 +130,7 @@ COMMANDS: tuple[Cmd, ...] = (
             ),
             Opt("--parent", "open as a child of this case", metavar="TASK"),
             _ACTOR,
+            Opt("--no-recall", "leave out the brief of what earlier cases learned", kind="flag"),
         ),
     ),
     Cmd(
@@ -169,18 +177,19 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--derived-from", "evidence this builds on", kind="repeat", metavar="EV_ID"),
             _ACTOR,
             _EXPECT,
+            _CONTESTS,
         ),
     ),
     Cmd(
         ("case", "note"),
         "add a free-text note to a case",
         positionals=(_TASK, ("text", "the note")),
-        options=(_ORIGIN, _ACTOR, _EXPECT),
+        options=(_ORIGIN, _ACTOR, _EXPECT, _CONTESTS),
     ),
     Cmd(
         ("case", "read-evidence"),
         "print one evidence record in full",
-        positionals=(_TASK, ("evidence", "evidence id (ev_...)")),
+        positionals=(_TASK, ("evidence", "evidence id (ev_...) or a unique prefix of one")),
     ),
     Cmd(
         ("case", "read-artifact"),
@@ -238,7 +247,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("case", "resolve"),
         "confirm, challenge or reject a hypothesis",
-        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...)")),
+        positionals=(_TASK, ("hypothesis", "hypothesis id (hyp_...) or a unique prefix of one")),
         options=(
             Opt("--status", "confirmed|challenged|rejected", required=True),
             _REASON,
@@ -273,12 +282,17 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--question", "the question", metavar="TEXT", required=True),
             Opt("--option", "an answer (2 to 16)", kind="repeat", metavar="ID=LABEL|CONSEQUENCE"),
             _ACTOR,
+            Opt(
+                "--subject",
+                "what it decides; a later decision on the subject supersedes it",
+                metavar="TEXT",
+            ),
         ),
     ),
     Cmd(
         ("case", "decision", "answer"),
         "answer a pending decision: a person, at a terminal (it asks for the option id)",
-        positionals=(_TASK, ("decision", "decision id (dec_...)")),
+        positionals=(_TASK, ("decision", "decision id (dec_...) or a unique prefix of one")),
         options=(
             Opt("--answer", "the chosen option id", metavar="OPTION", required=True),
             Opt("--responder", "who answers", metavar="NAME", required=True),
@@ -287,7 +301,7 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(("case", "decision", "list"), "the decisions of a case", positionals=(_TASK,)),
     Cmd(
         ("case", "block"),
-        "stop a case that cannot go on (terminal)",
+        "put a case that cannot go on now on hold (unblock resumes it)",
         positionals=(_TASK,),
         options=(_REASON, _ACTOR),
     ),
@@ -475,9 +489,203 @@ COMMANDS: tuple[Cmd, ...] = (
                 "seconds between two refreshes (default 2, from 0.5 to 60)",
                 metavar="SECONDS",
             ),
+            Opt("--active", "only cases that are not closed (f toggles it)", kind="flag"),
+            Opt("--repo", "only cases of this repository or store", metavar="NAME"),
+            Opt(
+                "--query", "only cases whose goal or id contains TEXT (/ edits it)", metavar="TEXT"
+            ),
+        ),
+    ),
+    Cmd(
+        ("case", "unblock"),
+        "return a blocked case to the phase it was blocked in",
+        positionals=(_TASK,),
+        options=(_REASON, _ACTOR),
+    ),
+    Cmd(
+        ("completion",),
+        "print a shell completion script; task ids complete with their goals",
+        positionals=(("shell", "bash, zsh or fish"),),
+        options=(
+            Opt(
+                "--line",
+                "the candidates for the last word of this command line (what the scripts ask)",
+                metavar="TEXT",
+            ),
+        ),
+    ),
+    Cmd(
+        ("recall",),
+        "cards of what earlier cases learned, best match first (read-only; see also "
+        "recall get, recall reindex, recall rebuild)",
+        positionals=(("query", "words to look for (letters and digits; no query syntax)"),),
+        options=(
+            Opt("--repo", "only cards of this repository or store", metavar="NAME"),
+            Opt(
+                "--kind",
+                "only cards of this kind: hypothesis|decision|outcome|evidence",
+                kind="repeat",
+                metavar="KIND",
+            ),
+            Opt(
+                "--status",
+                "only cards with this status (rejected, active, verified, ...)",
+                kind="repeat",
+                metavar="STATUS",
+            ),
+            Opt("--since", "only cards created at or after this ISO date or time", metavar="WHEN"),
+            Opt(
+                "--until",
+                "only cards created at or before this ISO date or time (a date: its whole day)",
+                metavar="WHEN",
+            ),
+            Opt(
+                "--limit",
+                "cards per page (at most 100)",
+                metavar="N",
+                default=defaults.RECALL_LIMIT,
+                integer=True,
+            ),
+            Opt("--cursor", "the next page: the token the previous page printed", metavar="TOKEN"),
+            Opt(
+                "--budget",
+                "keep cards within this many estimated tokens (the top card always)",
+                metavar="TOKENS",
+                integer=True,
+            ),
+        ),
+    ),
+    Cmd(
+        ("recall", "get"),
+        "the full records of named cards, all or none (read-only)",
+        positionals=(("id", "card ids (hyp_, dec_, ev_, task_), at most 100"),),
+        variadic=True,
+    ),
+    Cmd(("recall", "reindex"), "bring the recall index up to date with the case files"),
+    Cmd(
+        ("recall", "rebuild"),
+        "derive the whole recall index again from the case files",
+        options=(
+            Opt("--verify", "compare the digests of the case files and the index", kind="flag"),
+        ),
+    ),
+    Cmd(
+        ("case", "decision", "resolve"),
+        "settle the contests of a decision (for people: asks at the terminal)",
+        positionals=(_TASK, ("decision", "decision id (dec_...)")),
+        options=(
+            Opt("--outcome", "upheld|overturned", metavar="OUTCOME", required=True),
+            _REASON,
+            Opt("--responder", "who resolves", metavar="NAME", required=True),
+        ),
+    ),
+    Cmd(
+        ("case", "share"),
+        "export a case to refs/cortex/cases/<id> and push it (never forced)",
+        positionals=(("task", "task id (task_...); or --all"),),
+        optional=1,
+        options=(
+            Opt("--all", "every case of this workspace's store", kind="flag"),
+            Opt("--remote", "the git remote (default: [share] remote, else origin)", metavar="R"),
+            Opt("--dry-run", "send nothing; print the manifest of what would leave", kind="flag"),
+        ),
+    ),
+    Cmd(
+        ("case", "fetch"),
+        "fetch shared cases and import them beside the local records",
+        positionals=(("task", "task id (task_...); or --pr, --bundle, --all"),),
+        optional=1,
+        options=(
+            Opt(
+                "--pr",
+                "the cases a pull request's Cortex-Case trailers name",
+                metavar="N",
+                integer=True,
+            ),
+            Opt("--bundle", "a bundle file made by `cortex case bundle`", metavar="FILE"),
+            Opt("--all", "every case the remote holds (the newest 500)", kind="flag"),
+            Opt("--remote", "the git remote (default: [share] remote, else origin)", metavar="R"),
+            Opt(
+                "--base",
+                "the branch a --pr merges into (default: the remote's HEAD)",
+                metavar="BRANCH",
+            ),
+        ),
+    ),
+    Cmd(
+        ("case", "bundle"),
+        "write a case to a verified git bundle (for hosts that refuse case refs)",
+        positionals=(_TASK,),
+        options=(
+            Opt("--output", "the bundle file to write", metavar="FILE", short="-o", required=True),
+        ),
+    ),
+    Cmd(
+        ("case", "trailer"),
+        "the Cortex-Case commit trailer of each case whose change lease is active (read-only)",
+        options=(
+            Opt("--actor", "only leases held by NAME (default: $CORTEX_ACTOR)", metavar="NAME"),
+        ),
+    ),
+    Cmd(
+        ("setup", "git-trailer"),
+        "install a prepare-commit-msg hook adding the Cortex-Case trailer",
+        options=(Opt("--dry-run", "write nothing; show what would change", kind="flag"),),
+    ),
+)
+
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("open", ("case.open",)),
+    ("investigate", ("case.evidence.add", "case.note", "case.resolve")),
+    ("plan", ("case.plan",)),
+    ("change", ("case.begin-change", "case.lease.renew", "case.lease.release")),
+    ("verify", ("case.verify", "case.trust")),
+    (
+        "decide",
+        (
+            "case.decision.request",
+            "case.decision.answer",
+            "case.decision.list",
+            "case.decision.resolve",
+        ),
+    ),
+    ("finish", ("case.complete", "case.block", "case.unblock", "case.abort")),
+    (
+        "read",
+        (
+            "case.status",
+            "case.show",
+            "case.list",
+            "case.read-evidence",
+            "case.read-artifact",
+            "case.timeline",
+            "case.handoff",
+            "case.attest",
+            "case.audit",
+            "case.metrics",
+            "case.sessions",
+            "case.overview",
+            "studio",
+        ),
+    ),
+    ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild")),
+    ("share", ("case.share", "case.fetch", "case.bundle", "case.trailer")),
+    (
+        "set up",
+        (
+            "init",
+            "config",
+            "doctor",
+            "setup.claude",
+            "setup.codex",
+            "setup.git-trailer",
+            "serve",
+            "completion",
         ),
     ),
 )
+"""How `--help` lists the commands: by where in a case's life each is used. A command not named
+here is listed under "other" (so none is ever left out of the help)."""
 
 _BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}
 
@@ -521,6 +729,9 @@ def parse(argv: Sequence[str]) -> Parsed:
     index = 0
     while command is None:
         if index >= len(args):
+            if not words and "json" not in state.values:
+                # Bare `cortex` (or only -C DIR): the help, not an error.
+                raise HelpRequested(_group_help(()))
             options = ", ".join(_next_words(tuple(words)))
             where = " ".join(["cortex", *words])
             raise UsageError(f"{where}: expected a command: {options}")
@@ -528,6 +739,8 @@ def parse(argv: Sequence[str]) -> Parsed:
         index += 1
         if arg in {"-h", "--help"}:
             raise HelpRequested(_group_help(tuple(words)))
+        if arg == "help" and not words:
+            raise HelpRequested(help_for([a for a in args[index:] if not a.startswith("-")]))
         if arg == "--version" and not words:
             raise HelpRequested(f"cortex {__version__}")
         if arg.startswith("-"):
@@ -535,6 +748,11 @@ def parse(argv: Sequence[str]) -> Parsed:
             continue
         words.append(arg)
         command = _BY_WORDS.get(tuple(words))
+        if command is not None and index < len(args) and args[index] in _next_words(tuple(words)):
+            # A longer command goes first: `recall get ...` is not `recall` looking for "get"
+            # (which is written `cortex recall -- get`).
+            command = None
+            continue
         if command is None and not _next_words(tuple(words)):
             valid = ", ".join(_next_words(tuple(words[:-1])))
             where = " ".join(["cortex", *words[:-1]])
@@ -554,6 +772,9 @@ def parse(argv: Sequence[str]) -> Parsed:
             raise HelpRequested(command_help(command))
         else:
             index = state.option(args, index, arg, allowed, prog)
+    if command.variadic and len(positionals) >= len(command.positionals):
+        split = len(command.positionals) - 1
+        positionals = [*positionals[:split], positionals[split:]]  # type: ignore[list-item]
     if len(positionals) > len(command.positionals):
         extra = positionals[len(command.positionals)]
         raise UsageError(f"{prog}: unexpected argument {extra!r}")
@@ -666,6 +887,7 @@ def command_help(command: Cmd) -> str:
                 f"<{n}>" if i < required else f"[<{n}>]"
                 for i, (n, _) in enumerate(command.positionals)
             ),
+            *(["..."] if command.variadic else []),
             "[options]",
         ]
     )
@@ -677,12 +899,34 @@ def command_help(command: Cmd) -> str:
     return "\n".join(lines)
 
 
+def help_for(words: Sequence[str]) -> str:
+    """`cortex help [WORDS...]`: a command's help, a group's, or everything's."""
+    command = _BY_WORDS.get(tuple(words))
+    if command is not None:
+        return command_help(command)
+    if words and not _next_words(tuple(words)):
+        where = " ".join(words)
+        raise UsageError(f"cortex help: no command {where!r} (cortex help lists them)")
+    return _group_help(tuple(words))
+
+
 def _group_help(prefix: tuple[str, ...]) -> str:
-    lines = ["usage: " + " ".join(["cortex", *prefix, "<command> ..."]), ""]
-    lines += [
-        f"  {' '.join(c.words):<28} {c.help}" for c in COMMANDS if c.words[: len(prefix)] == prefix
+    lines = ["usage: " + " ".join(["cortex", *prefix, "<command> ..."])]
+    under = [c for c in COMMANDS if c.words[: len(prefix)] == prefix]
+    grouped = {name for _, names in GROUPS for name in names}
+    sections = [
+        (title, [c for name in names for c in under if c.name == name]) for title, names in GROUPS
     ]
+    sections.append(("other", [c for c in under if c.name not in grouped]))
+    for title, commands in sections:
+        if commands:
+            lines += ["", f"{title}:"]
+            lines += [f"  {' '.join(c.words):<28} {c.help}" for c in commands]
     lines += ["", "global options:", *(_option_line(o) for o in GLOBAL)]
     if not prefix:
         lines.append(f"  {'--version':<28} print the version")
+    lines += [
+        "",
+        "cortex <command> --help (or cortex help <command>) lists its options and defaults.",
+    ]
     return "\n".join(lines)

@@ -11,7 +11,6 @@ from typing import IO, Any
 
 import msgspec
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
@@ -19,6 +18,7 @@ from cortex.screen.blocks import assessment_rows as _assessment_rows
 from cortex.screen.blocks import kv as _kv
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
+from cortex.screen.columns import Column, print_table
 from cortex.screen.text import clean, safe
 
 Data = dict[str, Any]
@@ -41,6 +41,9 @@ def _open(console: Console, data: Data) -> None:
             ]
         )
     )
+    from cortex.cli.render_recall import brief
+
+    brief(console, data.get("brief"))
     _warnings(console, data.get("warnings", []))
 
 
@@ -52,6 +55,7 @@ def _planned(console: Console, data: Data) -> None:
     for hypothesis in data["hypotheses"]:
         console.print(Text(f"  {hypothesis['id']}  ", style="bold") + Text(hypothesis["statement"]))
         console.print(Text("    disproved if: ", style="dim") + Text(hypothesis["disproof"]))
+    _warnings(console, data.get("warnings", []))
 
 
 def _resolved(console: Console, data: Data) -> None:
@@ -90,6 +94,8 @@ def _decision(console: Console, data: Data) -> None:
         + Text(f" ({data['taskId']} is {data['status']})")
     )
     console.print(Text(f"  {decision['question']}"))
+    if decision.get("subject"):
+        console.print(Text(f"  subject: {decision['subject']}", style="dim"))
     for option in decision["options"]:
         mark = "*" if option["id"] == decision.get("answer") else " "
         line = f" {mark} {option['id']}: {option['label']}"
@@ -107,17 +113,38 @@ def _decisions(console: Console, data: Data) -> None:
         )
         if decision.get("unattended"):
             answer += f" (unattended, for {decision['unattended']})"
-        console.print(
+        line = (
             Text(f"{decision['id']} ", style="bold")
             + Text(decision["status"], style="cyan")
             + Text(f"  {decision['question']}{answer}")
         )
+        for label in decision.get("labels", []):
+            line += Text(" ") + Text(label, style="yellow")
+        console.print(line)
+        if decision.get("subject"):
+            console.print(Text(f"    subject: {decision['subject']}", style="dim"))
+        rejected = decision.get("alreadyRejected") or []
+        if rejected:
+            shown = ", ".join(f"{o['label']} ({o['id']})" for o in rejected)
+            console.print(Text(f"    already rejected: {shown}", style="dim"))
 
 
 def _closed(console: Console, data: Data) -> None:
-    console.print(
-        Text(f"{data['taskId']} is {data['status']}", style="bold") + Text(f": {data['reason']}")
-    )
+    line = Text(f"{data['taskId']} is {data['status']}", style="bold")
+    line += Text(f": {data['reason']}")
+    if data.get("resumesIn"):
+        line += Text(f" (unblock returns it to {data['resumesIn']})", style="dim")
+    console.print(line)
+
+
+_LIST_COLUMNS = (
+    Column("task"),
+    Column("status"),
+    Column("rev", priority=4),
+    Column("evidence", priority=3),
+    Column("updated", priority=2),
+    Column("goal", flexible=True),
+)
 
 
 def _list(console: Console, data: Data) -> None:
@@ -125,30 +152,31 @@ def _list(console: Console, data: Data) -> None:
     if not items:
         console.print(Text(f"No cases in {data['store']['root']}", style="dim"))
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("task", "status", "rev", "evidence", "updated", "goal"):
-        table.add_column(column)
+    rows: list[list[Text]] = []
     for item in items:
         if "error" in item:
-            table.add_row(
-                Text(item["taskId"]),
-                Text("unreadable", style="red"),
-                "",
-                "",
-                "",
-                Text(item["error"]["message"], style="red"),
+            rows.append(
+                [
+                    Text(item["taskId"]),
+                    Text("unreadable", style="red"),
+                    Text(""),
+                    Text(""),
+                    Text(""),
+                    Text(item["error"]["message"], style="red"),
+                ]
             )
             continue
-        goal = item["goal"] if len(item["goal"]) <= 60 else item["goal"][:57] + "..."
-        table.add_row(
-            Text(item["taskId"]),
-            Text(item["status"], style="cyan"),
-            str(item["revision"]),
-            str(item["evidence"]),
-            Text(item["updatedAt"]),
-            Text(goal),
+        rows.append(
+            [
+                Text(item["taskId"]),
+                Text(item["status"], style="cyan"),
+                Text(str(item["revision"])),
+                Text(str(item["evidence"])),
+                Text(item["updatedAt"]),
+                Text(item["goal"]),
+            ]
         )
-    console.print(table)
+    print_table(console, _LIST_COLUMNS, rows)
     console.print(Text(f"{len(items)} of {data['total']} case(s)", style="dim"))
 
 
@@ -281,7 +309,19 @@ def _initialized(console: Console, data: Data) -> None:
     )
     for name, argv in data["argv"].items():
         console.print(Text(f"  {name}: {' '.join(argv)}"))
+    interpreter = data.get("interpreter")
+    if interpreter:
+        console.print(Text(f"  interpreter: {interpreter['path']} ({interpreter['source']})"))
     console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
+    _files(console, data.get("files", []))
+
+
+def _files(console: Console, entries: list[Data]) -> None:
+    """Each file a set-up command wrote or read, and what it means for the next case."""
+    for entry in entries:
+        where = entry.get("relative") or entry["path"]
+        style = "yellow" if entry.get("changesTree") else "dim"
+        console.print(Text(f"{where}: ", style="bold") + Text(entry["advice"], style=style))
 
 
 _HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
@@ -327,6 +367,7 @@ def _setup(console: Console, data: Data) -> None:
     console.print(_kv(rows))
     if data["dryRun"] and data["changed"]:
         console.print(Text("dry run: nothing was written", style="dim"))
+    _files(console, data.get("files", []))
 
 
 _CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
@@ -398,6 +439,14 @@ def _handoff(console: Console, data: Data) -> None:
     handoff(console, data)
 
 
+def _completion(console: Console, data: Data) -> None:
+    # Written as it is: a script to source, or the lines a script reads (no markup, no wrap).
+    # (The launcher writes it itself, without loading rich; this is for other callers.)
+    from cortex.cli.completion import text_of
+
+    console.file.write(text_of(data))
+
+
 def _stats(name: str) -> Callable[[Console, Data], None]:
     def renderer(console: Console, data: Data) -> None:
         from cortex.cli import render_stats
@@ -405,6 +454,93 @@ def _stats(name: str) -> Callable[[Console, Data], None]:
         getattr(render_stats, name)(console, data)
 
     return renderer
+
+
+def _recall(name: str) -> Callable[[Console, Data], None]:
+    def renderer(console: Console, data: Data) -> None:
+        from cortex.cli import render_recall
+
+        getattr(render_recall, name)(console, data)
+
+    return renderer
+
+
+def _shared(console: Console, data: Data) -> None:
+    if data["dryRun"]:
+        for case in data["cases"]:
+            manifest = case["manifest"]
+            totals = manifest["totals"]
+            console.print(
+                Text(f"Would share {case['taskId']} ", style="bold yellow")
+                + Text(
+                    f"to {data['remote']}: {totals['files']} files, {totals['bytes']} bytes "
+                    f"({totals['newFiles']} new, {totals['newBytes']} bytes)"
+                )
+            )
+            for entry in manifest["files"]:
+                mark = "+" if entry["new"] else " "
+                console.print(
+                    Text(f" {mark} {entry['path']}  {entry['size']}  {entry['sha256'][:12]}")
+                )
+            for item in manifest["withheld"]:
+                size = f", {item['size']} bytes" if item.get("size") is not None else ""
+                console.print(
+                    Text(f"   withheld {item['what']} {item['id']} ({item['reason']}{size})")
+                )
+        return
+    for case in data["cases"]:
+        how = "unchanged" if case["unchanged"] else f"{case['objects']} new objects"
+        if case["merged"]:
+            how += ", merged with the remote's"
+        console.print(
+            Text(f"Shared {case['taskId']} ", style="bold green")
+            + Text(f"to {data['remote']} {case['ref']} ({how}; {case['attempts']} push(es))")
+        )
+        if case["withheld"]:
+            console.print(Text(f"  withheld: {len(case['withheld'])} item(s)", style="dim"))
+    _warnings(console, data.get("warnings", []))
+
+
+def _fetched(console: Console, data: Data) -> None:
+    if not data["cases"]:
+        console.print(Text(f"Nothing fetched from {data['source']}", style="dim"))
+    for case in data["cases"]:
+        if case["unchanged"]:
+            console.print(Text(f"{case['taskId']} is up to date with {data['source']}"))
+            continue
+        lines = sum(case["imported"].values())
+        verb = "Created" if case["created"] else "Updated"
+        text = f"from {data['source']}: {lines} record(s) of {len(case['imported'])} replica(s)"
+        if case["adopted"]:
+            text += f"; now in the state of {case['adopted']}"
+        if case["conflicts"]:
+            text += f"; {case['conflicts']} conflict(s) recorded"
+        console.print(Text(f"{verb} {case['taskId']} ", style="bold green") + Text(text))
+        for fork in case["forks"]:
+            console.print(Text(f"  forked replica kept as {fork}", style="yellow"))
+    _warnings(console, data.get("warnings", []))
+
+
+def _bundled(console: Console, data: Data) -> None:
+    console.print(
+        Text(f"Bundled {data['taskId']} ", style="bold green")
+        + Text(f"into {data['file']} ({data['bytes']} bytes, verified)")
+    )
+
+
+def _trailers(console: Console, data: Data) -> None:
+    # One line per trailer, nothing else: the prepare-commit-msg hook reads this output.
+    for line in data["trailers"]:
+        console.print(Text(line))
+
+
+def _hook(console: Console, data: Data) -> None:
+    if not data["changed"]:
+        console.print(Text("Already installed ", style="bold green") + Text(data["path"]))
+    elif data["dryRun"]:
+        console.print(Text("Would install ", style="bold yellow") + Text(data["path"]))
+    else:
+        console.print(Text("Installed ", style="bold green") + Text(data["path"]))
 
 
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
@@ -442,7 +578,31 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.sessions": _stats("sessions"),
     "case.overview": _stats("overview"),
     "studio": _studio,
+    "case.unblock": _closed,
+    "completion": _completion,
+    "recall": _recall("recall"),
+    "recall.get": _recall("get"),
+    "recall.reindex": _recall("maintained"),
+    "recall.rebuild": _recall("maintained"),
+    "case.decision.resolve": _recall("resolved"),
+    "case.share": _shared,
+    "case.fetch": _fetched,
+    "case.bundle": _bundled,
+    "case.trailer": _trailers,
+    "setup.git-trailer": _hook,
 }
+
+
+def _candidates(console: Console, ambiguous: Data) -> None:
+    """The ids an ambiguous prefix begins, whole, each with its title: pick one and run again."""
+    for candidate in ambiguous["candidates"]:
+        line = Text(f"  {candidate['id']}")
+        if candidate.get("title"):
+            line += Text(f"  {candidate['title']}", style="dim")
+        console.print(line)
+    rest = ambiguous["total"] - len(ambiguous["candidates"])
+    if rest > 0:
+        console.print(Text(f"  ... and {rest} more", style="dim"))
 
 
 def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
@@ -451,17 +611,29 @@ def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[st
     data = clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
     out = Console(file=stdout, highlight=False, soft_wrap=True)
     renderer = _RENDERERS.get(envelope.command)
-    if data is not None and renderer is not None:
+    ambiguous = data.get("ambiguous") if isinstance(data, dict) and not envelope.ok else None
+    if data is not None and renderer is not None and ambiguous is None:
         renderer(out, data)
     if envelope.error is not None:
-        err = Console(file=stderr, highlight=False)
+        err = Console(file=stderr, highlight=False, soft_wrap=True)
         err.print(
             Text(f"error [{envelope.error.code}]: ", style="bold red")
             + Text(safe(envelope.error.message))
         )
+        if ambiguous is not None:
+            _candidates(err, ambiguous)
     # Next steps are for deciding what to do: shown where that is the question (status, open, a
     # refusal). JSON callers always get them in the envelope.
-    if envelope.ok and envelope.command not in {"case.status", "case.open", "case.verify", "init"}:
+    shown = {
+        "case.status",
+        "case.open",
+        "case.verify",
+        "init",
+        "setup.claude",
+        "setup.codex",
+        "recall",
+    }
+    if envelope.ok and envelope.command not in shown:
         return
     for action in clean(msgspec.to_builtins(envelope.actions)):
         out.print(

@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from cortex.screen.columns import Column, print_table
+
 Data = dict[str, Any]
 
-_GOAL_COLUMN = 50
-"""Characters of a goal in the sessions table (the JSON item keeps up to SESSIONS_GOAL_MAX)."""
 _VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
 
 
@@ -66,6 +66,17 @@ def _verdict(verdict: Data | None) -> Text:
     return Text(label, style=_VERDICT_STYLE.get(status, "dim"))
 
 
+_SESSION_COLUMNS = (
+    Column("task"),
+    Column("phase"),
+    Column("repo", priority=1),
+    Column("idle", priority=4),
+    Column("verdict", priority=3),
+    Column("notes", priority=2),
+    Column("goal", flexible=True),
+)
+
+
 def _session_row(item: Data) -> list[Text]:
     if "error" in item:
         return [
@@ -97,17 +108,9 @@ def sessions(console: Console, data: Data) -> None:
     if not items:
         console.print(Text("No cases match", style="dim"))
     else:
-        # Every column but the goal keeps its full width (ids are what a person copies); the
-        # goal takes what is left and is cut with an ellipsis.
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        rows = [_session_row(item) for item in items]
-        for index, column in enumerate(("task", "phase", "repo", "idle", "verdict", "notes")):
-            widest = max(len(column), *(len(row[index]) for row in rows))
-            table.add_column(column, no_wrap=True, min_width=widest)
-        table.add_column("goal", overflow="ellipsis", no_wrap=True, min_width=12)
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        # Ids are what a person copies: whole, always; less important columns give way first
+        # (cortex.screen.columns), and the goal takes what is left.
+        print_table(console, _SESSION_COLUMNS, [_session_row(i) for i in items])
     footer = f"{len(items)} of {data['total']} case(s) in {data['stores']} store(s)"
     filters = data["filters"]
     shown = [f"repo {filters['repo']}"] if filters["repo"] else []
@@ -134,10 +137,21 @@ def _common(data: Data) -> list[tuple[str, str | Text]]:
     hypotheses = data["hypotheses"]
     decisions = data["decisions"]
     timing = commands["durationMs"]
+    errors = commands["errors"]
+    refused = f"{errors['refused']}" + (
+        f": {_counts(errors['byOperation'])}" if errors["refused"] else ""
+    )
+    if errors["capped"]:
+        refused += " (the log is full: later refusals are not counted)"
+    slowest = sorted(timing["byOperation"].items(), key=lambda item: -item[1]["max"])[:3]
     return [
         ("commands", f"{commands['calls']} ({timing['total']} ms in all, longest {timing['max']})"),
         ("  by operation", _counts(commands["byOperation"])),
-        ("  errors", Text("not recorded: a refused or failed command writes nothing", "dim")),
+        (
+            "  slowest",
+            ", ".join(f"{name} {duration(t['max'] / 1000)}" for name, t in slowest) or "none",
+        ),
+        ("  refused", refused),
         ("evidence", f"{evidence['total']} ({evidence['sensitive']} sensitive)"),
         ("  by kind", _counts(evidence["byKind"])),
         (

@@ -64,6 +64,8 @@ def timeline(console: Console, data: Data) -> None:
         line += Text(f"{entry['kind']:<8}", style="cyan")
         line += Text(f"  {entry['actor'] or '-':<{width}}  ")
         line += Text(entry["title"], style="bold" if anchored else "")
+        for label in entry.get("labels", []):
+            line += Text(" ") + Text(label, style="yellow")
         facts = _facts(entry)
         if facts:
             line += Text(f"  [{', '.join(facts)}]", style="dim")

@@ -21,6 +21,7 @@ from cortex.cases.records import ChangeBoundary, Criterion, Evidence, Workspace
 from cortex.kernel.assessment import Assessment
 from cortex.kernel.envelope import SCHEMA, ErrorInfo
 from cortex.kernel.kernel import StoreInfo
+from cortex.recall.cards import Card as RecallCard
 
 
 class _Answer(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
@@ -59,6 +60,8 @@ class Opened(_Answer):
     store: StoreInfo
     path: str
     warnings: list[str]
+    brief: Brief | None = None
+    """Cards of earlier cases matching the goal (None with --no-recall or recall_brief off)."""
 
 
 class Counts(_Answer):
@@ -133,6 +136,9 @@ class Status(_Answer):
     parent_task_id: str | None
     children: list[Child]
     warnings: list[str]
+    replicas: dict[str, Any] | None = None
+    """Where a shared case's records came from (only once it imported a replica; see
+    `cortex.cases.replicas.origins`)."""
 
 
 class Listed(_Answer):
@@ -190,6 +196,8 @@ class Planned(_Answer):
     change_boundary: ChangeBoundary
     verification_required: list[str]
     uncertainty: str | None
+    rejected_before: list[RejectedBefore] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Resolved(_Answer):
@@ -198,6 +206,7 @@ class Resolved(_Answer):
     task_id: str
     revision: int
     hypothesis: Hypothesis
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Leased(_Answer):
@@ -234,6 +243,7 @@ class Asked(_Answer):
     paused_from: str | None
     created: bool
     decision: Decision
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Completed(_Answer):
@@ -249,13 +259,15 @@ class Completed(_Answer):
 
 
 class Closed(_Answer):
-    """`case block` and `case abort`."""
+    """`case block`, `case unblock` and `case abort`."""
 
     task_id: str
     revision: int
     status: str
     reason: str
     withdrawn_decision: str | None
+    resumes_in: str | None = None
+    """Where `unblock` takes a blocked case back to (None once it is not blocked)."""
 
 
 class Member(_Answer):
@@ -357,6 +369,10 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     requirement: str | None = None
     claim_id: str | None = None
     receipts: int | None = None
+    labels: list[str] | None = None
+    """Freshness and decision-history labels, computed when shown (evidence and decisions)."""
+    replica: str | None = None
+    """The imported replica a ledger record comes from (absent: this machine's own)."""
 
 
 class Timeline(_Answer):
@@ -400,6 +416,95 @@ class Handoff(_Answer):
     markdown: str
 
 
+class Brief(_Answer):
+    """What earlier cases of this repository learned that matches a new case's goal."""
+
+    cards: list[RecallCard]
+    returned: int
+    considered: int | None
+    tokens: int
+    budget: int
+    skipped: int
+    skipped_ids: list[str]
+    truncated: bool
+    index: str
+    """`read`, or `unavailable` when the index could not be read (a warning says why)."""
+
+
+class RejectedBefore(_Answer):
+    """A new hypothesis that repeats one an earlier case rejected, with that case's card."""
+
+    hypothesis: int
+    hypothesis_id: str
+    overlap: float
+    card: RecallCard
+
+
+class IndexState(_Answer):
+    """Whether the recall index is current with the case files."""
+
+    state: str
+    path: str
+    behind: int
+    behind_cases: list[str]
+    removed: int
+    unreadable: list[list[str]]
+    engine: str | None = None
+    """The engine the index uses (absent when there is no index yet)."""
+
+
+class RecallFilters(_Answer):
+    """The filters a recall query ran with."""
+
+    repo: str | None
+    kinds: list[str]
+    statuses: list[str]
+    since: str | None
+    until: str | None
+
+
+class RecallBudget(_Answer):
+    """How a `--budget` walk went: the top card is always kept, others only while they fit."""
+
+    tokens: int
+    used: int
+    skipped: int
+    skipped_ids: list[str]
+    truncated: bool
+
+
+class Recalled(_Answer):
+    """`recall`."""
+
+    query: str
+    terms: list[str]
+    filters: RecallFilters
+    limit: int
+    offset: int
+    total: int
+    returned: int
+    next_cursor: str | None
+    budget: RecallBudget | None
+    cards: list[RecallCard]
+    index: IndexState
+
+
+class RecalledRecord(_Answer):
+    """One card and the full record it stands for, read from its case."""
+
+    id: str
+    card: RecallCard
+    record: Any
+
+
+class RecalledRecords(_Answer):
+    """`recall get`."""
+
+    ids: list[str]
+    returned: int
+    records: list[RecalledRecord]
+
+
 ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.open": Opened,
     "case.status": Status,
@@ -418,6 +523,9 @@ ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.complete": Completed,
     "case.block": Closed,
     "case.abort": Closed,
+    "case.unblock": Closed,
+    "recall": Recalled,
+    "recall.get": RecalledRecords,
     "case.read-artifact": Artifact,
     "case.timeline": Timeline,
     "case.handoff": Handoff,
@@ -439,6 +547,31 @@ def object_schema(type_: Any) -> dict[str, Any]:
     if rest:
         root["$defs"] = rest
     return root
+
+
+class Candidate(_Answer):
+    """One id an ambiguous prefix begins, with its title (a case's goal) when known."""
+
+    id: str
+    title: str | None = None
+
+
+class Ambiguity(_Answer):
+    """A prefix that begins more than one id (`cortex.kernel.refs`)."""
+
+    prefix: str
+    total: int
+    candidates: list[Candidate]
+
+
+class Ambiguous(_Answer):
+    """The `data` of a refusal for an ambiguous id prefix: the candidates to choose from."""
+
+    ambiguous: Ambiguity
+
+
+REFUSAL_DATA: tuple[type[msgspec.Struct], ...] = (Ambiguous,)
+"""What a refusal may carry in `data` on any command (otherwise it is null)."""
 
 
 def envelope_schema(command: str, action: type[msgspec.Struct]) -> dict[str, Any]:
@@ -463,6 +596,12 @@ def envelope_schema(command: str, action: type[msgspec.Struct]) -> dict[str, Any
     )
     built = object_schema(envelope)
     properties = built["properties"]
+    if answer is not None:
+        # A refusal's report (the candidates of an ambiguous prefix) is data too.
+        for report in REFUSAL_DATA:
+            extra = msgspec.json.schema(report)
+            built.setdefault("$defs", {}).update(extra.pop("$defs", {}))
+            properties["data"]["anyOf"].insert(-1, extra)
     properties["schema"] = {"const": SCHEMA, "description": "the version of the contract"}
     properties["command"] = {"const": command}
     built["title"] = f"cortex {command}"

@@ -10,7 +10,7 @@ from typing import Literal
 
 import msgspec
 
-from cortex.cases.documents import Receipt, Verification
+from cortex.cases.documents import Batch, Receipt, Verification
 from cortex.cases.records import CaseFile
 from cortex.workspace.capture import Capture
 
@@ -27,8 +27,28 @@ class ReceiptView(msgspec.Struct, kw_only=True, rename="camel"):
     status: str
     binding: str
     proof: bool
-    """Bound, current (HEAD and digest equal the live workspace) and in the latest batch."""
+    """Bound, current (see `is_current`) and in the latest batch."""
     stale: bool
+
+
+class Currency(msgspec.Struct, kw_only=True, rename="camel"):
+    """Why the latest bound batch is, or is not, current: the facts and one sentence."""
+
+    rule: Literal["tree", "head_and_digest"]
+    """`tree`: the tree ids decide (HEAD is provenance); `head_and_digest`: a batch without a
+    tree id, current only while HEAD and the working state are as they were."""
+    current: bool
+    verified_head: str | None
+    verified_tree: str | None
+    uncommitted: bool | None
+    """Whether the verified code differed from its HEAD's tree (None: not known)."""
+    head: str | None
+    """HEAD now."""
+    tree: str | None
+    """The workspace's tree id now (None: none could be named)."""
+    committed: bool
+    """HEAD moved since, and its commit holds exactly the verified code."""
+    summary: str
 
 
 class Assessment(msgspec.Struct, kw_only=True, rename="camel"):
@@ -47,12 +67,86 @@ class Assessment(msgspec.Struct, kw_only=True, rename="camel"):
     stale: list[str] = msgspec.field(default_factory=list)
     unbound: list[str] = msgspec.field(default_factory=list)
     reasons: list[str] = msgspec.field(default_factory=list)
+    currency: Currency | None = None
+    """For a bound latest batch: why its receipts are current or stale now."""
 
 
 def _label(receipt: Receipt) -> str:
     if receipt.purpose == "named_claim":
         return f"claim {receipt.claim_id}"
     return receipt.requirement or receipt.id
+
+
+def is_current(revision: str | None, digest: str | None, tree: str | None, live: Capture) -> bool:
+    """Whether code verified at (`revision`, `digest`, `tree`) is the code in `live` now.
+
+    With a tree id, the tree ids decide: a commit of exactly that code keeps it current, any
+    other change to what git would store does not. Without one (older receipts, or none could
+    be named), HEAD and the digest must both be as they were.
+    """
+    if not live.bound:
+        return False
+    if tree is not None:
+        return live.tree == tree
+    return (revision, digest) == (live.head, live.digest)
+
+
+def currency(batch: Batch, live: Capture) -> Currency:
+    """The facts and the sentence `status` and `show` give for a bound batch."""
+    current = is_current(batch.revision, batch.dirty_digest, batch.tree, live)
+    moved = live.bound and live.head != batch.revision
+    uncommitted = (
+        None if batch.tree is None or batch.head_tree is None else batch.tree != batch.head_tree
+    )
+    committed = bool(current and moved and batch.tree is not None and live.head_tree == batch.tree)
+    facts = Currency(
+        rule="head_and_digest" if batch.tree is None else "tree",
+        current=current,
+        verified_head=batch.revision,
+        verified_tree=batch.tree,
+        uncommitted=uncommitted,
+        head=live.head,
+        tree=live.tree,
+        committed=committed,
+        summary="",
+    )
+    facts.summary = _summary(facts, live)
+    return facts
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "?")[:7]
+
+
+def _summary(facts: Currency, live: Capture) -> str:
+    verified = f"verified at {_short(facts.verified_head)}"
+    if facts.uncommitted:
+        verified += " with uncommitted changes"
+    if facts.rule == "head_and_digest":
+        if facts.current:
+            return (
+                f"{verified}; unchanged since (no tree id was recorded, so a commit will make "
+                "it stale)"
+            )
+        return verified + "; HEAD or the work tree changed since (no tree id was recorded)"
+    if not live.bound:
+        return f"{verified}; the code cannot be compared now: {live.reason}"
+    if facts.current and facts.committed:
+        return f"{verified}; committed unchanged as {_short(live.head)}"
+    if facts.current and live.head != facts.verified_head:
+        return (
+            f"{verified}; HEAD is now {_short(live.head)} and the work tree still holds exactly "
+            "the verified code"
+        )
+    if facts.current:
+        return verified + "; unchanged since"
+    if live.tree is None:
+        return f"{verified}; the code cannot be compared now: {live.tree_reason}"
+    where = f"HEAD is now {_short(live.head)}, " if live.head != facts.verified_head else ""
+    return (
+        f"{verified}; the code changed since ({where}tree {_short(facts.verified_tree)} is now "
+        f"{_short(live.tree)})"
+    )
 
 
 def assess(case: CaseFile, verification: Verification | None, live: Capture) -> Assessment:
@@ -76,10 +170,7 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
     for receipt in current:
         bound = receipt.binding == "bound"
         stale = bound and (
-            replanned
-            or not (
-                live.bound and (receipt.revision, receipt.dirty_digest) == (live.head, live.digest)
-            )
+            replanned or not is_current(receipt.revision, receipt.dirty_digest, receipt.tree, live)
         )
         proof = bound and not stale
         result.receipts.append(
@@ -119,6 +210,8 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
             for r in current
         ):
             result.missing_criteria.append(criterion.id)
+    if batch.binding == "bound":
+        result.currency = currency(batch, live)
     result.status = _verdict(result, passing=passing)
     result.reasons = _reasons(result, batch.reasons)
     if replanned:

@@ -1,9 +1,13 @@
-"""`cortex case block` and `cortex case abort`: end a case with a reason; nothing is deleted."""
+"""`cortex case block`, `unblock` and `abort`: stop a case with a reason; nothing is deleted.
+
+A blocked case is on hold, not over: it keeps the phase it was blocked in (`pausedFrom`), takes
+notes and evidence, and `unblock` returns it there. An abandoned case is closed for good.
+"""
 
 from __future__ import annotations
 
 from cortex.cases.bounds import REASON_MAX
-from cortex.cases.records import Phase
+from cortex.cases.records import Phase, PhaseChange
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.decisions import withdraw_pending
 from cortex.kernel.envelope import Result
@@ -17,7 +21,7 @@ def close(
     """Move a case to `blocked` or `abandoned`, releasing its lease and withdrawing a question."""
     reason = validate.text(reason, "--reason", REASON_MAX)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     operation = "case.block" if to == "blocked" else "case.abort"
     with store.transaction(task_id, actor=who, operation=operation) as txn:
         now = kernel.now()
@@ -35,5 +39,57 @@ def close(
             "status": committed.status,
             "reason": reason,
             "withdrawnDecision": withdrawn,
-        }
+            "resumesIn": committed.paused_from if committed.status == lifecycle.BLOCKED else None,
+        },
+        actions=lifecycle.next_actions(committed),
     )
+
+
+def unblock(kernel: Kernel, task_id: str, *, reason: str, actor: str | None = None) -> Result:
+    """Return a blocked case to the phase it was blocked in, the reason on its phase line."""
+    reason = validate.text(reason, "--reason", REASON_MAX)
+    who = kernel.actor(actor)
+    task_id, store = kernel.find_writable(task_id)
+    with store.transaction(task_id, actor=who, operation="case.unblock") as txn:
+        case = txn.case
+        if case.status != lifecycle.BLOCKED:
+            raise lifecycle.refusal(case, "cannot unblock a case that is not blocked", txn=txn)
+        if case.paused_from is None:
+            # Blocked by a release that did not remember where: the phase line that entered it.
+            case.paused_from = _blocked_in(list(store.read_ledger(case, "phases")))
+        back = case.paused_from
+        if back is None:
+            raise lifecycle.refusal(case, "cannot tell which phase to return to", txn=txn)
+        case.status_reason = None
+        lifecycle.move(txn, back, actor=who, now=kernel.now(), reason=reason, unblocking=True)
+    committed = txn.outcome
+    return Result(
+        data={
+            "taskId": task_id,
+            "revision": committed.revision,
+            "status": committed.status,
+            "reason": reason,
+            "withdrawnDecision": None,
+            "resumesIn": None,
+        },
+        actions=lifecycle.next_actions(committed),
+    )
+
+
+def _blocked_in(phases: list[object]) -> Phase | None:
+    """The phase a case was in when it was blocked, from its phase lines (newest last).
+
+    Blocked while waiting on a decision, it goes back to the phase the decision paused.
+    """
+    lines = [line for line in phases if isinstance(line, PhaseChange)]
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].to_phase != lifecycle.BLOCKED:
+            continue
+        source = lines[index].from_phase
+        if source == lifecycle.PAUSED:
+            earlier = [
+                line.from_phase for line in lines[:index] if line.to_phase == lifecycle.PAUSED
+            ]
+            return earlier[-1] if earlier else None
+        return source
+    return None

@@ -44,7 +44,7 @@ def complete(
         )
     actor = kernel.acting(actor)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.complete") as txn:
         case = txn.case
         lifecycle.require(case, "persisting", doing="complete", txn=txn)
@@ -57,7 +57,13 @@ def complete(
         assessment = assess(case, doc, live_capture(kernel, case))
         acknowledgement = _gate(case, assessment, accept_failed, verification_not_possible)
         now = kernel.now()
-        summary = _summary(case, assessment, outcome, acknowledgement, who, now)
+        # Built from redacted text (docs/design/redaction.md, "Derived artifacts"): quoting
+        # prefixes every line with `> `, which would hide a key's body lines or a continued
+        # line from a redaction of the whole.
+        redact = kernel.redactor
+        summary = _summary(
+            case, assessment, redact(outcome), acknowledgement and redact(acknowledgement), who, now
+        )
         txn.stage_blob(SUMMARY, summary.encode("utf-8"))
         release_for_close(txn, now)
         case.status_reason = outcome
@@ -65,6 +71,8 @@ def complete(
         lifecycle.move(txn, "complete", actor=who, now=now, reason=assessment.status)
         txn.target = assessment.batch_id
     committed = txn.outcome
+    from cortex.kernel.recall import after_commit
+
     return Result(
         data={
             "taskId": task_id,
@@ -73,7 +81,7 @@ def complete(
             "assessment": assessment,
             "acknowledged": acknowledgement,
             "summary": SUMMARY,
-            "warnings": txn.warnings,
+            "warnings": [*txn.warnings, *after_commit(kernel, store, task_id)],
         }
     )
 

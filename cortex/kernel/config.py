@@ -34,15 +34,33 @@ from cortex.verifiers.config import VERIFIER_KEYS, VERIFIER_KINDS, VerifierConfi
 
 SourceKind = Literal["global", "pyproject", "repo", "env"]
 
-FILE_KEYS = ("cases_dir", "redact_literals", "lock_timeout", "verifiers")
+FILE_KEYS = (
+    "cases_dir",
+    "redact_literals",
+    "lock_timeout",
+    "verifiers",
+    "recall_brief",
+    "share",
+)
 """Keys accepted in configuration files (CONFIG.md documents each one)."""
 
 ENV_KEYS = {
     "cases_dir": "CORTEX_CASES_DIR",
     "redact_literals": "CORTEX_REDACT_LITERALS",
     "lock_timeout": "CORTEX_LOCK_TIMEOUT",
+    "recall_brief": "CORTEX_RECALL_BRIEF",
 }
 """Environment variables that set a configuration key (they override files)."""
+
+
+class ShareConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[share]`: whether this repository's cases may leave the machine, and to which remote."""
+
+    enabled: bool = False
+    remote: str = "origin"
+
+
+SHARE_KEYS = ("enabled", "remote")
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -54,6 +72,9 @@ class Config(msgspec.Struct, kw_only=True):
     lock_timeout: float = LOCK_TIMEOUT_DEFAULT
     verifiers: dict[str, VerifierConfig] = msgspec.field(default_factory=dict)
     """Configured command verifiers by name; a later source replaces a whole entry."""
+    recall_brief: bool = True
+    """Whether `case open` answers with the brief of what earlier cases learned."""
+    share: ShareConfig = msgspec.field(default_factory=ShareConfig)
     sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For each key that is not at its default, the sources that set it."""
     files: list[str] = msgspec.field(default_factory=list)
@@ -171,7 +192,17 @@ def _unconvertible(text: str, exc: ValueError) -> str:
     return f"holds an integer of more than {limit} digits (line {line}), which Python will not read"
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def _from_env(key: str, variable: str, raw: str) -> object:
+    if key == "recall_brief":
+        word = raw.strip().lower()
+        if word not in _TRUE | _FALSE:
+            msg = f"must be one of 1, true, yes, on, 0, false, no, off, not {raw!r}"
+            raise ConfigError(variable, None, msg)
+        return word in _TRUE
     if key == "redact_literals":
         return [part.strip() for part in raw.split(",") if part.strip()]
     if key == "lock_timeout":
@@ -204,6 +235,14 @@ def _apply(
             raise ConfigError(source, key, f"must be more than 0 and at most {LOCK_TIMEOUT_MAX:g}")
         config.lock_timeout = float(value)
         config.sources[key] = [source]
+    elif key == "recall_brief":
+        if not isinstance(value, bool):
+            raise ConfigError(source, key, "must be true or false")
+        config.recall_brief = value
+        config.sources[key] = [source]
+    elif key == "share":
+        config.share = _share(source, value, config.share)
+        config.sources.setdefault(key, []).append(source)
     elif key == "verifiers":
         config.verifiers.update(_verifiers(source, value))
         if len(config.verifiers) > CONFIG_VERIFIERS_MAX:
@@ -217,6 +256,28 @@ def _apply(
             raise ConfigError(source, key, f"more than {REDACT_LITERALS_MAX} literals in total")
         config.redact_literals = merged
         config.sources.setdefault(key, []).append(source)
+
+
+def _share(source: str, value: object, current: ShareConfig) -> ShareConfig:
+    """`[share]`: a later source overrides the keys it names."""
+    import re
+
+    if not isinstance(value, dict):
+        raise ConfigError(source, "share", "must be a table: [share] enabled = true")
+    unknown = sorted(set(value) - set(SHARE_KEYS))
+    if unknown:
+        known = ", ".join(SHARE_KEYS)
+        raise ConfigError(source, f"share.{unknown[0]}", f"unknown key (known keys: {known})")
+    enabled = value.get("enabled", current.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(source, "share.enabled", "must be true or false")
+    remote = value.get("remote", current.remote)
+    if not isinstance(remote, str) or not re.fullmatch(
+        r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}", remote
+    ):
+        msg = "must be the name of a git remote (letters, digits, . _ / -; not a URL)"
+        raise ConfigError(source, "share.remote", msg)
+    return ShareConfig(enabled=enabled, remote=remote)
 
 
 def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:
@@ -328,3 +389,22 @@ def state_root(env: Mapping[str, str]) -> str:
     if home is None:
         raise ConfigError("HOME", None, "is not set; set CORTEX_STATE_DIR or XDG_STATE_HOME")
     return os.path.join(home, ".local", "state", "cortex")
+
+
+def cache_root(env: Mapping[str, str]) -> str:
+    """`CORTEX_CACHE_DIR`, else `$XDG_CACHE_HOME/cortex`, else `~/.cache/cortex`.
+
+    Only derived, disposable files live there (the recall index): deleting it loses nothing.
+    """
+    explicit = env.get("CORTEX_CACHE_DIR")
+    if explicit:
+        if not os.path.isabs(explicit):
+            raise ConfigError("CORTEX_CACHE_DIR", None, "must be an absolute path")
+        return os.path.normpath(explicit)
+    xdg = _absolute(env.get("XDG_CACHE_HOME"))
+    if xdg is not None:
+        return os.path.join(xdg, "cortex")
+    home = _absolute(env.get("HOME"))
+    if home is None:
+        raise ConfigError("HOME", None, "is not set; set CORTEX_CACHE_DIR or XDG_CACHE_HOME")
+    return os.path.join(home, ".cache", "cortex")

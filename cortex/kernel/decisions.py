@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+import msgspec
+
 from cortex.cases.bounds import (
     CLAIM_MAX,
     DECISIONS_MAX,
@@ -19,12 +21,13 @@ from cortex.cases.bounds import (
     OPTIONS_MAX,
     OPTIONS_MIN,
     QUESTION_MAX,
+    SUBJECT_MAX,
 )
 from cortex.cases.documents import Decision, DecisionOption, Decisions
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, Evidence, Phase
-from cortex.kernel import lifecycle, provenance, validate
+from cortex.kernel import lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -92,20 +95,31 @@ def request(
     *,
     question: str,
     options: Sequence[str | tuple[str, str, str]],
+    subject: str | None = None,
     actor: str | None = None,
 ) -> Result:
-    """Ask a person; the case pauses until they answer. The same request again is a no-op."""
+    """Ask a person; the case pauses until they answer. The same request again is a no-op.
+
+    A `subject` says what the decision is about: once answered, it supersedes every earlier
+    answered decision of this repository's cases on the same subject (docs/design/recall.md).
+    """
     question = validate.text(question, "--question", QUESTION_MAX)
     choices = _options(options, kernel)
+    if subject is not None:
+        subject = validate.short_text(subject, "--subject", SUBJECT_MAX)
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.decision.request") as txn:
         doc = txn.snapshot("decisions.json", Decisions) or Decisions()
         waiting = pending(doc)
         if waiting is not None:
             # Stored text is redacted, so compare the request as it would be stored.
             asked = _signature(kernel.redactor(question), choices, kernel)
-            if asked != _signature(waiting.question, waiting.options, None):
+            stored_subject = None if subject is None else kernel.redactor(subject)
+            if (
+                asked != _signature(waiting.question, waiting.options, None)
+                or stored_subject != waiting.subject
+            ):
                 msg = f"decision {waiting.id} is still pending; one decision at a time"
                 raise GateRefusedError(msg, lifecycle.next_actions(txn.case, decision=waiting))
             # A retry of the same request coalesces onto the pending decision: nothing to write.
@@ -121,6 +135,7 @@ def request(
                 options=choices,
                 requester=who,
                 requested_at=kernel.now(),
+                subject=subject,
             )
             doc.decisions.append(decision)
             txn.stage_snapshot("decisions.json", doc)
@@ -167,15 +182,15 @@ def answer(
     opt-in for unattended answers stands for one. Otherwise nothing is written (exit 5). The
     person is asked before the case lock is taken; the commit checks everything again.
     """
-    check_id(decision_id, "dec", what="decision id")
+    refs.check(decision_id, "dec", what="decision id")
     who = validate.identifier(responder, "--responder", kernel.redactor, max_bytes=IDENTIFIER_MAX)
     if kernel.redactor.looks_secret(option):
         raise ArgumentError("{answer} looks like a secret; answers are option ids", "answer")
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     case, documents = store.read_view(task_id)
-    decision, chosen, _ = _answerable(
-        case, documents.get("decisions.json") or Decisions(), decision_id, option, who
-    )
+    seen = documents.get("decisions.json") or Decisions()
+    decision_id = _whole(decision_id, seen, task_id)
+    decision, chosen, _ = _answerable(case, seen, decision_id, option, who)
     unattended = _person(kernel, case, decision, chosen, who=who, confirm=confirm)
     now = kernel.now()
     with store.transaction(task_id, actor=who, operation="case.decision.answer") as txn:
@@ -187,7 +202,23 @@ def answer(
             txn, resume_to, actor=who, now=now, reason=f"answered {decision.id}", answering=True
         )
         txn.target = decision.id
-    return _result(txn, decision, created=False)
+    from cortex.kernel.recall import after_commit
+
+    return _result(txn, decision, created=False, warnings=after_commit(kernel, store, task_id))
+
+
+def _whole(decision_id: str, doc: Decisions, task_id: str) -> str:
+    """A decision id as given, or the whole id a unique prefix names among the case's decisions."""
+    asked = {d.id: d.question for d in doc.decisions}
+    return refs.among(
+        decision_id,
+        "dec",
+        asked,
+        argument="decision",
+        noun="decisions",
+        where=f"case {task_id}",
+        title=lambda i: refs.short(asked[i]),
+    )
 
 
 def _answerable(
@@ -322,20 +353,46 @@ def withdraw_pending(txn: Transaction) -> str | None:
 
 
 def list_decisions(kernel: Kernel, task_id: str) -> Result:
-    """Every decision of a case, oldest first."""
-    store = kernel.locate(task_id)
+    """Every decision of a case, oldest first, with the options it did not choose and its labels.
+
+    Labels (`(superseded by dec_...)`, `[contested]`) come from the recall index, which relates
+    decisions across the cases of a repository; without an index there are none to give.
+    """
+    task_id, store = kernel.find(task_id)
     doc = store.read_snapshot(task_id, "decisions.json", Decisions) or Decisions()
+    answered = [d.id for d in doc.decisions if d.status == "answered"]
+    found: dict[str, list[str]] = {}
+    if answered:
+        from cortex.kernel.recall import relation_labels
+
+        found = relation_labels(kernel, store, answered)
     return Result(
         data={
             "taskId": task_id,
             "pending": pending(doc),
-            "decisions": doc.decisions,
+            "decisions": [
+                {
+                    **msgspec.to_builtins(decision),
+                    "alreadyRejected": rejected_options(decision),
+                    "labels": found.get(decision.id, []),
+                }
+                for decision in doc.decisions
+            ],
             "total": len(doc.decisions),
         }
     )
 
 
-def _result(txn: Transaction, decision: Decision, *, created: bool) -> Result:
+def rejected_options(decision: Decision) -> list[dict[str, str]]:
+    """The options an answered decision did not choose (kept and shown: `already rejected`)."""
+    if decision.status != "answered":
+        return []
+    return [{"id": o.id, "label": o.label} for o in decision.options if o.id != decision.answer]
+
+
+def _result(
+    txn: Transaction, decision: Decision, *, created: bool, warnings: list[str] | None = None
+) -> Result:
     case = txn.outcome
     return Result(
         data={
@@ -345,6 +402,7 @@ def _result(txn: Transaction, decision: Decision, *, created: bool) -> Result:
             "pausedFrom": case.paused_from,
             "created": created,
             "decision": decision,
+            "warnings": warnings or [],
         },
         actions=lifecycle.next_actions(
             case, decision=decision if decision.status == "pending" else None

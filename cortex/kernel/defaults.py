@@ -14,6 +14,7 @@ from cortex.cases.bounds import (
     INTEGER_DIGITS_MAX,
     LIST_LIMIT_DEFAULT,
     PREVIEW_DEFAULT,
+    RECALL_LIMIT_DEFAULT,
     SESSIONS_LIMIT_DEFAULT,
     SESSIONS_QUERY_MAX,
     STUDIO_REFRESH_DEFAULT,
@@ -53,3 +54,5 @@ STUDIO_ROWS = STUDIO_ROWS_MAX
 """Rows the board asks `sessions` for."""
 QUERY_MAX = SESSIONS_QUERY_MAX
 """Characters of a `sessions --query` (the board's search box stops there as one types)."""
+RECALL_LIMIT = RECALL_LIMIT_DEFAULT
+"""`recall`: cards per page."""

@@ -22,10 +22,11 @@ from cortex.cases.records import (
     Evidence,
     Location,
 )
-from cortex.kernel import defaults, lifecycle, provenance, validate
+from cortex.kernel import defaults, lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lifecycle import TERMINAL
+from cortex.kernel.lifecycle import FINAL
+from cortex.recall.notable import changes_cards
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
@@ -112,11 +113,17 @@ def add_evidence(
     raw: bytes | None = None,
     raw_tree: Captured | None = None,
     derived_from: list[str] | None = None,
+    contests: str | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
     operation: str = "case.evidence.add",
 ) -> Result:
-    """Append one evidence record (and its raw blob or tree, if any) in one commit."""
+    """Append one evidence record (and its raw blob or tree, if any) in one commit.
+
+    With `file`, the record keeps what the file is now (its git blob id and HEAD) so that its
+    freshness can be judged when it is shown. With `contests`, it disputes an answered decision
+    of this repository's cases until a person resolves it (docs/design/recall.md).
+    """
     redactor = kernel.redactor
     claim = validate.text(claim, "claim", NOTE_MAX if kind == "note" else CLAIM_MAX)
     checked_kind = validate.choice(kind, "--kind", validate.EVIDENCE_KINDS)
@@ -133,17 +140,21 @@ def add_evidence(
         start = end = None
         if line is not None:
             start, end = validate.line_range(line)
+        path = None if file is None else validate.location_path(file, redactor)
+        blob, head = _what_the_file_is(kernel, path)
         location = Location(
-            file=None if file is None else validate.location_path(file, redactor),
+            file=path,
             start_line=start,
             end_line=end,
             symbol=None if symbol is None else validate.short_text(symbol, "--symbol", SYMBOL_MAX),
+            blob=blob,
+            head=head,
         )
     parents = list(derived_from or [])
     if len(parents) > DERIVED_FROM_MAX:
         raise ArgumentError(f"at most {DERIVED_FROM_MAX} {{derived_from}} ids", "derived_from")
     for parent in parents:
-        check_id(parent, "ev", what="--derived-from id")
+        refs.check(parent, "ev", what="--derived-from id")
     if len(set(parents)) != len(parents):
         raise ArgumentError("an id is given twice in {derived_from}", "derived_from")
     if raw is not None and len(raw) > RAW_BLOB_MAX:
@@ -151,20 +162,26 @@ def add_evidence(
     if raw is not None and raw_tree is not None:
         raise InvalidInputError("give raw output as a file or as a directory, not both")
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
+    if contests is not None:
+        check_id(contests, "dec", what="--contests id")
+        from cortex.kernel.recall import contestable
+
+        contestable(kernel, contests)
 
     with store.transaction(
         task_id, actor=who, operation=operation, expected_revision=expected_revision
     ) as txn:
-        if txn.case.status in TERMINAL:
+        if txn.case.status in FINAL:
             raise lifecycle.refusal(txn.case, "cannot record evidence", txn=txn)
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
-        elif txn.case.status == lifecycle.PAUSED and txn.case.paused_from == "orienting":
-            # Paused before any evidence: the answer will resume into the investigation.
+        elif txn.case.status in lifecycle.HELD and txn.case.paused_from == "orienting":
+            # Paused or blocked before any evidence: it resumes into the investigation.
             txn.case.paused_from = "investigating"
         if parents:
+            parents = refs.evidence(store, txn.case, parents, argument="derived_from")
             known = store.find_records(txn.case, "evidence", parents)
             missing = [parent for parent in parents if parent not in known]
             if missing:
@@ -200,20 +217,36 @@ def add_evidence(
             raw_ref=reference,
             raw_sha256=digest,
             derived_from=parents,
+            contests=contests,
         )
         txn.append("evidence", record)
         txn.target = record.id
     stored_record = txn.written["evidence"][0]
     committed = txn.outcome
+    warnings = list(txn.warnings)
+    if isinstance(stored_record, Evidence) and changes_cards(stored_record):
+        from cortex.kernel.recall import after_commit
+
+        warnings += after_commit(kernel, store, task_id)
     return Result(
         data={
             "taskId": task_id,
             "revision": committed.revision,
             "evidence": stored_record,
             "recovered": txn.notes,
-            "warnings": txn.warnings,
+            "warnings": warnings,
         }
     )
+
+
+def _what_the_file_is(kernel: Kernel, path: str | None) -> tuple[str | None, str | None]:
+    """The blob id and HEAD of a named file in a git workspace, computed without git."""
+    if path is None or kernel.workspace.kind != "git":
+        return None, None
+    from cortex.workspace.freshness import TOO_BIG, blob_id, head_commit
+
+    blob = blob_id(kernel.workspace.root, path)
+    return (None if blob == TOO_BIG else blob), head_commit(kernel.workspace.root)
 
 
 def add_note(
@@ -222,6 +255,7 @@ def add_note(
     *,
     text: str,
     origin: str = defaults.ORIGIN,
+    contests: str | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
 ) -> Result:
@@ -233,6 +267,7 @@ def add_note(
         kind="note",
         tool="cortex",
         origin=origin,
+        contests=contests,
         actor=actor,
         expected_revision=expected_revision,
         operation="case.note",
@@ -240,10 +275,11 @@ def add_note(
 
 
 def read_evidence(kernel: Kernel, task_id: str, evidence_id: str) -> Result:
-    """The full committed record of one piece of evidence."""
-    check_id(evidence_id, "ev", what="evidence id")
-    store = kernel.locate(task_id)
+    """The full committed record of one piece of evidence (its id whole or a unique prefix)."""
+    refs.check(evidence_id, "ev", what="evidence id")
+    task_id, store = kernel.find(task_id)
     case: CaseFile = store.read_case(task_id)
+    evidence_id = refs.evidence(store, case, [evidence_id], argument="evidence")[0]
     record = store.find_records(case, "evidence", [evidence_id]).get(evidence_id)
     if record is not None:
         return Result(

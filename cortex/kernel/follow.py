@@ -13,7 +13,9 @@ the text of its stream and shows a line only once it has *settled*:
   only when both probes come through untouched and the redacted text so far still begins with
   everything already shown. If a later redaction ever disagrees with what was shown, following
   stops for the rest of the run (a notice says so); nothing shown is ever taken back or added
-  to unredacted.
+  to unredacted. One rule reaches backwards instead: an END line of a private key whose BEGIN
+  was cut off masks the base64 lines above it. So the text is also redacted followed by such an
+  END line, and lines that line would mask wait until a line that is not key-like follows.
 - Within what is kept. The runner hands over only the bytes that enter the stream's kept head
   (the first `OUTPUT_HEAD` bytes); the middle of a long output is dropped from the stored copy
   and so is never shown. When the run ends, the stored copy of the stream (head, omission
@@ -40,6 +42,11 @@ SETTLE_INTERVAL = 0.05
 
 _PROBES = ("cortexFollowProbe0123456789abcdefXYZ", '"cortexFollowProbe0123456789abcdefXYZ"')
 """Lines a pattern still open at the end of the text would swallow; no rule masks them alone."""
+
+_END_PROBE = "-----END PRIVATE KEY-----"
+"""A line that makes the lines right above it secret if they look like a key's body: the
+redactor masks what a cut left of a key (an END line without its BEGIN) with the base64 lines
+above it, so such lines are shown only once a line that is not one has followed them."""
 
 STOPPED = "[follow stopped: the rest of this output is only in the stored copy]"
 
@@ -104,7 +111,12 @@ class Lines:
             if not out.endswith("\n" + probe):
                 return None
             results.add(out[: -len(probe)])
-        return results.pop() if len(results) == 1 else None
+        if len(results) != 1:
+            return None
+        settled = results.pop()
+        if not self._redactor(text + _END_PROBE).startswith(settled):
+            return None  # the last lines would be a key's body if its END line came next
+        return settled
 
     def _show(self, redacted: str) -> None:
         if not redacted.startswith(self._shown):

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
+from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
-from cortex.cases.ids import check_id
+from cortex.cases.ids import check_id, is_id
 from cortex.cases.layout import case_dir
 from cortex.cases.records import Via
 from cortex.cases.redact import Redactor
@@ -102,6 +102,10 @@ class Kernel:
             self.state_root, "sessions", self.workspace.store_id
         )
         self.default_actor = default_actor
+        self.writing: tuple[str, CaseStore] | None = None
+        """The case this call is writing (set by `find_writable`), for `record_refusal`."""
+        self.acted_as: str | None = None
+        """The identity this call acts as, once validated (`actor`)."""
         for label, path in (
             ("workspace", self.workspace.root),
             ("state directory", self.state_root),
@@ -127,6 +131,10 @@ class Kernel:
             now=self.now,
             via=self.via,
         )
+
+    def reader(self, root: str) -> CaseStore:
+        """The store at `root`, for reading (writes go through `writable`)."""
+        return self._store(root)
 
     @property
     def store_info(self) -> StoreInfo:
@@ -159,42 +167,81 @@ class Kernel:
 
     def actor(self, given: str | None) -> str:
         """The acting identity: the one given, else the surface default; validated."""
-        return validate.identifier(given or self.default_actor, "actor", self.redactor)
+        self.acted_as = validate.identifier(given or self.default_actor, "actor", self.redactor)
+        return self.acted_as
 
-    def locate(self, task_id: str) -> CaseStore:
-        """The store holding a case: this workspace's, else any store under the state root.
+    def record_refusal(self, operation: str, code: str) -> None:
+        """Count a refused command in the case it was writing (`refusals.jsonl`), if any.
 
-        Reading a case works from any directory. Writers use `writable` instead.
+        Only the refusals of the case's rules count (`refusals.RECORDED`): a gate, a lease
+        held by someone else, a revision that moved. Nothing of the case itself changes.
         """
-        check_id(task_id, "task", what="task id")
-        if self.store.exists(task_id):
-            return self.store
-        sessions = os.path.join(self.state_root, "sessions")
+        from cortex.cases import refusals
+
+        if self.writing is None or code not in refusals.RECORDED:
+            return
+        task_id, store = self.writing
         try:
-            stores = [os.path.join(sessions, name) for name in sorted(os.listdir(sessions))]
-        except FileNotFoundError:
-            stores = []
-        matches = [root for root in stores if os.path.isdir(case_dir(root, task_id))]
-        if not matches:
-            # A store a repository keeps elsewhere (cases_dir), registered when it was made.
-            from cortex.kernel.stores import registered
+            path = store.case_path(task_id)
+        except CortexError:
+            return
+        record = refusals.Refusal(
+            timestamp=self.now(), operation=operation, code=code, actor=self.acted_as
+        )
+        refusals.append(path, record)
 
-            matches = [
-                r for r in registered(self.state_root) if os.path.isdir(case_dir(r, task_id))
-            ]
-        if len(matches) > 1:
-            raise InvalidInputError(f"case {task_id} exists in more than one store: {matches}")
-        if matches:
-            return self._store(matches[0])
-        raise NotFoundError(f"no case {task_id} in this workspace's store or under {sessions}")
+    def find(self, ref: str, *, argument: str = "task") -> tuple[str, CaseStore]:
+        """The whole task id `ref` names, and the store holding that case.
 
-    def writable(self, task_id: str) -> CaseStore:
-        """The store to write a case in: only this workspace's, so its configuration applies.
+        `ref` is a task id, a unique prefix of one, or `@latest` (the newest case opened in
+        this workspace); see `cortex.kernel.refs`. A whole id or a prefix is looked up in this
+        workspace's store first, then in every store under the state root: reading a case
+        works from any directory. Writers use `find_writable`.
+        """
+        from cortex.kernel import refs
+
+        if ref == refs.LATEST:
+            return self._latest(), self.store
+        if refs.whole(ref, "task", what="task id", latest=True):
+            return ref, self._locate(ref)
+        here = [task for task in self.store.list_ids() if task.startswith(ref)]
+        if here:
+            task_id = refs.pick(
+                ref,
+                here,
+                argument=argument,
+                noun="cases",
+                where=f"this workspace's store ({self.cases_root})",
+                title=lambda task: self._goal(self.store, task),
+            )
+            return task_id, self.store
+        found: dict[str, str] = {}
+        for root in self._other_stores():
+            try:
+                names = os.listdir(root)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(ref) and is_id(name, "task"):
+                    found.setdefault(name, root)
+        task_id = refs.pick(
+            ref,
+            found,
+            argument=argument,
+            noun="cases",
+            where=f"this workspace's store or under {os.path.join(self.state_root, 'sessions')}",
+            title=lambda task: self._goal(self._store(found[task]), task),
+        )
+        return task_id, self._locate(task_id)
+
+    def find_writable(self, ref: str, *, argument: str = "task") -> tuple[str, CaseStore]:
+        """`find`, for a writer: only this workspace's store, so its configuration applies.
 
         A case opened in another repository is written from there: its redaction literals and
         store settings come from that repository's configuration.
         """
-        store = self.locate(task_id)
+        task_id, store = self.find(ref, argument=argument)
+        self.writing = (task_id, store)
         if store is not self.store:
             workspace = store.read_case(task_id).workspace.root
             msg = (
@@ -202,7 +249,62 @@ class Kernel:
                 f"({{workspace}} {workspace})"
             )
             raise naming(NotFoundError(msg), "workspace")
-        return store
+        return task_id, store
+
+    def locate(self, task_id: str) -> CaseStore:
+        """The store holding a case (`find` without the whole id)."""
+        return self.find(task_id)[1]
+
+    def writable(self, task_id: str) -> CaseStore:
+        """The store to write a case in (`find_writable` without the whole id)."""
+        return self.find_writable(task_id)[1]
+
+    def _locate(self, task_id: str) -> CaseStore:
+        """The store holding the case with this whole id."""
+        check_id(task_id, "task", what="task id")
+        if self.store.exists(task_id):
+            return self.store
+        matches = [root for root in self._other_stores() if os.path.isdir(case_dir(root, task_id))]
+        if len(matches) > 1:
+            raise InvalidInputError(f"case {task_id} exists in more than one store: {matches}")
+        if matches:
+            return self._store(matches[0])
+        sessions = os.path.join(self.state_root, "sessions")
+        raise NotFoundError(f"no case {task_id} in this workspace's store or under {sessions}")
+
+    def _other_stores(self) -> list[str]:
+        """Every store under the state root, then those registered elsewhere (cases_dir).
+
+        The registered ones are listed only when they are asked about: a store a repository
+        keeps elsewhere is found through the registry written when it was made.
+        """
+        sessions = os.path.join(self.state_root, "sessions")
+        try:
+            stores = [os.path.join(sessions, name) for name in sorted(os.listdir(sessions))]
+        except FileNotFoundError:
+            stores = []
+        from cortex.kernel.stores import registered
+
+        seen = {*stores, self.cases_root}
+        extra = [root for root in registered(self.state_root) if root not in seen]
+        return [root for root in stores if root != self.cases_root] + extra
+
+    def _latest(self) -> str:
+        """The newest case opened in this workspace (its own worktree, if a store is shared)."""
+        for task_id in self.store.list_ids():
+            if self.store.read_case(task_id).workspace.root == self.workspace.root:
+                return task_id
+        msg = f"no case has been opened in {self.workspace.root} yet, so @latest names none"
+        raise NotFoundError(msg)
+
+    @staticmethod
+    def _goal(store: CaseStore, task_id: str) -> str | None:
+        from cortex.kernel.refs import short
+
+        try:
+            return short(store.read_case(task_id).goal)
+        except (CortexError, OSError):
+            return None
 
     def prepare_store(self) -> None:
         """Create the store directory (writers only); a repo-local store is git-ignored."""

@@ -179,14 +179,17 @@ def _fence_renewal(txn: Transaction, kernel: Kernel, actor: str, *, expires: flo
     txn.fence(check)
 
 
-def _new_lease(actor: str, now: float, ttl: int, token: str) -> Lease:
+def _new_lease(actor: str, now: float, ttl: int, token: str, *, replaces: Lease | None) -> Lease:
     stamp = format_time(now)
+    # The fencing epoch: one more than the lease this one replaces (docs/design/sharing.md).
+    epoch = (replaces.epoch if replaces is not None else 0) + 1
     return Lease(
         actor=actor,
         acquired_at=stamp,
         renewed_at=stamp,
         expires_at=format_time(now + ttl),
         token_sha256=token_digest(token),
+        epoch=epoch,
     )
 
 
@@ -205,7 +208,7 @@ def begin_change(
     """
     seconds = parse_ttl(ttl)
     who = kernel.actor(kernel.lease_actor(actor))
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     token: str | None = None
     with store.transaction(task_id, actor=who, operation="case.begin-change") as txn:
         case = txn.case
@@ -234,7 +237,7 @@ def begin_change(
                     f"replaced the {current} lease of {lease.actor} (acquired {lease.acquired_at})"
                 )
             token = mint(kernel)
-            case.change_lease = _new_lease(who, now, seconds, token)
+            case.change_lease = _new_lease(who, now, seconds, token, replaces=lease)
             verb = "acquired"
         if case.status != "changing":
             lifecycle.move(txn, "changing", actor=who, now=format_time(now))
@@ -252,7 +255,7 @@ def renew(
     """Extend an active lease held by `actor` (with its token)."""
     seconds = parse_ttl(ttl)
     who = kernel.actor(kernel.lease_actor(actor))
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.renew") as txn:
         lease = txn.case.change_lease
         now = kernel.clock()
@@ -294,7 +297,7 @@ def release(
 ) -> Result:
     """Give the lease up (its holder, with the token); idempotent, and the record stays."""
     who = kernel.actor(kernel.lease_actor(actor))
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.release") as txn:
         lease = txn.case.change_lease
         current = state(lease, kernel.clock())

@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
 
 TERMINAL: frozenset[str] = frozenset({"complete", "blocked", "abandoned"})
+"""Closed: no work goes on. Readers count these as closed; only `blocked` can be left again."""
+FINAL: frozenset[str] = frozenset({"complete", "abandoned"})
+"""Closed for good: nothing is ever written to the case again."""
 PAUSED: Phase = "needs_human_decision"
+BLOCKED: Phase = "blocked"
+HELD = frozenset({PAUSED, BLOCKED})
+"""Where a case waits to go back to `paused_from`: for a person's answer, or to be unblocked."""
 ORDER: tuple[Phase, ...] = (
     "new",
     "orienting",
@@ -44,8 +50,12 @@ _FORWARD: dict[str, tuple[Phase, ...]] = {
 
 def allowed(mode: Mode, phase: Phase, paused_from: Phase | None = None) -> tuple[Phase, ...]:
     """The phases a case in `phase` may move to in one step."""
-    if phase in TERMINAL:
+    if phase in FINAL:
         return ()
+    if phase == BLOCKED:
+        # Blocked is resumable: `unblock` returns to the phase it was blocked in, and nothing
+        # else leaves it but giving the task up.
+        return ((paused_from,) if paused_from is not None else ()) + ("abandoned",)
     exits: tuple[Phase, ...] = ("blocked", "abandoned")
     if phase == PAUSED:
         return ((paused_from,) if paused_from is not None else ()) + exits
@@ -85,15 +95,18 @@ def require(
     doing: str,
     decision: Decision | None = None,
     answering: bool = False,
+    unblocking: bool = False,
     txn: Transaction | None = None,
 ) -> None:
     """Refuse (exit 5, with the allowed steps) unless `case` may move to `to`.
 
     Leaving a pause for the phase it paused is a person's answer, and nothing else: any other
     command asking for that step (begin-change while paused in changing, say) is refused.
+    Leaving `blocked` for the phase it was blocked in is `unblock`, and nothing else.
     """
-    resuming = case.status == PAUSED and to == case.paused_from
-    if to in allowed(case.mode, case.status, case.paused_from) and (answering or not resuming):
+    resuming = case.status in HELD and to == case.paused_from
+    entitled = answering if case.status == PAUSED else unblocking
+    if to in allowed(case.mode, case.status, case.paused_from) and (entitled or not resuming):
         return
     raise refusal(case, f"cannot {doing}", decision=decision, txn=txn)
 
@@ -114,6 +127,8 @@ def refusal(
     where = f"the case is {case.status}"
     if case.status == PAUSED:
         where += f" (paused in {case.paused_from}; a person must answer the pending decision)"
+    elif case.status == BLOCKED and case.paused_from is not None:
+        where += f" (in {case.paused_from}; unblock it to go on)"
     return GateRefusedError(f"{what}: {where}", next_actions(case, decision=decision))
 
 
@@ -125,10 +140,16 @@ def move(
     now: str,
     reason: str | None = None,
     answering: bool = False,
+    unblocking: bool = False,
 ) -> PhaseChange:
-    """Check and make one step, in the transaction's commit (case.json and phases.jsonl)."""
+    """Check and make one step, in the transaction's commit (case.json and phases.jsonl).
+
+    Entering `blocked` remembers in `paused_from` where the case goes back to when unblocked:
+    the phase it was in, or, blocked while waiting on a decision (which block withdraws), the
+    phase that decision paused.
+    """
     case = txn.case
-    require(case, to, doing=f"move to {to}", answering=answering, txn=txn)
+    require(case, to, doing=f"move to {to}", answering=answering, unblocking=unblocking, txn=txn)
     record = PhaseChange(
         id=new_id("ph"),
         timestamp=now,
@@ -139,7 +160,9 @@ def move(
     )
     if to == PAUSED:
         case.paused_from = case.status
-    elif case.status == PAUSED:
+    elif to == BLOCKED:
+        case.paused_from = case.paused_from if case.status == PAUSED else case.status
+    elif case.status in HELD:
         case.paused_from = None
     case.status = to
     txn.append("phases", record)
@@ -164,6 +187,24 @@ def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Ac
     task = case.id
     actions: list[Action] = []
     for phase in allowed(case.mode, case.status, case.paused_from):
+        if case.status == BLOCKED and phase == case.paused_from:
+            actions.append(
+                step(
+                    "case.unblock",
+                    f"resume in {phase}, where the case was blocked",
+                    task=task,
+                    reason="<what changed>",
+                )
+            )
+            actions.append(
+                step(
+                    "case.note",
+                    "notes and evidence are still recorded while the case is blocked",
+                    task=task,
+                    text="<what happened>",
+                )
+            )
+            continue
         if case.status == PAUSED and phase == case.paused_from:
             # Paused: the only way forward is a person's answer, whatever phase it resumes.
             if decision is None:

@@ -7,7 +7,7 @@ import os
 from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, PhaseChange, Workspace, encode
 from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Result, step
@@ -28,8 +28,13 @@ def open_case(
     idempotency_key: str | None = None,
     actor: str | None = None,
     parent: str | None = None,
+    no_recall: bool = False,
 ) -> Result:
-    """Open a case for `goal` in the current workspace's store (under `parent`, if given)."""
+    """Open a case for `goal` in the current workspace's store (under `parent`, if given).
+
+    The answer carries the brief: what earlier cases of this repository learned that matches
+    the goal (docs/design/recall.md), unless `no_recall` or `recall_brief = false` says not to.
+    """
     redactor = kernel.redactor
     goal = validate.text(goal, "goal", GOAL_MAX)
     checked_mode = validate.choice(mode, "--mode", validate.MODES)
@@ -46,8 +51,8 @@ def open_case(
         key = validate.identifier(idempotency_key, "--idempotency-key", redactor)
     who = kernel.actor(actor)
     if parent is not None:
-        check_id(parent, "task", what="--parent")
-        kernel.writable(parent)  # the parent must be in this workspace's store
+        # Made whole (a prefix, @latest); the parent must be in this workspace's store.
+        parent, _ = kernel.find_writable(parent, argument="parent")
 
     identity = kernel.workspace
     warnings: list[str] = []
@@ -56,6 +61,7 @@ def open_case(
         branch, commit, problem = git_head(identity.root, kernel.env)
         if problem:
             warnings.append(problem)
+        warnings += _own_files_uncommitted(kernel)
     elif identity.note:
         warnings.append(identity.note)
     now = kernel.now()
@@ -120,6 +126,12 @@ def open_case(
             case, operation="case.open", phases=phases, idempotency_key=key, fingerprint=fingerprint
         )
     task = committed.id
+    brief = None
+    if not no_recall and kernel.config.recall_brief:
+        from cortex.kernel.recall import brief as make_brief
+
+        brief, trouble = make_brief(kernel, task, committed.goal)
+        warnings += trouble
     return Result(
         data={
             "taskId": task,
@@ -132,6 +144,7 @@ def open_case(
             "workspace": committed.workspace,
             "store": kernel.store_info,
             "path": os.path.join(kernel.cases_root, task),
+            "brief": brief,
             "warnings": warnings,
         },
         actions=[
@@ -139,6 +152,34 @@ def open_case(
             step("case.status", "see where the case stands", task=task),
         ],
     )
+
+
+OWN_FILES = ("cortex.toml", ".mcp.json", os.path.join(".codex", "config.toml"))
+"""What `cortex init` and `cortex setup --scope project` write into a repository."""
+
+
+def _own_files_uncommitted(kernel: Kernel) -> list[str]:
+    """A warning if Cortex's own set-up files are not committed as the case opens.
+
+    They would count as this task's changes, outside its boundary, and fail `scope`. Git runs
+    only when one of the files exists.
+    """
+    root = kernel.workspace.root
+    present = [name for name in OWN_FILES if os.path.lexists(os.path.join(root, name))]
+    if not present:
+        return []
+    from cortex.workspace.dirty import uncommitted
+
+    changed = uncommitted(root, kernel.env, present)
+    if not changed:
+        return []
+    names = ", ".join(sorted(changed))
+    warning = (
+        f"{names} (written by cortex init or setup) is not committed: it will count as this "
+        "task's change outside its boundary, and scope will fail on it; commit it and open "
+        "the case again, or add it to the plan's boundary"
+    )
+    return [warning]
 
 
 def _open_child(

@@ -26,10 +26,11 @@ from cortex.cases.bounds import (
 from cortex.cases.digest import sha256_hex
 from cortex.cases.documents import Hypotheses, Hypothesis, Plan
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError, naming
-from cortex.cases.ids import check_id, new_id
+from cortex.cases.ids import new_id
 from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
-from cortex.kernel import lifecycle, validate
+from cortex.cases.scrub import scrub_value
+from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -85,7 +86,7 @@ def _hypotheses(specs: Sequence[str | tuple[str, str]], supports: list[str]) -> 
                 f"{{support}} names hypothesis {index}, which is not given", "support"
             )
         chosen = [
-            check_id(i.strip(), "ev", what="--support id") for i in ids.split(",") if i.strip()
+            refs.check(i.strip(), "ev", what="--support id") for i in ids.split(",") if i.strip()
         ]
         target = drafts[index - 1].supports
         target.extend(i for i in chosen if i not in target)
@@ -150,7 +151,7 @@ def plan(
     if reason is not None:
         reason = validate.text(reason, "--reason", REASON_MAX, required=False) or None
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     now = kernel.now()
 
     with store.transaction(
@@ -180,6 +181,9 @@ def plan(
             )
             arguments = ("hypothesis", "uncertainty", "file", "symbol", "boundary_reason")
             raise naming(refusal, *arguments, "verify", "reason")
+        for draft in drafts:
+            # Prefixes made whole against this case's evidence (exit 3 or 4 if they cannot be).
+            draft.supports = refs.evidence(store, case, draft.supports, argument="support")
         cited = sorted({i for d in drafts for i in d.supports})
         known = store.find_records(case, "evidence", cited)
         absent = [i for i in cited if i not in known]
@@ -220,10 +224,14 @@ def plan(
             evidence_id=evidence_id,
         )
         # The full plan, hypotheses included, as one blob: the history of plans lives in the
-        # append-only ledger rather than in a snapshot that grows with every re-plan.
-        full = encode_pretty({"plan": document, "hypotheses": fresh})
+        # append-only ledger rather than in a snapshot that grows with every re-plan. It is
+        # built from the values as the snapshots will store them, redacted one by one
+        # (docs/design/redaction.md, "Derived artifacts"); the store redacts the blob again.
+        whole = {"plan": document, "hypotheses": fresh}
+        clean = scrub_value(whole, kernel.redactor)
         raw_id = new_id("raw")
-        stored, redacted = txn.stage_blob(raw_name(raw_id), full)
+        stored, redacted = txn.stage_blob(raw_name(raw_id), encode_pretty(clean))
+        redacted = redacted or clean is not whole
         claim = (
             f"Plan revision {revision}: {len(fresh)} hypothes{'is' if len(fresh) == 1 else 'es'}"
         )
@@ -254,6 +262,7 @@ def plan(
             case.paused_from = "planned"
         txn.target = evidence_id
     committed = txn.outcome
+    earlier, warnings = _rejected_before(kernel, task_id, fresh)
     return Result(
         data={
             "taskId": task_id,
@@ -265,9 +274,41 @@ def plan(
             "changeBoundary": boundary,
             "verificationRequired": verifiers,
             "uncertainty": uncertainty,
+            "rejectedBefore": earlier,
+            "warnings": warnings,
         },
         actions=lifecycle.next_actions(committed),
     )
+
+
+def _rejected_before(
+    kernel: Kernel, task_id: str, fresh: list[Hypothesis]
+) -> tuple[list[dict[str, object]], list[str]]:
+    """Each new hypothesis that repeats one an earlier case of this repository rejected.
+
+    A warning, never a refusal: the plan is committed (docs/design/recall.md, "The plan warning").
+    """
+    from cortex.kernel.recall import rejected_matches, shown
+
+    matches = rejected_matches(kernel, task_id, [h.statement for h in fresh])
+    cards = shown(kernel, [hit for _, _, hit in matches])
+    earlier: list[dict[str, object]] = []
+    warnings: list[str] = []
+    for (number, similarity, _), card in zip(matches, cards, strict=True):
+        hypothesis = fresh[number - 1]
+        earlier.append(
+            {
+                "hypothesis": number,
+                "hypothesisId": hypothesis.id,
+                "overlap": round(similarity, 3),
+                "card": card,
+            }
+        )
+        warnings.append(
+            f"hypothesis {number} ({hypothesis.id}) matches {card.id}, which {card.task_id} "
+            f"rejected: {card.text}"
+        )
+    return earlier, warnings
 
 
 def _missing(

@@ -206,6 +206,7 @@ def _receipt(
         dirty_digest=batch.dirty_digest,
         binding=batch.binding,
         timestamp=batch.finished_at,
+        tree=batch.tree,
     )
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from cortex.cases.bounds import REASON_MAX, SUPPORTS_MAX
 from cortex.cases.documents import Hypotheses, HypothesisEvent
 from cortex.cases.errors import ArgumentError, NotFoundError, naming
-from cortex.cases.ids import check_id
 from cortex.cases.records import Evidence
-from cortex.kernel import lifecycle, validate
+from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -27,17 +26,17 @@ def resolve(
     expected_revision: int | None = None,
 ) -> Result:
     """Confirm, challenge or reject a hypothesis; `confirmed` must cite existing evidence."""
-    check_id(hypothesis_id, "hyp", what="hypothesis id")
+    refs.check(hypothesis_id, "hyp", what="hypothesis id")
     if status not in RESOLUTIONS:
         raise ArgumentError(
             f"{{status}} must be one of {', '.join(RESOLUTIONS)}, not {status!r}", "status"
         )
     reason = validate.text(reason, "--reason", REASON_MAX)
-    cited = list(dict.fromkeys(check_id(e, "ev", what="--evidence id") for e in evidence or []))
+    cited = list(dict.fromkeys(refs.check(e, "ev", what="--evidence id") for e in evidence or []))
     if len(cited) > SUPPORTS_MAX:
         raise ArgumentError(f"at most {SUPPORTS_MAX} {{evidence}} ids", "evidence")
     who = kernel.actor(actor)
-    store = kernel.writable(task_id)
+    task_id, store = kernel.find_writable(task_id)
     with store.transaction(
         task_id, actor=who, operation="case.resolve", expected_revision=expected_revision
     ) as txn:
@@ -48,12 +47,23 @@ def resolve(
             msg = "confirming a hypothesis needs the evidence that confirms it ({evidence} ev_...)"
             raise naming(GateRefusedError(msg, lifecycle.actions_for(txn)), "evidence")
         doc = txn.snapshot("hypotheses.json", Hypotheses)
+        known = {h.id: h.statement for h in (doc.hypotheses if doc else [])}
+        hypothesis_id = refs.among(
+            hypothesis_id,
+            "hyp",
+            known,
+            argument="hypothesis",
+            noun="hypotheses",
+            where=f"case {task_id}",
+            title=lambda i: refs.short(known[i]),
+        )
         target = next((h for h in (doc.hypotheses if doc else []) if h.id == hypothesis_id), None)
         if doc is None or target is None:
             raise NotFoundError(f"no hypothesis {hypothesis_id} in case {task_id}")
         if target.retired:
             msg = f"{hypothesis_id} was retired by a later plan; its status and history stay"
             raise GateRefusedError(msg, lifecycle.actions_for(txn))
+        cited = refs.evidence(store, case, cited, argument="evidence")
         found = store.find_records(case, "evidence", cited)
         absent = [e for e in cited if e not in found]
         if absent:
@@ -75,4 +85,14 @@ def resolve(
         txn.stage_snapshot("hypotheses.json", doc)
         txn.target = hypothesis_id
     committed = txn.outcome
-    return Result(data={"taskId": task_id, "revision": committed.revision, "hypothesis": target})
+    from cortex.kernel.recall import after_commit
+
+    warnings = after_commit(kernel, store, task_id)
+    return Result(
+        data={
+            "taskId": task_id,
+            "revision": committed.revision,
+            "hypothesis": target,
+            "warnings": warnings,
+        }
+    )

@@ -15,6 +15,7 @@ from cortex.kernel.envelope import Envelope, Result, Spelling, failure, success
 
 if TYPE_CHECKING:
     from cortex.cases.records import Via
+    from cortex.cases.redact import Redactor
     from cortex.kernel.kernel import Kernel
     from cortex.kernel.progress import Progress
 
@@ -49,6 +50,7 @@ def in_kernel(
 
         kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress, via=via)
         seen["redactor"] = kernel.redactor
+        seen["kernel"] = kernel
         result = use_case(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
         result.data = scrub_value(result.data, kernel.redactor)
@@ -66,6 +68,13 @@ def redacted(kernel: Kernel, value: Any) -> Any:
     from cortex.cases.scrub import scrub_value
 
     return scrub_value(value, kernel.redactor)
+
+
+def scrubbed(redactor: Redactor, value: Any) -> Any:
+    """Plain data with every string passed through `redactor` (a face's own error data)."""
+    from cortex.cases.scrub import scrub_value
+
+    return scrub_value(value, redactor)
 
 
 def execute(
@@ -88,26 +97,35 @@ def execute(
     except CortexError as exc:
         if spelling is not None:
             exc.spell(spelling)
+        kernel = seen.get("kernel")
+        if kernel is not None:
+            # Counted where metrics can see it, outside the case's commits (cases/refusals.py).
+            kernel.record_refusal(command, exc.code)
         return refusal(command, exc, seen, actions=actions), exc.exit_status
     except KeyboardInterrupt as exc:
         # Ctrl-C, SIGTERM during a verifier run (which carries its own status, 143), or a
         # cancelled request (which says what was stopped).
         status = int(getattr(exc, "exit_status", EXIT_INTERRUPTED))
         message = str(getattr(exc, "message", "interrupted"))
-        return failure(command, InternalError(message)), status
+        return refusal(command, InternalError(message), seen), status
     except Exception as exc:  # noqa: BLE001 - the contract is an envelope, never a traceback
         if env.get("CORTEX_DEBUG") and debug is not None:
             import traceback
 
             traceback.print_exc(file=debug)
-        message = _redact(f"internal error: {type(exc).__name__}: {exc}", seen)
-        return failure(command, InternalError(message)), InternalError.exit_status
+        error = InternalError(f"internal error: {type(exc).__name__}: {exc}")
+        return refusal(command, error, seen), InternalError.exit_status
 
 
 def refusal(
     command: str, exc: CortexError, seen: Seen | None = None, *, actions: Spelling | None = None
 ) -> Envelope:
-    """The envelope of a refused command, its message, report and actions redacted."""
+    """The envelope of a failed command, its message, report and actions redacted.
+
+    The one place error text becomes output: every error envelope of the CLI and of the MCP
+    server is made here and nowhere else (tests/test_layering.py holds that), so none can skip
+    redaction. A message may quote input with `repr()`; the redactor reads through its escapes.
+    """
     seen = {} if seen is None else seen
     exc.message = _redact(exc.message, seen)
     return failure(
@@ -117,6 +135,28 @@ def refusal(
         actions=_redacted(getattr(exc, "actions", None), seen),
         spelling=actions,
     )
+
+
+def parse_refusal(command: str, exc: CortexError, cwd: str, env: Mapping[str, str]) -> Envelope:
+    """The envelope of a command line that did not parse, redacted with configured literals."""
+    return refusal(command, exc, {"redactor": redactor_for(cwd, env)})
+
+
+def redactor_for(cwd: str, env: Mapping[str, str]) -> Redactor:
+    """The redactor of the workspace at `cwd`, for text made before any kernel exists.
+
+    When the configuration cannot be read (it is itself what is broken), the built-in rules
+    still apply.
+    """
+    from cortex.cases.redact import Redactor
+
+    try:
+        from cortex.kernel.config import load_config
+        from cortex.workspace.identity import discover
+
+        return Redactor(load_config(discover(cwd, env).root, env).redact_literals)
+    except Exception:  # noqa: BLE001 - an answer must come out whatever the configuration is
+        return Redactor()
 
 
 def _redactor(seen: Seen) -> Any:

@@ -27,7 +27,7 @@ from cortex.cases.records import (
     Risk,
     Surface,
 )
-from cortex.cases.redact import Redactor
+from cortex.cases.redact import Redactor, clip
 
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
 
@@ -109,6 +109,15 @@ SURFACES: tuple[Surface, ...] = get_args(Surface)
 EVIDENCE_KINDS: tuple[EvidenceKind, ...] = get_args(EvidenceKind)
 ORIGINS: tuple[Origin, ...] = get_args(Origin)
 CONFIDENCES: tuple[Confidence, ...] = get_args(Confidence)
+
+
+def shown(value: str, limit: int) -> str:
+    """`value` cut to about `limit` characters between words, to quote in a message.
+
+    A secret cut in half is no longer recognised by the redactor; a cut between words keeps
+    whole tokens, which it redacts (cortex.cases.redact.clip).
+    """
+    return clip(value, limit)
 
 
 def choice(value: str, field: str, allowed: tuple[_Word, ...]) -> _Word:

@@ -24,6 +24,7 @@ from cortex.cases.documents import Batch, ClaimTerms, Verification
 from cortex.cases.errors import ArgumentError, InvalidInputError, naming
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile
+from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import assess
@@ -59,7 +60,7 @@ def parse_claims(
         if not sep or not _CLAIM_ID.fullmatch(claim_id):
             msg = "{claim} must be ID=STATEMENT with an id of letters, digits, _ and -, "
             msg += f"not {spec!r}"
-            raise ArgumentError(msg[:400], "claim")
+            raise ArgumentError(clip(msg, 400), "claim")
         if claim_id in statements:
             raise ArgumentError(f"{{claim}} {claim_id} is given twice", "claim")
         if kernel.redactor.looks_secret(claim_id):
@@ -71,7 +72,7 @@ def parse_claims(
         if not sep or claim_id not in statements:
             msg = "{contract} must be ID=REQUIREMENT for a claim given with {claim}, "
             msg += f"not {spec!r}"
-            raise ArgumentError(msg[:400], "contract", "claim")
+            raise ArgumentError(clip(msg, 400), "contract", "claim")
         if claim_id in mapped:
             raise ArgumentError(f"{{contract}} {claim_id} is given twice", "contract")
         try:
@@ -115,7 +116,7 @@ def _check_claims(kernel: Kernel, case: CaseFile, claims: list[Claim], old: Veri
         if claim.id in criteria and criteria[claim.id] != stored:
             msg = (
                 f"claim {claim.id} is an acceptance criterion and must repeat its statement "
-                f"exactly: {criteria[claim.id][:300]!r}"
+                f"exactly: {clip(criteria[claim.id], 300)!r}"
             )
             raise GateRefusedError(msg, [])
         previous = earlier.get(claim.id)
@@ -214,8 +215,10 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
     try:
         problem = verifier.check(requirement, context)
     except Exception as exc:  # noqa: BLE001 - a broken plugin is bad input, not a crash
-        return f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})"[:500]
-    return None if problem is None else str(problem)[:SUMMARY_MAX]
+        return clip(
+            f"{requirement}: the verifier's check failed ({type(exc).__name__}: {exc})", 500
+        )
+    return None if problem is None else clip(str(problem), SUMMARY_MAX)
 
 
 def _run_all(
@@ -239,7 +242,7 @@ def _run_all(
             outcome = Outcome(
                 status="blocked",
                 summary=f"{requirement}: the verifier failed ({type(exc).__name__})",
-                notes=[str(exc)[:500]],
+                notes=[clip(str(exc), 500)],
             )
         if watch is not None:
             watch.finish(outcome.status)
@@ -273,10 +276,13 @@ def verify(
     lease_token: str | None = None,
 ) -> Result:
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
+    from cortex.cases.store import monotonic_ms
     from cortex.verifiers.registry import resolve
 
     progress = kernel.progress or Progress()
-    store = kernel.writable(task_id)
+    began = monotonic_ms()  # the audit line's duration covers the verifiers' run
+
+    task_id, store = kernel.find_writable(task_id)
     case, documents = store.read_view(task_id)
     old = documents.get("verification.json") or Verification()
     _check_phase(case)
@@ -311,7 +317,7 @@ def verify(
     runs = _run_all(kernel, verifiers, context, progress)
     progress.step("commit")  # the last moment a cancelled request stops the run unwritten
 
-    with store.transaction(task_id, actor=who, operation="case.verify") as txn:
+    with store.transaction(task_id, actor=who, operation="case.verify", started_ms=began) as txn:
         _check_phase(txn.case)
         require_lease_holder(
             txn, who, kernel, doing="verify", required=case.mode == "change", token=lease_token
@@ -334,6 +340,8 @@ def verify(
             reasons=reasons,
             revision=end.head if end.bound else start.head,
             dirty_digest=end.digest if end.bound else start.digest,
+            tree=end.tree if end.bound else start.tree,
+            head_tree=end.head_tree if end.bound else start.head_tree,
             branch=end.branch or start.branch,
             case_revision=case.revision,
             lease_actor=lease_before[0] if lease_before else None,
@@ -404,6 +412,12 @@ def _binding_reasons(start: Capture, end: Capture, before: int, now: int) -> lis
             reasons.append(f"HEAD moved during the run ({start.head} -> {end.head})")
         elif start.digest != end.digest:
             reasons.append("the work tree changed during the run")
+        elif start.tree != end.tree:
+            # The digest is stricter within one HEAD, but the tree is what currency is judged by.
+            reasons.append(
+                f"the tree id changed during the run ({start.tree or start.tree_reason} -> "
+                f"{end.tree or end.tree_reason})"
+            )
     if before != now:
         reasons.append(f"the case changed during the run (revision {before} -> {now})")
     return reasons

@@ -14,6 +14,7 @@ Nothing here is imported by any other command.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import logging
@@ -21,18 +22,26 @@ import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Mapping
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 import anyio
 import mcp_types as types
 import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from cortex import __version__
 from cortex.kernel.envelope import Action, Envelope, Result
 from cortex.kernel.errors import InvalidInputError
-from cortex.kernel.surface import execute, in_kernel, redacted, to_json
+from cortex.kernel.surface import (
+    execute,
+    in_kernel,
+    redacted,
+    redactor_for,
+    scrubbed,
+    to_json,
+)
 from cortex.mcp.progress import Logging, Relay
 from cortex.mcp.tools import (
     BY_NAME,
@@ -197,12 +206,52 @@ def serve(cwd: str, env: Mapping[str, str], *, stderr: IO[str]) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _stop)
 
+    redactor = redactor_for(cwd, env)
+
     async def main() -> None:
         async with stdio_server(stdin=_requests(closing)) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            writes = _RedactedErrors(write_stream, redactor)
+            await server.run(read_stream, writes, server.create_initialization_options())
 
     anyio.run(main)
     return 0
+
+
+class _RedactedErrors:
+    """The wire's write side, with the text of every protocol-level error redacted.
+
+    Every tool answer is an envelope made by `surface.refusal`, redacted there; but the SDK
+    answers some requests itself with a JSON-RPC error that quotes them (an unknown method's
+    name comes back as the error's data). Those pass through here on their way out.
+    """
+
+    def __init__(self, inner: Any, redactor: Any) -> None:
+        # A `Redactor` (the workspace's, from `surface.redactor_for`): called on error text.
+        self._inner = inner
+        self._redactor = redactor
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCError):
+            error = message.error.model_copy(
+                update={
+                    "message": self._redactor(message.error.message),
+                    "data": scrubbed(self._redactor, message.error.data),
+                }
+            )
+            item = dataclasses.replace(item, message=message.model_copy(update={"error": error}))
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result
 
 
 def _stop(signum: int, _frame: object) -> None:

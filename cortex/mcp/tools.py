@@ -20,12 +20,18 @@ import msgspec
 
 from cortex.kernel import defaults
 from cortex.kernel.envelope import Action, Result
-from cortex.kernel.errors import InvalidInputError
+from cortex.kernel.errors import CortexError, InvalidInputError
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
 
-TaskId = Annotated[str, msgspec.Meta(description="the case's task id (task_...)")]
+TaskId = Annotated[
+    str,
+    msgspec.Meta(
+        description="the case's task id (task_...), a unique prefix of one (task_ and at least "
+        "4 more characters), or @latest (the newest case of this workspace)"
+    ),
+]
 Actor = Annotated[
     str | None,
     msgspec.Meta(description="who is acting (default: $CORTEX_ACTOR of the server, else mcp)"),
@@ -98,6 +104,9 @@ class OpenTask(_Args):
     ] = None
     parent: Annotated[str | None, msgspec.Meta(description="open as a child of this case")] = None
     actor: Actor = None
+    no_recall: Annotated[
+        bool, msgspec.Meta(description="leave out the brief of what earlier cases learned")
+    ] = False
 
 
 class TaskOnly(_Args):
@@ -146,6 +155,13 @@ class RecordEvidence(_Args):
     )
     actor: Actor = None
     expect_revision: Expect = None
+    contests: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="dispute this answered decision (dec_...); both stay [contested] "
+            "until a person resolves it"
+        ),
+    ] = None
 
 
 class Note(_Args):
@@ -156,6 +172,13 @@ class Note(_Args):
     origin: Origin = defaults.ORIGIN
     actor: Actor = None
     expect_revision: Expect = None
+    contests: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="dispute this answered decision (dec_...); both stay [contested] "
+            "until a person resolves it"
+        ),
+    ] = None
 
 
 class PlanArgs(_Args):
@@ -191,7 +214,7 @@ class Resolve(_Args):
     """Arguments of cortex_resolve."""
 
     task_id: TaskId
-    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_...")]
+    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_..., or a unique prefix of one")]
     status: Literal["confirmed", "challenged", "rejected"]
     reason: str
     evidence: list[str] = msgspec.field(default_factory=list)
@@ -238,6 +261,10 @@ class RequestDecision(_Args):
         ),
     ] = msgspec.field(default_factory=list)
     actor: Actor = None
+    subject: Annotated[
+        str | None,
+        msgspec.Meta(description="what it decides; a later decision on the subject supersedes it"),
+    ] = None
 
 
 class Complete(_Args):
@@ -270,11 +297,19 @@ class Block(_Args):
     actor: Actor = None
 
 
+class Unblock(_Args):
+    """Arguments of cortex_unblock."""
+
+    task_id: TaskId
+    reason: Annotated[str, msgspec.Meta(description="what changed: why the case can go on")]
+    actor: Actor = None
+
+
 class ReadEvidence(_Args):
     """Arguments of cortex_read_evidence."""
 
     task_id: TaskId
-    evidence_id: Annotated[str, msgspec.Meta(description="ev_...")]
+    evidence_id: Annotated[str, msgspec.Meta(description="ev_..., or a unique prefix of one")]
 
 
 class ReadArtifact(_Args):
@@ -329,8 +364,20 @@ class Leases:
         self._tokens: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def get(self, task_id: str) -> str | None:
-        """The token this server holds for the case's lease, if any."""
+    def get(self, kernel: Kernel, ref: str) -> str | None:
+        """The token this server holds for the lease of the case `ref` names, if any.
+
+        Tokens are kept by whole task id; a prefix or `@latest` is made whole the way the call
+        itself will make it (a reference that names nothing gets no token, and the call then
+        says why).
+        """
+        with self._lock:
+            if ref in self._tokens or not self._tokens:
+                return self._tokens.get(ref)
+        try:
+            task_id, _ = kernel.find(ref)
+        except CortexError:
+            return None
         with self._lock:
             return self._tokens.get(task_id)
 
@@ -343,6 +390,44 @@ class Leases:
         """Drop the token of a lease that ended."""
         with self._lock:
             self._tokens.pop(task_id, None)
+
+
+class Recall(_Args):
+    """Arguments of cortex_recall."""
+
+    query: Annotated[
+        str, msgspec.Meta(description="words to look for (letters and digits; no query syntax)")
+    ]
+    repo: Annotated[
+        str | None, msgspec.Meta(description="only cards of this repository or store")
+    ] = None
+    kinds: Annotated[
+        list[str],
+        msgspec.Meta(description="only these kinds: hypothesis|decision|outcome|evidence"),
+    ] = msgspec.field(default_factory=list)
+    statuses: Annotated[
+        list[str], msgspec.Meta(description="only these statuses (rejected, active, verified, ...)")
+    ] = msgspec.field(default_factory=list)
+    since: Annotated[
+        str | None, msgspec.Meta(description="created at or after: ISO date or time")
+    ] = None
+    until: Annotated[
+        str | None, msgspec.Meta(description="created at or before: ISO date or time")
+    ] = None
+    limit: Annotated[int, msgspec.Meta(description="cards per page (at most 100)")] = (
+        defaults.RECALL_LIMIT
+    )
+    cursor: Annotated[str | None, msgspec.Meta(description="nextCursor of the last page")] = None
+    budget: Annotated[
+        int | None,
+        msgspec.Meta(description="keep cards within this many estimated tokens (top card always)"),
+    ] = None
+
+
+class RecallGet(_Args):
+    """Arguments of cortex_recall_get."""
+
+    ids: Annotated[list[str], msgspec.Meta(description="card ids (hyp_, dec_, ev_, task_), 1-100")]
 
 
 class Tool(msgspec.Struct, frozen=True, kw_only=True):
@@ -371,6 +456,7 @@ def _open(k: Kernel, a: OpenTask, _held: Leases) -> Result:
         idempotency_key=a.idempotency_key,
         actor=a.actor,
         parent=a.parent,
+        no_recall=a.no_recall,
     )
 
 
@@ -407,6 +493,7 @@ def _evidence(k: Kernel, a: RecordEvidence, _held: Leases) -> Result:
         raw=raw,
         raw_tree=tree,
         derived_from=a.derived_from,
+        contests=a.contests,
         actor=a.actor,
         expected_revision=a.expect_revision,
     )
@@ -420,6 +507,7 @@ def _note(k: Kernel, a: Note, _held: Leases) -> Result:
         a.task_id,
         text=a.text,
         origin=a.origin,
+        contests=a.contests,
         actor=a.actor,
         expected_revision=a.expect_revision,
     )
@@ -452,7 +540,7 @@ def _plan(k: Kernel, a: PlanArgs, held: Leases) -> Result:
         reason=a.reason,
         actor=a.actor,
         expected_revision=a.expect_revision,
-        lease_token=held.get(a.task_id),
+        lease_token=held.get(k, a.task_id),
     )
 
 
@@ -474,11 +562,13 @@ def _resolve(k: Kernel, a: Resolve, _held: Leases) -> Result:
 def _begin_change(k: Kernel, a: BeginChange, held: Leases) -> Result:
     from cortex.kernel.lease import begin_change
 
-    result = begin_change(k, a.task_id, actor=a.actor, ttl=a.ttl, lease_token=held.get(a.task_id))
+    result = begin_change(
+        k, a.task_id, actor=a.actor, ttl=a.ttl, lease_token=held.get(k, a.task_id)
+    )
     # The token stays with this server (for its connection), never with the client.
     token = result.data.get("leaseToken")
     if token:
-        held.keep(a.task_id, token)
+        held.keep(result.data["taskId"], token)
     result.data["leaseToken"] = None
     return result
 
@@ -497,7 +587,7 @@ def _verify(k: Kernel, a: Verify, held: Leases) -> Result:
         contracts=[*contracts, *a.contracts],
         ack_drift=a.ack_drift,
         no_op=a.no_op,
-        lease_token=held.get(a.task_id),
+        lease_token=held.get(k, a.task_id),
     )
 
 
@@ -505,7 +595,9 @@ def _request(k: Kernel, a: RequestDecision, _held: Leases) -> Result:
     from cortex.kernel.decisions import request
 
     options = [o if isinstance(o, str) else (o.id, o.label, o.consequence or "") for o in a.options]
-    return request(k, a.task_id, question=a.question, options=options, actor=a.actor)
+    return request(
+        k, a.task_id, question=a.question, options=options, subject=a.subject, actor=a.actor
+    )
 
 
 def _complete(k: Kernel, a: Complete, held: Leases) -> Result:
@@ -518,9 +610,9 @@ def _complete(k: Kernel, a: Complete, held: Leases) -> Result:
         accept_failed=a.accept_failed,
         verification_not_possible=a.verification_not_possible,
         actor=a.actor,
-        lease_token=held.get(a.task_id),
+        lease_token=held.get(k, a.task_id),
     )
-    held.forget(a.task_id)  # completing ended the lease
+    held.forget(result.data["taskId"])  # completing ended the lease
     return result
 
 
@@ -534,6 +626,12 @@ def _block(k: Kernel, a: Block, _held: Leases) -> Result:
     from cortex.kernel.close import close
 
     return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor)
+
+
+def _unblock(k: Kernel, a: Unblock, _held: Leases) -> Result:
+    from cortex.kernel.close import unblock
+
+    return unblock(k, a.task_id, reason=a.reason, actor=a.actor)
 
 
 def _read_evidence(k: Kernel, a: ReadEvidence, _held: Leases) -> Result:
@@ -572,6 +670,29 @@ def _handoff(k: Kernel, a: Handoff, _held: Leases) -> Result:
     from cortex.kernel.views.handoff.packet import handoff
 
     return handoff(k, a.task_id, compact=a.compact)
+
+
+def _recall(k: Kernel, a: Recall, _held: Leases) -> Result:
+    from cortex.kernel.views.recall import recall
+
+    return recall(
+        k,
+        a.query,
+        repo=a.repo,
+        kinds=a.kinds,
+        statuses=a.statuses,
+        since=a.since,
+        until=a.until,
+        limit=a.limit,
+        cursor=a.cursor,
+        budget=a.budget,
+    )
+
+
+def _recall_get(k: Kernel, a: RecallGet, _held: Leases) -> Result:
+    from cortex.kernel.views.recall import get
+
+    return get(k, a.ids)
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -717,6 +838,35 @@ TOOLS: tuple[Tool, ...] = (
         read_only=True,
         idempotent=True,
     ),
+    Tool(
+        name="cortex_unblock",
+        command="case.unblock",
+        description="Return a blocked case to the phase it was blocked in, with the reason it "
+        "can go on (recorded on the phase change).",
+        args=Unblock,
+        call=_unblock,
+    ),
+    Tool(
+        name="cortex_recall",
+        command="recall",
+        description="Cards of what earlier cases learned (rejected and confirmed hypotheses, "
+        "decisions with the options they turned down, outcomes, notable evidence), best match "
+        "first, with labels for stale, moved, superseded or contested ones. Cards only; read "
+        "a full record with cortex_recall_get. Pass budget to bound the tokens.",
+        args=Recall,
+        call=_recall,
+        read_only=True,
+        idempotent=True,
+    ),
+    Tool(
+        name="cortex_recall_get",
+        command="recall.get",
+        description="The full records of named cards, all of them or none.",
+        args=RecallGet,
+        call=_recall_get,
+        read_only=True,
+        idempotent=True,
+    ),
 )
 
 BY_NAME = {tool.name: tool for tool in TOOLS}
@@ -735,6 +885,8 @@ ALIASES: dict[str, str] = {
     "options": "option",
     "evidence_id": "evidence",
     "kinds": "kind",
+    "statuses": "status",
+    "ids": "id",
 }
 """MCP argument -> the CLI option (or positional) it stands for, where the names differ.
 

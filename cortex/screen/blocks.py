@@ -46,6 +46,9 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
             "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
         )
         rows.append((f"  {label or receipt['id']}", f"{receipt['status']} ({mark})"))
+    if assessment.get("currency"):
+        # Why the receipts are current or stale, e.g. "committed unchanged as 5d6e7f8".
+        rows.append(("  code", assessment["currency"]["summary"]))
     rows.extend(("  why", reason) for reason in assessment["reasons"])
     return rows
 

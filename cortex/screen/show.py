@@ -70,6 +70,25 @@ def _hypotheses(console: Console, hypotheses: list[Data]) -> None:
         console.print(Text(f"      disproved if: {h['disproof']}", style="dim"))
 
 
+def _decisions(console: Console, decisions: list[Data]) -> None:
+    """Answered decisions with their history labels, and the options they turned down."""
+    answered = [d for d in decisions if d["status"] == "answered"]
+    if not answered:
+        return
+    console.print(Text("decisions", style="bold"))
+    for d in answered:
+        line = Text(f"  {d['id']} ") + Text(f"chose {d['answer']}", style="cyan")
+        if d.get("subject"):
+            line += Text(f" on {d['subject']}")
+        line += Text(f": {d['question']}")
+        for label in d.get("labels", []):
+            line += Text(" ") + Text(label, style="yellow")
+        console.print(line)
+        if d.get("alreadyRejected"):
+            shown = ", ".join(f"{o['label']} ({o['id']})" for o in d["alreadyRejected"])
+            console.print(Text(f"      already rejected: {shown}", style="dim"))
+
+
 def _recent(console: Console, recent: Data) -> None:
     items = recent["items"][:RECENT_SHOWN]
     totals = ", ".join(f"{n} {name}" for name, n in recent["totals"].items())
@@ -85,6 +104,8 @@ def _recent(console: Console, recent: Data) -> None:
         if origin != "agent":
             # A person's word, or an agent's report of one (docs/design/trust.md).
             line += Text(f"  [{origin}]", style="dim")
+        for label in item.get("labels", []):
+            line += Text(" ") + Text(label, style="yellow")
         console.print(line)
     if recent["total"] > len(items):
         console.print(
@@ -106,4 +127,5 @@ def show(console: Console, data: Data) -> None:
     console.print(Text("phases ", style="bold") + _stepper(data["stepper"]))
     console.print(_times(data["time"]))
     _hypotheses(console, data["hypotheses"])
+    _decisions(console, data.get("decisions", []))
     _recent(console, {**data["recent"], "taskId": data["taskId"]})

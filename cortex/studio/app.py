@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -22,6 +24,7 @@ from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from cortex.kernel import defaults
+from cortex.screen.columns import Layout
 from cortex.studio import view
 from cortex.studio.data import Answered, Board, Decision, Detail, Failure, Source, choose
 
@@ -71,6 +74,19 @@ class AnswerScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class _Table(DataTable[Text]):
+    """The board's table: it tells the app when its size changes, to lay the columns out."""
+
+    def __init__(self, resized: Callable[[], None], **options: Any) -> None:
+        super().__init__(**options)
+        self._resized = resized
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A new width can fit more columns, or fewer."""
+        del event
+        self._resized()
+
+
 class StudioApp(App[None]):
     """The live board."""
 
@@ -88,7 +104,15 @@ class StudioApp(App[None]):
     ]
     _MODAL_BLOCKED = frozenset({"search", "toggle_active", "answer", "refresh", "leave_search"})
 
-    def __init__(self, source: Source, *, refresh: float = defaults.STUDIO_REFRESH) -> None:
+    def __init__(
+        self,
+        source: Source,
+        *,
+        refresh: float = defaults.STUDIO_REFRESH,
+        active: bool = False,
+        repo: str | None = None,
+        query: str | None = None,
+    ) -> None:
         super().__init__()
         self.source = source
         self.refresh_seconds = refresh
@@ -96,8 +120,12 @@ class StudioApp(App[None]):
         self.board: Board | None = None
         self.shown: Detail | None = None
         self.selected: str | None = None
-        self.query_text: str | None = None
-        self.active_only = False
+        self.query_text: str | None = query
+        self.active_only = active
+        self.repo = repo
+        """`--repo`: fixed for the session (the search box and `f` change the other two)."""
+        self._layout: Layout | None = None
+        """The columns the table holds now, and their widths (see `view.layout`)."""
         self.failure: tuple[float, str] | None = None
         self.notice: tuple[str, bool] | None = None
         self._drawn: tuple[tuple[str, tuple[Text, ...]], ...] = ()
@@ -109,7 +137,9 @@ class StudioApp(App[None]):
             max_length=defaults.QUERY_MAX,
             id="search",
         )
-        self.table: DataTable[Text] = DataTable(id="board", cursor_type="row", zebra_stripes=True)
+        self.table: DataTable[Text] = _Table(
+            self.relayout, id="board", cursor_type="row", zebra_stripes=True
+        )
         self.pane = Static(view.detail(None, selected=None), markup=False, id="detail")
         self.status_bar = Static(id="status", markup=False)
         self._loading = False
@@ -126,10 +156,32 @@ class StudioApp(App[None]):
 
     def on_mount(self) -> None:
         """Set the columns up, load once, then on every tick."""
-        self.table.add_columns(*(Text(label, style="bold") for label in view.COLUMNS))
+        self._set_columns(view.layout([], self._width()))
+        if self.query_text:
+            self.search.value = self.query_text  # `--query`, there to edit like a typed search
         self._draw_status()
         self.set_interval(self.refresh_seconds, self.action_refresh)
         self.action_refresh()
+
+    def relayout(self) -> None:
+        """Lay the columns out again for a new width (the id and phase always fit)."""
+        if self.board is not None and self.table.is_attached:
+            self._drawn = ()
+            self._draw_rows(self.board)
+
+    def _width(self) -> int:
+        """Characters the board's columns may take.
+
+        The terminal's width less the table's cell padding at both edges and a scrollbar.
+        """
+        return self.size.width - 2 - max(self.table.scrollbar_size_vertical, 2)
+
+    def _set_columns(self, layout: Layout) -> None:
+        self._layout = layout
+        self.table.clear(columns=True)
+        for index, width in zip(layout.kept, layout.widths, strict=True):
+            name = view.COLUMNS[index]
+            self.table.add_column(Text(name, style="bold"), width=width, key=name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While the answer dialog is open, only it (and quit) takes keys."""
@@ -153,7 +205,11 @@ class StudioApp(App[None]):
                 self._again = False
                 asked = (self.query_text, self.active_only)
                 result = await asyncio.to_thread(
-                    self.source.board, query=asked[0], active=asked[1], selected=self.selected
+                    self.source.board,
+                    query=asked[0],
+                    active=asked[1],
+                    selected=self.selected,
+                    repo=self.repo,
                 )
                 if not self.table.is_attached:
                     return  # the app is closing: nothing left to draw on
@@ -184,18 +240,26 @@ class StudioApp(App[None]):
         table = self.table
         # Compared as drawn, not as loaded: idle seconds change on every load, their minutes
         # rarely, and an unchanged board is not redrawn.
-        drawn = tuple((row.task_id, view.cells(row)) for row in board.rows)
+        every = [view.cells(row) for row in board.rows]
+        layout = view.layout(every, self._width())
+        drawn = tuple(
+            (row.task_id, tuple(cells[i] for i in layout.kept))
+            for row, cells in zip(board.rows, every, strict=True)
+        )
         previous, self._drawn = self._drawn, drawn
-        if _looks(drawn) == _looks(previous):
+        if layout != self._layout:
+            self._set_columns(layout)
+            previous = ()
+        elif _looks(drawn) == _looks(previous):
             return
-        if [key for key, _ in drawn] == [key for key, _ in previous]:
+        if previous and [key for key, _ in drawn] == [key for key, _ in previous]:
             # The same cases in the same order: update the lines that changed, in place, so
             # the cursor and the scroll position stay where the person left them.
             columns = list(table.columns)
             for (key, new), (_, old) in zip(drawn, previous, strict=True):
                 if _looks(((key, new),)) != _looks(((key, old),)):
                     for column, cell in zip(columns, new, strict=True):
-                        table.update_cell(key, column, cell, update_width=True)
+                        table.update_cell(key, column, cell)
             return
         table.clear()
         for key, cells in drawn:
@@ -243,6 +307,7 @@ class StudioApp(App[None]):
             active=self.active_only,
             failure=self.failure,
             notice=self.notice,
+            repo=self.repo,
         )
         self.status_bar.update(line)
 

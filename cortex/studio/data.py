@@ -115,11 +115,15 @@ class Source:
         self.limit = limit
         self._lock = threading.Lock()
 
-    def board(self, *, query: str | None, active: bool, selected: str | None) -> Board | Failure:
+    def board(
+        self, *, query: str | None, active: bool, selected: str | None, repo: str | None = None
+    ) -> Board | Failure:
         """The newest `limit` cases matching the filters, and the detail of the one to select."""
         with self._lock:
             try:
-                result = sessions(self.kernel, active=active, query=query, limit=self.limit)
+                result = sessions(
+                    self.kernel, repo=repo, active=active, query=query, limit=self.limit
+                )
                 data = redacted(self.kernel, msgspec.to_builtins(result.data))
                 rows = tuple(_row(item) for item in data["items"])
             except Exception as exc:  # noqa: BLE001 - any failure keeps the last good view

@@ -14,6 +14,7 @@ from cortex.kernel import defaults
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import CortexError, InvalidInputError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.validate import shown
 
 _SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
 
@@ -25,7 +26,8 @@ def refresh_seconds(text: str | None) -> float:
         return defaults.STUDIO_REFRESH
     seconds = float(text) if _SECONDS.fullmatch(text) else None
     if seconds is None or not low <= seconds <= high:
-        msg = f"--refresh must be a number of seconds from {low:g} to {high:g}, not {text[:40]!r}"
+        given = shown(text, 40)
+        msg = f"--refresh must be a number of seconds from {low:g} to {high:g}, not {given!r}"
         raise InvalidInputError(msg)
     return seconds
 
@@ -38,9 +40,24 @@ def _is_terminal(stream: IO[Any] | None) -> bool:
         return False
 
 
-def launch(kernel: Kernel, *, refresh: str | None, streams: Sequence[IO[Any] | None]) -> Result:
-    """Run the board until the person quits; the result lists the answers it recorded."""
+def launch(
+    kernel: Kernel,
+    *,
+    refresh: str | None,
+    streams: Sequence[IO[Any] | None],
+    active: bool = False,
+    repo: str | None = None,
+    query: str | None = None,
+) -> Result:
+    """Run the board until the person quits; the result lists the answers it recorded.
+
+    `active`, `repo` and `query` are the filters `case sessions` takes, applied from the start
+    (the `f` key and the search box change the first and the last).
+    """
     seconds = refresh_seconds(refresh)
+    from cortex.kernel.views.sessions import check_filters
+
+    check_filters(repo, query)
     if not all(_is_terminal(stream) for stream in streams):
         msg = (
             "cortex studio is interactive and needs a terminal on stdin, stdout and stderr; "
@@ -50,7 +67,7 @@ def launch(kernel: Kernel, *, refresh: str | None, streams: Sequence[IO[Any] | N
     from cortex.studio.app import StudioApp
     from cortex.studio.data import Source
 
-    app = StudioApp(Source(kernel), refresh=seconds)
+    app = StudioApp(Source(kernel), refresh=seconds, active=active, repo=repo, query=query)
     app.run()
     if app.return_code:
         # Textual has printed what went wrong once it restored the terminal.

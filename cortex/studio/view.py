@@ -15,13 +15,31 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from cortex.screen.columns import Column, Layout, fit
 from cortex.screen.show import show as show_case
 from cortex.screen.text import clean, safe
 from cortex.studio.data import Board, Decision, Detail, Option, Row
 
-COLUMNS = ("repo", "status", "decision", "lease", "verdict", "idle", "goal", "task")
 GOAL_SHOWN = 60
 """Characters of a goal on the board; the detail pane shows all of it."""
+LAYOUT = (
+    Column("task"),
+    Column("status"),
+    Column("repo", priority=1),
+    Column("decision", priority=2),
+    Column("verdict", priority=3),
+    Column("lease", priority=4),
+    Column("idle", priority=5),
+    Column("goal", flexible=True),
+)
+"""The board's columns by priority (cortex.screen.columns): at 80 columns the id and the phase
+stay whole, the least important columns give way first, and the goal takes what is left."""
+COLUMNS = tuple(column.name for column in LAYOUT)
+FIXED = {"task": 31, "decision": 8, "verdict": 10, "idle": 4}
+"""Widths of the columns whose text is bounded (an id, a phase, ...): a board whose idle times
+tick over keeps its layout instead of being redrawn each minute."""
+WIDEST = {"repo": 24, "lease": 16}
+"""The most a repository or lease holder takes on the board (cut with an ellipsis beyond)."""
 
 _STATUS_STYLE = {
     "needs_human_decision": "bold yellow",
@@ -57,26 +75,40 @@ def cells(row: Row) -> tuple[Text, ...]:
     if row.error is not None:
         blank = _text("")
         return (
-            _text(row.repository),
+            _text(row.task_id),
             _text(row.status, _STATUS_STYLE["unreadable"]),
+            _text(row.repository),
             blank,
             blank,
             blank,
             blank,
             _text(row.error, "red"),
-            _text(row.task_id),
         )
     goal = row.goal if len(row.goal) <= GOAL_SHOWN else row.goal[: GOAL_SHOWN - 1] + "\u2026"
     return (
-        _text(row.repository),
+        _text(row.task_id),
         _text(row.status, _STATUS_STYLE.get(row.status, "")),
+        _text(row.repository),
         _text("waiting" if row.pending else "", "bold yellow"),
-        _text(row.lease),
         _text(row.verdict, _VERDICT_STYLE.get(row.verdict or "", "")),
+        _text(row.lease),
         _text(idle(row.idle), "yellow" if row.stale else "dim"),
         _text(goal),
-        _text(row.task_id, "dim"),
     )
+
+
+def layout(rows: list[tuple[Text, ...]], width: int) -> Layout:
+    """Which columns of `LAYOUT` the board draws in `width` characters, and how wide each is."""
+    natural = []
+    for index, column in enumerate(LAYOUT):
+        fixed = FIXED.get(column.name)
+        if fixed is not None:
+            natural.append(max(fixed, len(column.name)))
+            continue
+        widest = max((row[index].cell_len for row in rows), default=0)
+        cap = WIDEST.get(column.name, widest)
+        natural.append(max(len(column.name), min(widest, cap)))
+    return fit(LAYOUT, natural, max(width, 1))
 
 
 class _Collector(Console):
@@ -129,6 +161,7 @@ def status(
     active: bool,
     failure: tuple[float, str] | None,
     notice: tuple[str, bool] | None,
+    repo: str | None = None,
 ) -> Text:
     """The status line: what is shown, when it was read, and what went wrong or was done."""
     line = Text()
@@ -139,6 +172,8 @@ def status(
         if board.truncated:
             line += Text(" (newest shown)", style="dim")
         line += Text(f" · read {_clock(board.at)}", style="dim")
+    if repo:
+        line += Text(" · repo ", style="cyan") + Text(safe(repo))
     if active:
         line += Text(" · active only", style="cyan")
     if query:

@@ -18,6 +18,7 @@ from cortex.cases.bounds import (
     RAW_BLOB_MAX,
     SUMMARY_MAX,
 )
+from cortex.cases.redact import clip
 
 if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
@@ -105,18 +106,20 @@ def validated(outcome: object) -> Outcome:
         msg = f"run() returned {type(outcome).__name__}, not an Outcome"
         raise TypeError(msg)
     valid = msgspec.convert(msgspec.to_builtins(outcome, builtin_types=(bytes,)), Outcome)
-    valid.summary = valid.summary[:SUMMARY_MAX]
-    valid.notes = [note[:SUMMARY_MAX] for note in valid.notes[:NOTES_MAX]]
+    # Cut between words: these are redacted when stored, and a cut secret is not recognised.
+    valid.summary = clip(valid.summary, SUMMARY_MAX)
+    valid.notes = [clip(note, SUMMARY_MAX) for note in valid.notes[:NOTES_MAX]]
     valid.findings = valid.findings[:NOTES_MAX]
     for finding in valid.findings:
-        finding.claim = finding.claim[:CLAIM_STATEMENT_MAX]
+        finding.claim = clip(finding.claim, CLAIM_STATEMENT_MAX)
     if len(valid.contracts) > CONTRACTS_MAX:
         valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
         valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
     valid.details = dict(list(valid.details.items())[:NOTES_MAX])
     msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
     if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
-        valid.raw = valid.raw[:RAW_BLOB_MAX]
+        cut = max(valid.raw.rfind(space, 0, RAW_BLOB_MAX) for space in (b"\n", b" ", b"\t"))
+        valid.raw = valid.raw[: cut + 1 if cut >= 0 else RAW_BLOB_MAX]
         valid.notes.append(f"the raw output was cut at {RAW_BLOB_MAX} bytes")
     return valid
 

@@ -13,6 +13,7 @@ which kills the group and raises `Cancelled`, like Ctrl-C.
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any, Protocol
 import msgspec
 
 from cortex.cases.bounds import OUTPUT_HEAD, OUTPUT_TAIL
+from cortex.cases.redact import PRIVATE
 
 _SPACES = (b"\n", b" ", b"\t", b"\r")
 _GRACE = 2.0
@@ -90,11 +92,36 @@ class _Stream:
         # redactor can only recognise it whole. The partial words at both cuts are dropped too.
         cut = max(self.head.rfind(space) for space in _SPACES) + 1
         head = bytes(self.head[:cut])
-        found = [i for i in (self.tail.find(space) for space in _SPACES) if i >= 0]
-        tail = bytes(self.tail[min(found) + 1 :]) if found else b""
+        # The tail starts at a line: a key's value runs to the end of its line (YAML, prose), so
+        # the rest of a line whose key was cut away would be kept unredacted. A tail without a
+        # line break (one long line) starts at a word.
+        start = self.tail.find(b"\n")
+        if start < 0:
+            found = [i for i in (self.tail.find(space) for space in _SPACES) if i >= 0]
+            start = min(found) if found else len(self.tail)
+        tail = bytes(self.tail[start + 1 :])
         omitted = self.dropped + (len(self.head) - cut) + (len(self.tail) - len(tail))
         marker = f"[... {omitted} bytes omitted ...]\n".encode()
-        return head + marker + tail
+        return head + marker + _private_cut(tail)
+
+
+_CLOSE_PRIVATE = re.compile(rb"<\s*/\s*private\b[^>]*(?:>|\Z)", re.IGNORECASE)
+_OPEN_PRIVATE = re.compile(rb"<\s*private\b", re.IGNORECASE)
+
+
+def _private_cut(tail: bytes) -> bytes:
+    """A tail whose first `</private>` closes a span opened before the cut: private up to it.
+
+    The redactor drops an orphan closing tag and keeps the text before it (in any other text
+    that is right); here that text is the inside of a span whose opening was cut away.
+    """
+    close = _CLOSE_PRIVATE.search(tail)
+    if close is None:
+        return tail
+    opening = _OPEN_PRIVATE.search(tail, 0, close.start())
+    if opening is not None:
+        return tail
+    return PRIVATE.encode() + tail[close.end() :]
 
 
 class Run(msgspec.Struct, kw_only=True):

@@ -78,6 +78,7 @@ def doctor(cwd: str, env: Mapping[str, str]) -> Result:
     )
     checks += [_writable(kernel.state_root), _locks(kernel.cases_root)]
     checks += [_plugins(), _approvals(kernel), _debris(kernel), _mcp(kernel)]
+    checks.append(_programs(kernel))
     return _finish(checks)
 
 
@@ -280,6 +281,42 @@ def _debris(kernel: object) -> Check:
             fix="the next write to each case finishes or rolls back what was interrupted",
         )
     return Check(name="store health", status="ok", detail="no interrupted writes pending")
+
+
+def _programs(kernel: object) -> Check:
+    """Each configured verifier's program can be found, as its run will look for it."""
+    from cortex.kernel.host.programs import resolve
+    from cortex.kernel.kernel import Kernel
+
+    assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
+    verifiers = kernel.config.verifiers
+    if not verifiers:
+        return Check(name="verifier programs", status="ok", detail="no command verifiers")
+    root = kernel.workspace.root
+    missing: list[str] = []
+    fixes: list[str] = []
+    found: list[str] = []
+    for name, verifier in sorted(verifiers.items()):
+        program = verifier.argv[0]
+        path = resolve(program, root, kernel.env)
+        if path is not None:
+            found.append(f"{name}: {path}")
+            continue
+        where = "relative to the repository" if os.sep in program else "on PATH"
+        missing.append(f"{name} runs {program!r}, which is not {where} (verify would be blocked)")
+        source = verifier.source or "its configuration"
+        fixes.append(
+            f"install {program!r}, or give [verifiers.{name}].argv in {source} an absolute "
+            "path to the program (`cortex init --force` writes the project's own Python)"
+        )
+    if missing:
+        return Check(
+            name="verifier programs",
+            status="fail",
+            detail="; ".join(missing),
+            fix="; ".join(fixes),
+        )
+    return Check(name="verifier programs", status="ok", detail="; ".join(found))
 
 
 _PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")

@@ -20,8 +20,12 @@ from cortex.kernel.errors import ConfigError, GateRefusedError
 from cortex.kernel.kernel import Kernel
 
 
-def detect(root: str) -> dict[str, list[str]]:
-    """Verifier name -> argv for each test runner the repository shows signs of."""
+def detect(root: str, python: str = "python3") -> dict[str, list[str]]:
+    """Verifier name -> argv for each test runner the repository shows signs of.
+
+    `python` is the interpreter pytest runs with (`programs.project_python` finds the one that
+    belongs to the project).
+    """
     found: dict[str, list[str]] = {}
 
     def has(*names: str) -> bool:
@@ -42,7 +46,7 @@ def detect(root: str) -> dict[str, list[str]]:
         or mentions("tox.ini", "[pytest]")
         or _has_python_tests(os.path.join(root, "tests"))
     ):
-        found["pytest"] = ["python", "-m", "pytest", "-q"]
+        found["pytest"] = [python, "-m", "pytest", "-q"]
     script = _package_test_script(root)
     if script:
         if has("bun.lockb", "bun.lock"):
@@ -84,8 +88,11 @@ def _package_test_script(root: str) -> bool:
 
 def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Result:
     """Detect test runners and write their verifiers (see the module docstring)."""
+    from cortex.kernel.host import files, programs
+
     root = kernel.workspace.root
-    found = detect(root)
+    python, python_source = programs.project_python(root, kernel.env)
+    found = detect(root, python)
     if not found:
         msg = (
             "no test runner found (pytest, npm/pnpm/yarn/bun, go test, cargo test); "
@@ -120,6 +127,7 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
         raise GateRefusedError(msg, []) from None
     mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644
     write_atomic(path, text.encode("utf-8"), mode=mode)
+    entries = files.describe(kernel, [(path, True)])
     return Result(
         data={
             "file": path,
@@ -127,8 +135,13 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
             "replaced": clashes,
             "argv": found,
             "verify": [name if name == "pytest" else f"command:{name}" for name in sorted(found)],
+            "interpreter": (
+                {"path": python, "source": python_source} if "pytest" in found else None
+            ),
+            "files": entries,
         },
         actions=[
-            step("case.trust", "approve it, at a terminal", name=name) for name in sorted(found)
+            *files.commit_action(entries),
+            *(step("case.trust", "approve it, at a terminal", name=name) for name in sorted(found)),
         ],
     )

@@ -217,19 +217,58 @@ def setup(
             "toolTimeout": _timeout_note(where, seconds, kernel.env),
         }
         if dry_run or new is None:
+            data["files"] = _files(kernel, where, written=False, backup=None)
             return Result(
-                data=data, actions=_actions(where, dry_run=dry_run, changed=new is not None)
+                data=data,
+                actions=_actions(where, dry_run=dry_run, changed=new is not None, files=data),
             )
         if _write(where, original, new, backup if wants_backup else None):
-            return Result(data=data, actions=_actions(where, dry_run=False, changed=True))
+            data["files"] = _files(
+                kernel, where, written=True, backup=backup if wants_backup else None
+            )
+            return Result(
+                data=data, actions=_actions(where, dry_run=False, changed=True, files=data)
+            )
     # The host itself rewrites its file (Claude Code saves ~/.claude.json often): retry later.
     raise BusyError(f"{where.path} kept changing while it was being edited; run the command again")
 
 
-def _actions(where: Location, *, dry_run: bool, changed: bool) -> list[Action]:
+def _files(
+    kernel: Kernel, where: Location, *, written: bool, backup: str | None
+) -> list[dict[str, object]]:
+    """The host file (and a backup written next to it), and whether each is in a commit.
+
+    A project-scope file lives in the repository: uncommitted, it is a change of the next
+    case's task. Its backup is not meant to be committed: once checked, delete it.
+    """
+    from cortex.kernel.host import files
+
+    if not os.path.lexists(where.path):
+        return []  # a dry run of a new file: nothing is there yet
+    entries = files.describe(kernel, [(where.path, written)])
+    if backup is not None:
+        for entry in files.describe(kernel, [(backup, True)]):
+            if entry["inRepository"]:
+                entry["advice"] = (
+                    "the previous file, kept in case the edit is unwanted: delete it once "
+                    "checked (it changes the working tree until then)"
+                )
+            entries.append(entry)
+    return entries
+
+
+def _actions(
+    where: Location, *, dry_run: bool, changed: bool, files: dict[str, Any]
+) -> list[Action]:
+    from cortex.kernel.host.files import commit_action
+
     if dry_run and changed:
         return [step(f"setup.{where.host}", "write it", scope=where.scope)]
-    return [step("doctor", "check that the host can start the server")]
+    host_file = [e for e in files.get("files", []) if e["path"] == where.path]
+    return [
+        *commit_action(host_file),
+        step("doctor", "check that the host can start the server"),
+    ]
 
 
 # Reading and parsing.

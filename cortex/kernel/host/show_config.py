@@ -58,6 +58,10 @@ def show_config(kernel: Kernel) -> Result:
                 "redact_literals": entry(
                     "redact_literals", f"{len(config.redact_literals)} literal(s), not shown"
                 ),
+                "recall_brief": entry("recall_brief", config.recall_brief),
+                "share": entry(
+                    "share", {"enabled": config.share.enabled, "remote": config.share.remote}
+                ),
             },
             "verifiers": verifiers,
         }

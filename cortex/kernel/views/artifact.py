@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+from typing import Any
 
 import msgspec
 
@@ -28,6 +29,7 @@ from cortex.cases.ids import check_id
 from cortex.cases.layout import RAW_DIR, ledger_file, parse_raw_ref, raw_name, tree_name
 from cortex.cases.ledger import line_containing
 from cortex.cases.records import LedgerState
+from cortex.cases.redact import clip
 from cortex.cases.tree import TreeManifest, decode_manifest, member_path
 from cortex.kernel import defaults
 from cortex.kernel.envelope import Result
@@ -55,14 +57,20 @@ def read_artifact(
         member_path(path, "--path")  # refused before anything is read
     parts = parse_raw_ref(ref)
     if parts is None:
-        raise InvalidInputError(f"{ref[:200]!r} is not a case://<task>/raw/<raw id> reference")
+        raise InvalidInputError(f"{clip(ref, 200)!r} is not a case://<task>/raw/<raw id> reference")
     owner, raw_id = check_id(parts[0], "task", what="ref task"), check_id(parts[1], "raw")
+    task_id, store = kernel.find(task_id)
     if owner != task_id:
         msg = f"{ref} belongs to {owner}; a raw output is readable only through its own case"
         raise GateRefusedError(msg, [])
-    store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
-    citation = _citation(store.case_path(task_id), case, documents.get("verification.json"), ref)
+    citation = _citation(
+        store.case_path(task_id),
+        case,
+        documents.get("verification.json"),
+        ref,
+        documents.get("replicas.json"),
+    )
     if citation is None:
         raise NotFoundError(f"case {task_id} cites no raw output {ref}")
     raw_dir = _open_raw_dir(os.path.join(store.case_path(task_id), RAW_DIR))
@@ -242,7 +250,9 @@ def _utf8_prefix(data: bytes, limit: int) -> str | None:
     return None
 
 
-def _citation(path: str, case: object, verification: Verification | None, ref: str) -> str | None:
+def _citation(
+    path: str, case: object, verification: Verification | None, ref: str, index: Any = None
+) -> str | None:
     """How the case cites `ref`: "sensitive", "normal", or None when it does not."""
     from cortex.cases.records import CaseFile, Evidence, decode
 
@@ -252,6 +262,26 @@ def _citation(path: str, case: object, verification: Verification | None, ref: s
     line = line_containing(os.path.join(path, ledger_file("evidence")), state.bytes, needle)
     if line is not None:
         return decode(line, Evidence).sensitivity
+    if "replicas" in case.snapshots:
+        # A record imported from another replica may cite it (docs/design/sharing.md).
+        from cortex.cases.layout import replica_ledger
+        from cortex.cases.replicas import parse
+
+        for replica in index.replicas if index is not None else []:
+            extent = replica.ledgers.get("evidence") or LedgerState()
+            file = os.path.join(path, replica_ledger(replica.key, "evidence"))
+            found = line_containing(file, extent.bytes, needle)
+            if found is None:
+                continue
+            record, meta = parse(found, Evidence, where=replica.key)
+            if meta is not None and meta.raw is not None and meta.raw.withheld:
+                msg = (
+                    f"{ref} was not shared: replica {replica.key} withheld it "
+                    f"({meta.raw.withheld}: {meta.raw.size} bytes, sha256 {meta.raw.sha256}); "
+                    "it is only on the machine that recorded it"
+                )
+                raise NotFoundError(msg)
+            return record.sensitivity
     for receipt in verification.receipts if verification is not None else []:
         if receipt.artifact == ref:
             return "sensitive" if receipt.sensitive else "normal"

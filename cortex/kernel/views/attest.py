@@ -10,7 +10,7 @@ from typing import Any
 
 from cortex.cases.documents import Verification
 from cortex.cases.errors import NotFoundError
-from cortex.kernel.assessment import assess
+from cortex.kernel.assessment import assess, is_current
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -22,7 +22,7 @@ PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 
 def attest(kernel: Kernel, task_id: str) -> Result:
     """Build the statement for the latest batch; refused if that batch is not bound."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     doc: Verification | None = documents.get("verification.json")
     if doc is None or not doc.batches:
@@ -45,16 +45,23 @@ def attest(kernel: Kernel, task_id: str) -> Result:
         configuration.append(
             {"name": f"case://{task_id}/plan.json", "digest": {"sha256": plan.sha256}}
         )
+    subjects: list[dict[str, Any]] = [
+        {"name": case.workspace.repository, "digest": {"gitCommit": batch.revision}}
+    ]
+    if batch.tree is not None:
+        # The verified code as git names it: equal to `git rev-parse <commit>^{tree}` for any
+        # commit of exactly that code, so a holder of the commit alone can check it.
+        subjects.append({"name": "tree", "digest": {"gitTree": batch.tree}})
+    subjects.append(
+        {
+            "name": "worktree",
+            "digest": {"sha256": batch.dirty_digest.removeprefix("sha256:")},
+            "annotations": {"cortexDigest": "cortex-worktree-v1", "head": batch.revision},
+        }
+    )
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": [
-            {"name": case.workspace.repository, "digest": {"gitCommit": batch.revision}},
-            {
-                "name": "worktree",
-                "digest": {"sha256": batch.dirty_digest.removeprefix("sha256:")},
-                "annotations": {"cortexDigest": "cortex-worktree-v1", "head": batch.revision},
-            },
-        ],
+        "subject": subjects,
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "result": result,
@@ -66,7 +73,7 @@ def attest(kernel: Kernel, task_id: str) -> Result:
         },
     }
     live = live_capture(kernel, case, writer=False)
-    current = live.bound and (live.head, live.digest) == (batch.revision, batch.dirty_digest)
+    current = is_current(batch.revision, batch.dirty_digest, batch.tree, live)
     return Result(
         data={
             "taskId": task_id,

@@ -20,7 +20,7 @@ class AuditFailedError(IntegrityError):
 
 def audit(kernel: Kernel, task_id: str) -> AuditReport:
     """Audit a case; raises AuditFailedError (exit 4) carrying the report when it fails."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     report = audit_case(case_dir(store.root, task_id), task_id, kernel.redactor)
     if not report.ok:
         raise AuditFailedError(report)

@@ -7,14 +7,17 @@ committed, keeping only counters, so memory does not grow with the ledgers.
 Time in a phase runs from the phase line that entered it to the next phase line; the current
 phase's time runs to now (the kernel's clock). Terminal phases accrue no time: the case is over.
 
-Command errors are not counted. commands.jsonl holds committed commands only (a refused or
-failed command writes nothing to the case), so `errors` is null rather than a reassuring 0.
+Commands are counted twice over: committed ones from commands.jsonl (`calls`, with their
+durations; a verify's covers its verifiers' run), and those the case's rules refused from the
+case's refusal log (`errors`: a refusal commits nothing, so no ledger can count it; see
+cortex/cases/refusals.py). Bad input refused before the case was read is in neither.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, get_args
 
+from cortex.cases import refusals
 from cortex.cases.bounds import DAMAGED_SHOWN_MAX
 from cortex.cases.documents import Decisions, Hypotheses, Verification
 from cortex.cases.errors import CortexError, IntegrityError
@@ -120,6 +123,9 @@ class Tally:
         self.retired = 0
         self.by_hypothesis_status: dict[str, int] = {}
         self.by_decision_status: dict[str, int] = {}
+        self.operation_ms: dict[str, tuple[int, int]] = {}
+        """Operation -> (total, longest) duration of its committed calls, in milliseconds."""
+        self.refused = refusals.Tally()
 
     def merge(self, other: Tally) -> None:
         """Add another tally's numbers to this one."""
@@ -134,6 +140,17 @@ class Tally:
         ):
             for key, n in theirs.items():
                 _count(mine, key, n)
+        for operation, (total, longest) in other.operation_ms.items():
+            before = self.operation_ms.get(operation, (0, 0))
+            self.operation_ms[operation] = (before[0] + total, max(before[1], longest))
+        refused = self.refused
+        refused.total += other.refused.total
+        refused.capped = refused.capped or other.refused.capped
+        refused.unreadable += other.refused.unreadable
+        for key, n in other.refused.by_code.items():
+            _count(refused.by_code, key, n)
+        for key, n in other.refused.by_operation.items():
+            _count(refused.by_operation, key, n)
         self.calls += other.calls
         self.duration_ms += other.duration_ms
         self.max_duration_ms = max(self.max_duration_ms, other.max_duration_ms)
@@ -148,9 +165,22 @@ class Tally:
         return {
             "commands": {
                 "calls": self.calls,
-                "errors": None,
+                "errors": {
+                    "refused": self.refused.total,
+                    "byCode": dict(sorted(self.refused.by_code.items())),
+                    "byOperation": dict(sorted(self.refused.by_operation.items())),
+                    "capped": self.refused.capped,
+                    "unreadable": self.refused.unreadable,
+                },
                 "byOperation": dict(sorted(self.by_operation.items())),
-                "durationMs": {"total": self.duration_ms, "max": self.max_duration_ms},
+                "durationMs": {
+                    "total": self.duration_ms,
+                    "max": self.max_duration_ms,
+                    "byOperation": {
+                        operation: {"total": total, "max": longest}
+                        for operation, (total, longest) in sorted(self.operation_ms.items())
+                    },
+                },
             },
             "evidence": {
                 "total": self.evidence,
@@ -200,6 +230,12 @@ def measure(store: CaseStore, case: CaseFile, documents: dict[str, Any], now: fl
             _count(tally.by_operation, record.operation)
             tally.duration_ms += record.duration_ms
             tally.max_duration_ms = max(tally.max_duration_ms, record.duration_ms)
+            total, longest = tally.operation_ms.get(record.operation, (0, 0))
+            tally.operation_ms[record.operation] = (
+                total + record.duration_ms,
+                max(longest, record.duration_ms),
+            )
+    tally.refused = refusals.tally(store.case_path(case.id))
     for record in store.read_ledger(case, "evidence"):
         if isinstance(record, Evidence):
             tally.evidence += 1
@@ -227,8 +263,8 @@ def _phases(store: CaseStore, result: Measured, now: float) -> None:
             # A wall clock can step back between two commits: never a negative duration.
             _add_time(tally, previous[0], at - previous[1])
         _count(tally.visits, record.to_phase)
-        if record.to_phase in TERMINAL:
-            result.closed_at = record.timestamp
+        # A blocked case can be unblocked: it is closed only while its last phase says so.
+        result.closed_at = record.timestamp if record.to_phase in TERMINAL else None
         if record.to_phase == "complete":
             result.completed_at = at
             result.completion_verdict = record.reason
@@ -288,7 +324,7 @@ def metrics(kernel: Kernel, task_id: str | None = None) -> Result:
     """One case's metrics, or (without an id) the current workspace's store summed up."""
     if task_id is None:
         return _store_metrics(kernel)
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     now = kernel.clock()
     case, documents = store.read_view(task_id)
     measured = measure(store, case, documents, now)

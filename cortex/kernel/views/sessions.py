@@ -34,6 +34,7 @@ from cortex.cases.errors import (
     IntegrityError,
 )
 from cortex.cases.fsio import open_for_read
+from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import defaults, validate
 from cortex.kernel.envelope import Result
@@ -115,7 +116,8 @@ def parse_duration(text: str | int, option: str = "--stale-after") -> int:
     else:
         match = _DURATION.fullmatch(text)
         if not match:
-            raise validate.bad(option, f" must look like 90s, 15m, 24h or 7d, not {text[:40]!r}")
+            shown = clip(text, 40)
+            raise validate.bad(option, f" must look like 90s, 15m, 24h or 7d, not {shown!r}")
         seconds = int(match.group(1)) * _UNITS[match.group(2)]
     if not 1 <= seconds <= STALE_AFTER_MAX:
         raise validate.bad(option, f" must be between 1s and {STALE_AFTER_MAX // 86400}d")
@@ -188,6 +190,11 @@ def _filters(
         query = validate.short_text(query, "--query", SESSIONS_QUERY_MAX).casefold()
     seconds = None if stale_after is None else parse_duration(stale_after)
     return _Filters(repo, active, seconds, query)
+
+
+def check_filters(repo: str | None, query: str | None) -> None:
+    """Refuse a `--repo` or `--query` that `sessions` would refuse (exit 4), reading nothing."""
+    _filters(repo, active=False, stale_after=None, query=query)
 
 
 def sessions(

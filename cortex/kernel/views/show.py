@@ -17,28 +17,31 @@ import os
 from typing import Any
 
 from cortex.cases.bounds import SHOW_RECENT_MAX
-from cortex.cases.documents import Hypotheses
+from cortex.cases.documents import Decisions, Hypotheses
 from cortex.cases.layout import ledger_file
 from cortex.cases.ledger import parse_line, tail_lines
 from cortex.cases.records import (
     LEDGER_TYPES,
     LEDGERS,
     CaseFile,
+    Evidence,
     LedgerRecord,
     LedgerState,
 )
 from cortex.cases.store import CaseStore
+from cortex.kernel.decisions import rejected_options
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
+from cortex.kernel.views.labels import evidence_labels
 from cortex.kernel.views.metrics import phase_times
 from cortex.kernel.views.status import describe_case
-from cortex.kernel.views.timeline.cards import Context, Entry, card, ledger_entry
+from cortex.kernel.views.timeline.cards import Context, Entry, card, ledger_entry, title
 
 
 def show(kernel: Kernel, task_id: str) -> Result:
     """The one-screen view of a case (see the module docstring)."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     described = describe_case(kernel, store, case, documents)
     times = phase_times(store, case, kernel.clock())
@@ -47,8 +50,32 @@ def show(kernel: Kernel, task_id: str) -> Result:
     data["stepper"] = stepper(case, set(visits))
     data["time"] = times
     data["hypotheses"] = _hypotheses(documents.get("hypotheses.json"))
-    data["recent"] = recent(store, case)
+    decisions: Decisions | None = documents.get("decisions.json")
+    data["recent"], shown = recent(store, case)
+    found = evidence_labels(kernel, store, case, shown, decisions.decisions if decisions else [])
+    for item in data["recent"]["items"]:
+        if found.get(str(item["id"])):
+            item["labels"] = found[str(item["id"])]
+    data["decisions"] = _decisions(decisions, found)
     return Result(data=data, actions=described.actions)
+
+
+def _decisions(doc: Decisions | None, found: dict[str, list[str]]) -> list[dict[str, object]]:
+    """Every decision, newest first, with its subject, the options it did not choose, labels."""
+    if doc is None:
+        return []
+    return [
+        {
+            "id": d.id,
+            "status": d.status,
+            "question": title(d.question),
+            "subject": d.subject,
+            "answer": d.answer,
+            "alreadyRejected": rejected_options(d),
+            "labels": found.get(d.id, []),
+        }
+        for d in reversed(doc.decisions)
+    ]
 
 
 def stepper(case: CaseFile, visited: set[str]) -> list[dict[str, str]]:
@@ -95,8 +122,13 @@ def _hypotheses(doc: Hypotheses | None) -> list[dict[str, object]]:
     ]
 
 
-def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
-    """The newest SHOW_RECENT_MAX ledger records as timeline cards, newest first, and totals."""
+def recent(store: CaseStore, case: CaseFile) -> tuple[dict[str, object], list[Evidence]]:
+    """The newest SHOW_RECENT_MAX ledger records as timeline cards, newest first, and totals.
+
+    Also the evidence records among them, for the labels `show` adds.
+    """
+    if "replicas" in case.snapshots:
+        return _recent_merged(store, case)
     path = store.case_path(case.id)
     entries: list[tuple[tuple[int, str], Entry]] = []
     totals: dict[str, int] = {}
@@ -113,6 +145,7 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
     # Ledger records only: receipts and batches, which need these, are not among them.
     context = Context(standing=lambda _receipt: "superseded", batch_sizes={})
     total = sum(totals.values())
+    evidence = [entry.record for entry in shown if isinstance(entry.record, Evidence)]
     return {
         "limit": SHOW_RECENT_MAX,
         "returned": len(shown),
@@ -120,4 +153,31 @@ def recent(store: CaseStore, case: CaseFile) -> dict[str, object]:
         "totals": totals,
         "truncated": total > len(shown),
         "items": [card(entry, context) for entry in shown],
-    }
+    }, evidence
+
+
+def _recent_merged(store: CaseStore, case: CaseFile) -> tuple[dict[str, object], list[Evidence]]:
+    """`recent` of a case that imported replicas: newest by (time, id) across all of them."""
+    from cortex.cases.replicas import load_index, newest, totals
+
+    index = load_index(store, case)
+    assert index is not None  # noqa: S101 - case.json names the snapshot
+    entries: list[tuple[tuple[str, str], Entry]] = []
+    for name in LEDGERS:
+        for record, origin in newest(store, case, name, SHOW_RECENT_MAX, index):
+            entry = ledger_entry(name, record, origin)
+            entries.append(((record.timestamp, entry.key[1]), entry))
+    entries.sort(key=lambda pair: pair[0], reverse=True)
+    shown = [entry for _, entry in entries[:SHOW_RECENT_MAX]]
+    context = Context(standing=lambda _receipt: "superseded", batch_sizes={})
+    counted = totals(store, case, index)
+    total = sum(counted.values())
+    evidence = [entry.record for entry in shown if isinstance(entry.record, Evidence)]
+    return {
+        "limit": SHOW_RECENT_MAX,
+        "returned": len(shown),
+        "total": total,
+        "totals": counted,
+        "truncated": total > len(shown),
+        "items": [card(entry, context) for entry in shown],
+    }, evidence

@@ -33,13 +33,16 @@ def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
 
 
 def counts(case: CaseFile) -> dict[str, int]:
-    """Exact committed record counts, from the snapshot (no ledger scan)."""
+    """Committed record counts of the local replica, from the snapshot (no ledger scan).
+
+    `status` adds the imported replicas' records (`replicas`, with their own counts).
+    """
     return {name: (case.ledgers.get(name) or LedgerState()).count for name in LEDGERS}
 
 
 def status(kernel: Kernel, task_id: str) -> Result:
     """Where one case stands, as of its latest committed revision, and what can be done next."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     return describe_case(kernel, store, case, documents)
 
@@ -81,10 +84,21 @@ def describe_case(
             "unresolvedHypotheses": unresolved,
             "parentTaskId": case.parent_task_id,
             "children": _children(store, case),
+            **_replicas(documents),
             "warnings": store.debris(case),
         },
         actions=next_actions(case, decision=waiting),
     )
+
+
+def _replicas(documents: dict[str, Any]) -> dict[str, Any]:
+    """`replicas`: where the case's imported replicas came from (only once it imported any)."""
+    index = documents.get("replicas.json")
+    if index is None:
+        return {}
+    from cortex.cases.replicas import origins
+
+    return {"replicas": origins(index)}
 
 
 def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> dict[str, object]:

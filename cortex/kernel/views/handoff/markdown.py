@@ -85,6 +85,19 @@ def _case(p: Data) -> list[str]:
     ]
     if p.get("statusReason"):
         lines.append(f"- Reason: {inline(p['statusReason'])}")
+    replicas = p.get("replicas")
+    if replicas:
+        parts = [
+            f"{code(r['key'])} from {inline(r['source'])} ({r['records']} records"
+            + (", forked" if r["forked"] else "")
+            + ")"
+            for r in replicas["imported"]
+        ]
+        lines.append(
+            f"- Shared: this machine is {code(replicas['local'])}; the state in force is "
+            f"{code(replicas['inForce'])}'s; imported {', '.join(parts) or 'none'}; "
+            f"{replicas['conflicts']} conflict(s) recorded"
+        )
     lease = p.get("lease")
     if lease:
         lines.append(
@@ -185,6 +198,8 @@ def _verification(p: Data) -> list[str]:
     lines = [f"## Verification: **{inline(v['status'])}**", ""]
     if v.get("batchId"):
         lines.append(f"Latest batch {code(v['batchId'])}, {inline(v['binding'])}.")
+    if v.get("currency"):
+        lines.append(f"Code: {inline(v['currency']['summary'])}.")
     if not v.get("bindingPossible"):
         reason = v.get("bindingReason") or "the workspace could not be captured"
         lines.append(f"Nothing can be bound here now: {inline(reason)}.")
@@ -214,11 +229,19 @@ def _decisions(p: Data) -> list[str]:
         if decision.get("answer"):
             head += f", answered {code(decision['answer'])} by {code(decision['responder'])}"
         lines += [head, "", *quote(decision["question"]), ""]
+        if decision.get("labels"):
+            lines.append(f"- Labels: {inline(' '.join(decision['labels']))}")
+        if decision.get("subject"):
+            lines.append(f"- Subject: {inline(decision['subject'])}")
         for option in decision["options"]:
             line = f"- {code(option['id'])}: {inline(option['label'])}"
             if option.get("consequence"):
                 line += f" (then: {inline(option['consequence'])})"
             lines.append(line)
+        rejected = decision.get("alreadyRejected") or []
+        if rejected:
+            shown = ", ".join(f"{inline(o['label'])} ({code(o['id'])})" for o in rejected)
+            lines.append(f"- Already rejected: {shown}")
         lines.append(
             f"- Asked by {code(decision['requester'])} at {inline(decision['requestedAt'])}"
         )
@@ -241,6 +264,7 @@ def _evidence(p: Data) -> list[str]:
         lines += [
             f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {inline(r['title'])}"
             + (f" ({inline(r['origin'])})" if r.get("origin") else "")
+            + (f" {inline(' '.join(r['labels']))}" if r.get("labels") else "")
             for r in e["records"]
         ]
         return [*lines, ""] if e["records"] else lines
@@ -269,6 +293,10 @@ def _record(r: Data) -> list[str]:
         if location.get("symbol"):
             where += f", symbol {code(location['symbol'])}"
         lines.append(f"- Location: {where}")
+    if r.get("labels"):
+        lines.append(f"- Labels: {inline(' '.join(r['labels']))}")
+    if r.get("contests"):
+        lines.append(f"- Contests: {code(r['contests'])}")
     if r.get("rawRef"):
         lines.append(f"- Raw output: {code(r['rawRef'])}")
     if r["derivedFrom"]:

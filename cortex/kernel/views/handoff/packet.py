@@ -106,7 +106,7 @@ _VERBATIM = frozenset({"id", "taskId", "batchId", "evidenceId", "nextActions"})
 
 def handoff(kernel: Kernel, task_id: str, *, compact: bool) -> Result:
     """The handoff packet of `task_id` (see the module docstring)."""
-    store = kernel.locate(task_id)
+    task_id, store = kernel.find(task_id)
     case, documents = store.read_view(task_id)
     full = gather(kernel, store, case, documents)
     budget = HANDOFF_BUDGET
@@ -287,6 +287,7 @@ def _evidence_at(records: list[Data], tier: Tier) -> tuple[list[Data], int]:
                 "title": cut(" ".join(r["claim"].split()), limit)[0],
                 # Titles only, but never a report of a person's word passed off as their own.
                 **({"origin": r["source"]["shown"]} if "shown" in r["source"] else {}),
+                "labels": r["labels"],
             }
             for r in records
         ], 0

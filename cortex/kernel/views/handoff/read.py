@@ -19,7 +19,7 @@ from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
-from cortex.kernel.decisions import pending
+from cortex.kernel.decisions import pending, rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions
@@ -37,9 +37,12 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
     steps = next_actions(case, decision=waiting)
     records, total, sensitive = _evidence_window(store, case)
     children, more_children = _children(store, case)
+    from cortex.kernel.views.labels import evidence_labels
+
+    found = evidence_labels(kernel, store, case, records, decisions.decisions if decisions else [])
     full: Data = {
         "generatedAt": kernel.now(),
-        "identity": _identity(kernel, store, case),
+        "identity": {**_identity(kernel, store, case), **_origin(documents)},
         "children": children,
         "moreChildren": more_children,
         "acceptanceCriteria": msgspec.to_builtins(case.acceptance_criteria),
@@ -47,13 +50,13 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
         "hypotheses": [_hypothesis(h) for h in hypotheses.hypotheses if not h.retired],
         "retiredHypotheses": sum(1 for h in hypotheses.hypotheses if h.retired),
         "verification": _verification(kernel, case, documents.get("verification.json")),
-        "decisions": _decisions(decisions),
+        "decisions": _decisions(decisions, found),
         "lease": describe(case.change_lease, kernel.clock()),
         "evidence": {
             "total": total,
             "sensitive": sensitive,
             "shareable": total - sensitive,
-            "records": [_evidence(record) for record in records],
+            "records": [_evidence(record, found.get(record.id, [])) for record in records],
         },
         # The packet is a document: its next steps are command lines. The answer's own actions
         # keep the structured steps, which each face spells its own way.
@@ -82,6 +85,29 @@ def _evidence_window(store: CaseStore, case: CaseFile) -> tuple[list[Evidence], 
             continue
         newest.append(record)
     return list(reversed(newest)), total, sensitive
+
+
+def _origin(documents: dict[str, Any]) -> Data:
+    """Where a shared case's records came from (nothing for a case that imported none)."""
+    index = documents.get("replicas.json")
+    if index is None:
+        return {}
+    return {
+        "replicas": {
+            "local": index.local.replica,
+            "inForce": index.in_force or index.local.replica,
+            "imported": [
+                {
+                    "key": r.key,
+                    "source": r.source,
+                    "records": sum(s.count for s in r.ledgers.values()),
+                    "forked": r.forked,
+                }
+                for r in index.replicas
+            ],
+            "conflicts": index.conflicts_total,
+        }
+    }
 
 
 def _identity(kernel: Kernel, store: CaseStore, case: CaseFile) -> Data:
@@ -189,15 +215,22 @@ def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> D
     return data
 
 
-def _decisions(decisions: Decisions | None) -> list[Data]:
+def _decisions(decisions: Decisions | None, found: dict[str, list[str]]) -> list[Data]:
     """Pending first (the case waits on it), then the others, newest first."""
     items = decisions.decisions if decisions else []
     pending = [d for d in items if d.status == "pending"]
     others = [d for d in reversed(items) if d.status != "pending"]
-    return [msgspec.to_builtins(d) for d in (*pending, *others)]
+    return [
+        {
+            **msgspec.to_builtins(d),
+            "alreadyRejected": rejected_options(d),
+            "labels": found.get(d.id, []),
+        }
+        for d in (*pending, *others)
+    ]
 
 
-def _evidence(record: Evidence) -> Data:
+def _evidence(record: Evidence, labels: list[str]) -> Data:
     location = record.location
     return {
         "id": record.id,
@@ -209,6 +242,8 @@ def _evidence(record: Evidence) -> Data:
         "location": None if location is None else msgspec.to_builtins(location),
         "rawRef": record.raw_ref,
         "derivedFrom": list(record.derived_from),
+        "contests": record.contests,
+        "labels": labels,
     }
 
 

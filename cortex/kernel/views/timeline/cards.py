@@ -44,6 +44,8 @@ class Entry(NamedTuple):
     actor: str | None
     record: Record
     answer: bool = False
+    replica: str | None = None
+    """The imported replica a ledger record comes from (None: this machine's own)."""
 
     @property
     def id(self) -> str:
@@ -77,18 +79,20 @@ def stream(
     meanwhile is not half seen; a kind not asked for is not read at all.
     """
     if "phase" in kinds:
-        for line in store.read_ledger(case, "phases"):
+        for line, origin in store.read_ledger_with_origin(case, "phases"):
             phase = cast("PhaseChange", line)
-            yield Entry(sort_key(phase.timestamp, phase.id), "phase", phase.actor, phase)
+            key = sort_key(phase.timestamp, phase.id)
+            yield Entry(key, "phase", phase.actor, phase, replica=origin)
     if "evidence" in kinds:
-        for line in store.read_ledger(case, "evidence"):
+        for line, origin in store.read_ledger_with_origin(case, "evidence"):
             evidence = cast("Evidence", line)
             key = sort_key(evidence.timestamp, evidence.id)
-            yield Entry(key, "evidence", evidence.source.actor, evidence)
+            yield Entry(key, "evidence", evidence.source.actor, evidence, replica=origin)
     if "command" in kinds:
-        for line in store.read_ledger(case, "commands"):
+        for line, origin in store.read_ledger_with_origin(case, "commands"):
             command = cast("Command", line)
-            yield Entry(sort_key(command.timestamp, command.id), "command", command.actor, command)
+            key = sort_key(command.timestamp, command.id)
+            yield Entry(key, "command", command.actor, command, replica=origin)
     if "decision" in kinds:
         decisions: Decisions | None = documents.get("decisions.json")
         for decision in decisions.decisions if decisions is not None else []:
@@ -111,10 +115,13 @@ LEDGER_KINDS = {"phases": "phase", "evidence": "evidence", "commands": "command"
 """The entry kind of each ledger's lines."""
 
 
-def ledger_entry(name: str, record: Evidence | Command | PhaseChange) -> Entry:
-    """The entry of one ledger line."""
+def ledger_entry(
+    name: str, record: Evidence | Command | PhaseChange, replica: str | None = None
+) -> Entry:
+    """The entry of one ledger line (`replica`: the imported replica it comes from)."""
     actor = record.source.actor if isinstance(record, Evidence) else record.actor
-    return Entry(sort_key(record.timestamp, record.id), LEDGER_KINDS[name], actor, record)
+    key = sort_key(record.timestamp, record.id)
+    return Entry(key, LEDGER_KINDS[name], actor, record, replica=replica)
 
 
 def decision_entry(decision: Decision, *, answer: bool) -> Entry:
@@ -178,6 +185,8 @@ def card(entry: Entry, context: Context) -> dict[str, object]:
         "at": entry.at,
         "actor": entry.actor,
     }
+    if entry.replica is not None:
+        head["replica"] = entry.replica
     record = entry.record
     if isinstance(record, PhaseChange):
         text = f"{record.from_phase or 'start'} -> {record.to_phase}"

@@ -31,7 +31,12 @@ class View(NamedTuple):
 
 
 def usable(case: CaseFile, query: Query) -> bool:
-    """Whether every ledger the query reads is marked ordered (else stream, as before)."""
+    """Whether every ledger the query reads is marked ordered (else stream, as before).
+
+    A case that imported replicas streams its merged view (docs/design/sharing.md).
+    """
+    if "replicas" in case.snapshots:
+        return False
     for name, kind in LEDGER_KINDS.items():
         state = case.ledgers.get(name) or LedgerState()
         if kind in query.effective_kinds and state.count and not state.ordered:

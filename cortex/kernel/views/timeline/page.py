@@ -22,7 +22,7 @@ from cortex.cases.bounds import (
     TIMELINE_AROUND_MAX,
     TIMELINE_LIMIT_MAX,
 )
-from cortex.cases.documents import Decisions, Receipt, Verification
+from cortex.cases.documents import Decision, Decisions, Receipt, Verification
 from cortex.cases.errors import ArgumentError, NotFoundError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
@@ -128,6 +128,7 @@ def timeline(
         if value is not None and not 0 <= value <= TIMELINE_AROUND_MAX:
             msg = "{%s} must be between 0 and %d" % (name, TIMELINE_AROUND_MAX)  # noqa: UP031
             raise ArgumentError(msg, name)
+    task_id, store = kernel.find(task_id)  # whole, before a cursor is bound to it
     scope = query.scope(task_id)
     start = None if cursor is None else read_cursor(cursor, scope)
     anchored = None if anchor is None else entry_id(anchor)
@@ -135,7 +136,6 @@ def timeline(
     if anchor is not None and anchored is None:
         moment = canonical(when(anchor, "--anchor")[0])
 
-    store = kernel.locate(task_id)
     case, documents = store.read_view(task_id)
     entries = (e for e in stream(store, case, documents, query.effective_kinds) if query.matches(e))
     # Time-ordered ledgers are searched instead of streamed (timeline_fast; same answers).
@@ -168,8 +168,13 @@ def timeline(
         more = around["after"] > wanted[1]
     anchor_id = None if around is None else around["id"]
     context = _context(kernel, case, documents.get("verification.json"), shown)
+    found = _labels(kernel, store, case, shown)
     cards = [
-        {**card(entry, context), **({"anchor": True} if entry.id == anchor_id else {})}
+        {
+            **card(entry, context),
+            **({"anchor": True} if entry.id == anchor_id else {}),
+            **({"labels": found[entry.record.id]} if found.get(entry.record.id) else {}),
+        }
         for entry in shown
     ]
     return Result(
@@ -191,6 +196,19 @@ def timeline(
             "warnings": store.debris(case),
         }
     )
+
+
+def _labels(
+    kernel: Kernel, store: CaseStore, case: CaseFile, shown: list[Entry]
+) -> dict[str, list[str]]:
+    """Freshness and decision-history labels of the evidence and decisions on the page."""
+    from cortex.kernel.views.labels import evidence_labels
+
+    evidence = [e.record for e in shown if isinstance(e.record, Evidence)]
+    decisions = [e.record for e in shown if isinstance(e.record, Decision)]
+    if not evidence and not decisions:
+        return {}
+    return evidence_labels(kernel, store, case, evidence, decisions)
 
 
 def _page(entries: Iterable[Entry], start: Key | None, limit: int) -> tuple[int, list[Entry], bool]:

@@ -19,6 +19,7 @@ from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import ArgumentError, InvalidInputError
 from cortex.cases.ids import is_id
 from cortex.cases.records import encode
+from cortex.cases.redact import clip
 from cortex.kernel import validate
 from cortex.kernel.views.timeline.cards import ANSWER_SUFFIX, KINDS, Entry, Key, sort_key
 
@@ -71,7 +72,7 @@ def kinds(values: list[str]) -> tuple[str, ...]:
     """`--kind` values: each one known; repeats collapse; returned in KINDS order."""
     for value in values:
         if value not in KINDS:
-            shown = value if len(value) <= 40 else value[:40] + "..."
+            shown = clip(value, 40)
             raise ArgumentError(
                 f"{{kind}} must be one of {', '.join(KINDS)}, not {shown!r}", "kind"
             )
@@ -92,7 +93,7 @@ def when(text: str, option: str) -> tuple[datetime, bool]:
 
     A date-time without an offset is taken as UTC, the zone every record is written in.
     """
-    shown = text if len(text) <= 40 else text[:40] + "..."
+    shown = clip(text, 40)
     rest = (
         f" must be an ISO date (2024-05-01) or date and time (2024-05-01T12:30:00Z), not {shown!r}"
     )
@@ -143,7 +144,7 @@ def entry_id(text: str) -> str | None:
         return None
     base = text.removesuffix(ANSWER_SUFFIX) if prefix == "dec" else text
     if prefix not in ENTRY_PREFIXES or not is_id(base, prefix):
-        shown = text if len(text) <= 80 else text[:80] + "..."
+        shown = clip(text, 80)
         msg = (
             f"{{anchor}} {shown!r} is not a timeline entry id "
             "(ph_, ev_, cmd_, dec_[...:answer], vb_ or vr_ followed by a ULID)"

@@ -1,0 +1,56 @@
+"""Which files of a repository are not as HEAD has them: for set-up commands to say so.
+
+`cortex init` and `cortex setup` write files into the repository. Left uncommitted (or
+committed after a case opens), those files are a change of the task, outside its plan's
+boundary, and the `scope` verifier fails on them; so the commands say which of the files they
+wrote change the working tree. Read-only: `GIT_OPTIONAL_LOCKS=0` keeps git from refreshing
+(writing) the index, as everywhere else Cortex runs git.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+
+GIT_TIMEOUT = 30.0
+
+
+def uncommitted(root: str, env: Mapping[str, str], paths: Sequence[str]) -> set[str] | None:
+    """The `paths` (relative to `root`) that are untracked or differ from HEAD, not ignored.
+
+    None when git cannot say (not a repository, git missing, a timeout).
+    """
+    if not paths:
+        return set()
+    argv = [
+        "git",
+        "-c",
+        "core.quotePath=false",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+        "--",
+        *paths,
+    ]
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=root,
+            env={**env, "GIT_OPTIONAL_LOCKS": "0"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    found: set[str] = set()
+    for record in proc.stdout.split(b"\0"):
+        if len(record) > 3:
+            found.add(os.path.normpath(record[3:].decode("utf-8", "surrogateescape")))
+    return found
