@@ -34,8 +34,8 @@ from conftest import (
     Cli,
     Outcome,
     case_path,
+    committed_state,
     configure_verifiers,
-    tree_state,
     without_answer_opt_in,
 )
 from test_mcp import run_async, serving
@@ -112,10 +112,9 @@ def at_terminal(
 
 
 def files(env: dict[str, str], task: str) -> dict[str, tuple[int, int, int, int]]:
-    """The case's files but its lock (each holder rewrites its diagnostics there)."""
-    state = tree_state(case_path(env, task))
-    state.pop(".lock")
-    return state
+    """What commits write to the case: not its lock (each holder rewrites its diagnostics there)
+    nor the refusal log (a refused command counts itself there, outside the case's commits)."""
+    return committed_state(case_path(env, task), ignore={".lock"})
 
 
 def planned(cli: Cli) -> str:
@@ -401,7 +400,7 @@ class TestAnswersNeedAPerson:
     ) -> None:
         task, decision = ask(cli)
         env = without_answer_opt_in(env)
-        before = tree_state(state_root)
+        before = committed_state(state_root, ignore={".lock"})
         answer = ["case", "decision", "answer", task, decision, "--answer", "safe"]
         for stdin in (b"", b"safe\n", b"safe\nsafe\nyes\n"):
             out = detached([*answer, "--responder", "alice"], env, repo, stdin=stdin)
@@ -413,7 +412,9 @@ class TestAnswersNeedAPerson:
         # The in-process CLI (stdin not a terminal) is refused the same way.
         out = Cli(env, repo)(*answer, "--responder", "alice")
         assert out.code == 5
-        assert tree_state(state_root) == before, "a refused answer wrote something"
+        assert committed_state(state_root, ignore={".lock"}) == before, (
+            "a refused answer wrote something"
+        )
         assert cli("case", "status", task).data["status"] == "needs_human_decision"
 
     def test_at_a_terminal_the_typed_option_id_answers(
@@ -442,13 +443,13 @@ class TestAnswersNeedAPerson:
     ) -> None:
         task, decision = ask(cli)
         env = without_answer_opt_in(env)
-        before = tree_state(state_root)
+        before = committed_state(state_root, ignore={".lock"})
         argv = ["case", "decision", "answer", task, decision, "--answer", "safe"]
         out, _ = at_terminal([*argv, "--responder", "alice"], env, repo, typed=typed,
                              prompt=b"to answer")  # fmt: skip
         assert out.code == 5, out.stdout
         assert "nothing was written" in out.envelope["error"]["message"]
-        assert tree_state(state_root) == before
+        assert committed_state(state_root, ignore={".lock"}) == before
 
     def test_the_opt_in_stands_for_a_person_and_is_recorded(
         self, cli: Cli, env: dict[str, str], repo: Path
