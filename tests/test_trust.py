@@ -482,13 +482,15 @@ class TestAnswersNeedAPerson:
         for environment in (env, {**env, "CORTEX_UNATTENDED_ANSWERS": "1"}):
             out = detached([*argv, "--responder", "alice"], environment, repo)
             assert out.code == 5, out.stdout
-        # Pointing the configuration directory into the repository is a person's choice, but
-        # a file others may write never stands for anyone (and fails closed).
-        (repo / "cortex" / "unattended-answers.toml").chmod(0o666)
+        # An environment pointing the configuration directory into the repository (an agent
+        # chooses its own) finds the file, which fails closed: nothing in a repository is
+        # consent, however it is reached (tests/test_trust_attacks.py), nor a file others write.
         home = {**env, "XDG_CONFIG_HOME": str(repo)}
-        out = detached([*argv, "--responder", "alice"], home, repo)
-        assert out.code == 4, out.stdout
-        assert out.envelope["error"]["code"] == "config_error"
+        for mode in (0o600, 0o666):
+            (repo / "cortex" / "unattended-answers.toml").chmod(mode)
+            out = detached([*argv, "--responder", "alice"], home, repo)
+            assert out.code == 4, out.stdout
+            assert out.envelope["error"]["code"] == "config_error"
         assert cli("case", "status", task).data["status"] == "needs_human_decision"
 
     def test_studio_answers_as_studio(self, cli: Cli, env: dict[str, str], repo: Path) -> None:

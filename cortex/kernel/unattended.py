@@ -8,9 +8,13 @@ grants (`cortex.kernel.grants`), which no repository file can reach:
     stands_for = "the nightly release job, configured by alice"
 
 It is read from there only: never from a repository, a `cortex.toml`, a `pyproject.toml` or the
-environment, so a repository cannot approve itself. The file must be a regular file of the
-user's, writable by no one else; anything wrong with it fails closed (`config_error`), never as
-consent.
+environment, so a repository cannot approve itself. The environment only says where the
+user's configuration directory is (`XDG_CONFIG_HOME`, `HOME`), and an agent chooses its own
+environment: so a file that lies (its directory resolved through links) inside a git work tree
+is never consent either, whichever variable led there. The user's home directory is the one
+exception (a home kept in git for its dotfiles), found in the password database, not `$HOME`.
+The file must be a regular file of the user's, writable by no one else, with no other hard link;
+anything wrong with it fails closed (`config_error`), never as consent.
 """
 
 from __future__ import annotations
@@ -37,6 +41,31 @@ def opt_in_path(env: Mapping[str, str]) -> str | None:
     return None if config is None else os.path.join(os.path.dirname(config), FILE)
 
 
+def _home() -> str | None:
+    """The user's home directory as the password database has it (not `$HOME`)."""
+    import pwd
+
+    try:
+        return os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)
+    except (KeyError, OSError):
+        return None
+
+
+def _work_tree_holding(directory: str) -> str | None:
+    """The git work tree `directory` (resolved) lies in, if any, short of the user's home."""
+    here = os.path.realpath(directory)
+    home = _home()
+    while True:
+        if here == home:
+            return None  # a home directory kept in git (dotfiles) is still the user's own
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
 def stands_for(env: Mapping[str, str]) -> str | None:
     """Whom this machine's opt-in says unattended answers stand for; None without one."""
     path = opt_in_path(env)
@@ -50,8 +79,18 @@ def stands_for(env: Mapping[str, str]) -> str | None:
         raise ConfigError(path, None, f"cannot be read ({exc.strerror})") from None
     if not stat.S_ISREG(info.st_mode):
         raise ConfigError(path, None, "must be a regular file (not a link or a directory)")
-    if info.st_mode & 0o022 or info.st_uid != os.getuid():
-        msg = "must be yours and writable by you alone (chmod 600); it is not consent otherwise"
+    if info.st_mode & 0o022 or info.st_uid != os.getuid() or info.st_nlink != 1:
+        msg = (
+            "must be yours, writable by you alone (chmod 600) and have no other hard link; "
+            "it is not consent otherwise"
+        )
+        raise ConfigError(path, None, msg)
+    tree = _work_tree_holding(os.path.dirname(path))
+    if tree is not None:
+        msg = (
+            f"lies inside the git repository {tree}; a repository never opts a machine in "
+            "(keep the file in your own configuration directory, outside any repository)"
+        )
         raise ConfigError(path, None, msg)
     try:
         data = read_bounded(path, CONFIG_FILE_MAX)
