@@ -53,7 +53,11 @@ def in_kernel(
         seen["kernel"] = kernel
         result = use_case(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
+        # A secret minted for this caller (a lease token) is not input: it is returned whole.
+        minted = {key: result.data[key] for key in result.minted}
         result.data = scrub_value(result.data, kernel.redactor)
+        if minted:
+            result.data.update(minted)
         result.actions = scrub_value(result.actions, kernel.redactor)
         return result
 
