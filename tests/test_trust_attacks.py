@@ -123,3 +123,27 @@ def test_a_home_directory_kept_in_git_still_holds_the_users_own_opt_in(
     plant(project / ".config")
     with pytest.raises(ConfigError, match="inside the git repository"):
         unattended.stands_for({"XDG_CONFIG_HOME": str(project / ".config")})
+
+
+class TestAPersonsWordNeedsAPersonsChannel:
+    """A record whose flag was cleared by hand, or by a replica that wrote it so (a share brings
+    another machine's records as they are), is still shown as reported when its own channel
+    had no person: the flag alone never makes a person's word."""
+
+    @pytest.mark.parametrize("via", ["cli", "mcp", "share"])
+    def test_a_cleared_flag_on_a_channel_without_a_person_is_still_reported(self, via: str) -> None:
+        from cortex.cases.records import Source
+        from cortex.kernel.provenance import shown
+
+        forged = Source(tool="cortex", actor="agent-1", origin="human", via=via)  # type: ignore[arg-type]
+        assert shown(forged) == f"human (reported by agent-1 via {via})"
+        plain = {"origin": "reviewer", "actor": "agent-1", "via": via, "claimedByAgent": False}
+        assert shown(plain) == f"reviewer (reported by agent-1 via {via})"
+
+    @pytest.mark.parametrize("via", ["cli-tty", "studio"])
+    def test_a_persons_channel_shows_the_persons_word(self, via: str) -> None:
+        from cortex.cases.records import Source
+        from cortex.kernel.provenance import shown
+
+        said = Source(tool="cortex", actor="alice", origin="human", via=via)  # type: ignore[arg-type]
+        assert shown(said) == "human"

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cortex.cases.records import Source
+from cortex.kernel.kernel import PERSON_PRESENT
 
 PEOPLE: frozenset[str] = frozenset({"human", "reviewer"})
 """Origins that say a person said it."""
@@ -40,6 +41,9 @@ def shown(record: Source | Mapping[str, Any]) -> str:
     """The origin as every surface shows it: `human`, or `human (reported by agent-1 via mcp)`.
 
     Takes a source or its plain form (camelCase keys, as views and the handoff carry it).
+    The flag is not the only word: a person's origin on a recorded channel no person is at is
+    reported whatever the flag says (a record edited by hand, or a replica that wrote it so and
+    shared it, cannot make a person's word by clearing it).
     """
     origin: str
     if isinstance(record, Source):
@@ -49,6 +53,8 @@ def shown(record: Source | Mapping[str, Any]) -> str:
         origin = str(record.get("origin") or "agent")
         actor, via = record.get("actor"), record.get("via")
         claimed = bool(record.get("claimedByAgent"))
+    if origin in PEOPLE and via is not None and via not in PERSON_PRESENT:
+        claimed = True
     if claimed:
         return f"{origin} (reported by {actor or 'an agent'}" + (f" via {via})" if via else ")")
     if origin in PEOPLE and via is None:
