@@ -29,6 +29,10 @@ class ReceiptView(msgspec.Struct, kw_only=True, rename="camel"):
     proof: bool
     """Bound, current (see `is_current`) and in the latest batch."""
     stale: bool
+    failing: list[str] = msgspec.field(default_factory=list)
+    """What failed, by name (failing test ids, files outside the boundary), the first few."""
+    failing_total: int = 0
+    """How many failed in all: `failing_total - len(failing)` were not named."""
 
 
 class Currency(msgspec.Struct, kw_only=True, rename="camel"):
@@ -183,6 +187,8 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
                 binding=receipt.binding,
                 proof=proof,
                 stale=stale,
+                failing=list(receipt.failing),
+                failing_total=max(receipt.failing_total, len(receipt.failing)),
             )
         )
         if stale:

@@ -108,6 +108,8 @@ def stage_runs(
                 artifact=artifact,
                 sensitive=sensitive,
                 notes=[*outcome.notes, *_unbound_notes(outcome.status, status, batch)],
+                failing=outcome.failing,
+                failing_total=max(outcome.failing_total, len(outcome.failing)),
             )
         )
     for claim in claims:
@@ -185,6 +187,8 @@ def _receipt(
     artifact: str | None = None,
     sensitive: bool = False,
     notes: list[str] | None = None,
+    failing: list[str] | None = None,
+    failing_total: int = 0,
 ) -> Receipt:
     return Receipt(
         id=new_id("vr"),
@@ -207,6 +211,8 @@ def _receipt(
         binding=batch.binding,
         timestamp=batch.finished_at,
         tree=batch.tree,
+        failing=list(failing or []),
+        failing_total=failing_total,
     )
 
 

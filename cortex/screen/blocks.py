@@ -31,6 +31,15 @@ def warnings(console: Console, lines: list[str]) -> None:
         console.print(Text("warning: ", style="yellow") + Text(warning))
 
 
+def named_failures(receipt: Data) -> str | None:
+    """What a receipt names as failed, `a, b (and 3 more)`, or None when it names nothing."""
+    names: list[str] = receipt.get("failing") or []
+    if not names:
+        return None
+    more = max(int(receipt.get("failingTotal") or 0) - len(names), 0)
+    return ", ".join(names) + (f" (and {more} more)" if more else "")
+
+
 VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
 
 
@@ -46,6 +55,9 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
             "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
         )
         rows.append((f"  {label or receipt['id']}", f"{receipt['status']} ({mark})"))
+        failures = named_failures(receipt)
+        if failures:
+            rows.append(("    failing", failures))
     if assessment.get("currency"):
         # Why the receipts are current or stale, e.g. "committed unchanged as 5d6e7f8".
         rows.append(("  code", assessment["currency"]["summary"]))

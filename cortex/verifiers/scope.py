@@ -59,6 +59,7 @@ class ScopeVerifier:
             summary=f"scope: {len(outside)} of {count} changed file(s) are outside the boundary",
             findings=[Finding(claim=claim)],
             details={"changed": count, "drift": len(outside)},
+            failing=outside,
         )
         if context.ack_drift:
             outcome.notes.append("drift acknowledged with --ack-drift")
