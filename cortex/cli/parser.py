@@ -632,7 +632,15 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plan", ("case.plan",)),
     ("change", ("case.begin-change", "case.lease.renew", "case.lease.release")),
     ("verify", ("case.verify", "case.trust")),
-    ("decide", ("case.decision.request", "case.decision.answer", "case.decision.list")),
+    (
+        "decide",
+        (
+            "case.decision.request",
+            "case.decision.answer",
+            "case.decision.list",
+            "case.decision.resolve",
+        ),
+    ),
     ("finish", ("case.complete", "case.block", "case.unblock", "case.abort")),
     (
         "read",
@@ -652,7 +660,21 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "studio",
         ),
     ),
-    ("set up", ("init", "config", "doctor", "setup.claude", "setup.codex", "serve", "completion")),
+    ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild")),
+    ("share", ("case.share", "case.fetch", "case.bundle", "case.trailer")),
+    (
+        "set up",
+        (
+            "init",
+            "config",
+            "doctor",
+            "setup.claude",
+            "setup.codex",
+            "setup.git-trailer",
+            "serve",
+            "completion",
+        ),
+    ),
 )
 """How `--help` lists the commands: by where in a case's life each is used. A command not named
 here is listed under "other" (so none is ever left out of the help)."""
