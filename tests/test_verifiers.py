@@ -204,10 +204,10 @@ def unit(repo: Path, env: dict[str, str]) -> None:
     approve(env)
 
 
-def edited_verify_text(cli: Cli, repo: Path, task: str) -> str:
+def edited_verify_text(cli: Cli, repo: Path, task: str, *extra: str) -> str:
     """Edit app.py again and verify, as a person reads it (text, not JSON)."""
     (repo / "app.py").write_text((repo / "app.py").read_text() + "# again\n")
-    out = cli("case", "verify", task, human=True)
+    out = cli("case", "verify", task, *extra, human=True)
     assert out.code == 0, out.stderr
     return out.stdout
 
@@ -278,6 +278,44 @@ class TestScope:
         assert "other.py" in drift_finding(cli, task, receipt)
         assert out.data["batch"]["acknowledged"] == ["drift"]
         assert out.data["assessment"]["status"] == "verified"
+
+    def test_a_pass_by_acknowledgement_is_never_shown_as_a_plain_pass(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
+        """Issue 13: status, show, timeline, summary.md and attest name the acknowledgement."""
+        task = ready_to_verify(cli, verify=("command:unit", "scope"))
+        edit(repo)
+        (repo / "other.py").write_text("x = 1\n")
+        out = cli("case", "verify", task, "--ack-drift")
+        assert receipts_by(out.data)["scope"]["acknowledged"] == "drift"
+        assert receipts_by(out.data)["command:unit"]["acknowledged"] is None
+        assessment = out.data["assessment"]
+        assert assessment["acknowledged"] == ["scope (drift)"]
+        assert "passed only by acknowledgement: scope (drift)" in assessment["reasons"]
+        views = {v["requirement"]: v["acknowledged"] for v in assessment["receipts"]}
+        assert views == {"command:unit": None, "scope": "drift"}
+        texts = {
+            "verify": edited_verify_text(cli, repo, task, "--ack-drift"),
+            "status": cli("case", "status", task, human=True).stdout,
+            "show": cli("case", "show", task, human=True).stdout,
+            "timeline": cli("case", "timeline", task, human=True).stdout,
+        }
+        for name, text in texts.items():
+            flat = " ".join(text.split())
+            assert "passed by acknowledgement of drift" in flat, (name, text)
+        cards = cli("case", "timeline", task).data["entries"]
+        scope = [c for c in cards if c.get("requirement") == "scope" and c["kind"] == "receipt"]
+        assert scope
+        assert all(c["acknowledged"] == "drift" for c in scope), scope
+        predicate = cli("case", "attest", task).data["statement"]["predicate"]
+        assert predicate["passedTests"] == ["command:unit"]
+        assert predicate["warnedTests"] == ["scope"]
+        assert predicate["result"] == "WARNED"
+        assert cli("case", "complete", task, "--outcome", "done").code == 0
+        summary = (case_path(env, task) / "summary.md").read_text()
+        assert "- scope: passed by acknowledgement of drift" in summary
+        assert "- scope: passed\n" not in summary
+        assert "passed only by acknowledgement: scope (drift)" in summary
 
     def test_a_commit_outside_the_boundary_is_drift_too(
         self, cli: Cli, repo: Path, env: dict[str, str]

@@ -139,6 +139,10 @@ class Receipt(_Record, kw_only=True):
     `FAILING_SHOWN` the verifier listed. Empty in receipts written before it was recorded."""
     failing_total: int = 0
     """How many failed in all (`failing` may name only the first of them)."""
+    acknowledged: str | None = None
+    """What the caller acknowledged for this receipt to pass (`drift`): a pass by
+    acknowledgement, not a plain pass. None in receipts written before it was recorded (the
+    assessment reads an older scope receipt's note instead)."""
 
 
 class Batch(_Record, kw_only=True):

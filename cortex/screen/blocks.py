@@ -40,6 +40,19 @@ def named_failures(receipt: Data) -> str | None:
     return ", ".join(names) + (f" (and {more} more)" if more else "")
 
 
+def shown_status(receipt: Data) -> str:
+    """A receipt's status as people read it: a pass by acknowledgement says so, never `passed`."""
+    acknowledged = receipt.get("acknowledged")
+    if acknowledged and receipt["status"] == "passed":
+        return f"passed by acknowledgement of {acknowledged}"
+    return str(receipt["status"])
+
+
+def failures_label(receipt: Data) -> str:
+    """What the names a receipt lists are: failures, or what was acknowledged to let it pass."""
+    return "acknowledged" if receipt.get("acknowledged") else "failing"
+
+
 VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
 
 
@@ -54,10 +67,10 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
         mark = (
             "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
         )
-        rows.append((f"  {label or receipt['id']}", f"{receipt['status']} ({mark})"))
+        rows.append((f"  {label or receipt['id']}", f"{shown_status(receipt)} ({mark})"))
         failures = named_failures(receipt)
         if failures:
-            rows.append(("    failing", failures))
+            rows.append((f"    {failures_label(receipt)}", failures))
     if assessment.get("currency"):
         # Why the receipts are current or stale, e.g. "committed unchanged as 5d6e7f8".
         rows.append(("  code", assessment["currency"]["summary"]))

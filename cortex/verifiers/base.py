@@ -60,6 +60,9 @@ class Outcome(msgspec.Struct, kw_only=True):
     can name them (docs/design/verification.md §2)."""
     failing_total: int = 0
     """How many failed in all, when the verifier listed only some (else `len(failing)`)."""
+    acknowledged: str | None = None
+    """What the caller acknowledged to let this run pass (`drift` for `--ack-drift`): a pass by
+    acknowledgement, shown as one, never as a plain pass (docs/design/verification.md §2)."""
 
 
 class Context(msgspec.Struct, kw_only=True):
@@ -124,6 +127,8 @@ def validated(outcome: object) -> Outcome:
         valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
     valid.details = dict(list(valid.details.items())[:NOTES_MAX])
     valid.failing_total = max(valid.failing_total, len(valid.failing), 0)
+    if valid.acknowledged is not None:
+        valid.acknowledged = clip(valid.acknowledged, 64) or None
     valid.failing = [clip(name, SUMMARY_MAX) for name in valid.failing[:FAILING_SHOWN]]
     msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
     if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:

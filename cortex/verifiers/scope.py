@@ -11,6 +11,9 @@ from __future__ import annotations
 from cortex.cases.bounds import FAILING_TESTS_MAX
 from cortex.verifiers.base import Context, Finding, Outcome
 
+ACK_NOTE = "drift acknowledged with --ack-drift"
+"""The note of a scope run that passed by acknowledgement (the only sign in older receipts)."""
+
 
 def drift(changed: list[str], boundary: list[str]) -> list[str]:
     """The changed paths the boundary does not cover."""
@@ -62,5 +65,6 @@ class ScopeVerifier:
             failing=outside,
         )
         if context.ack_drift:
-            outcome.notes.append("drift acknowledged with --ack-drift")
+            outcome.notes.append(ACK_NOTE)
+            outcome.acknowledged = "drift"
         return outcome
