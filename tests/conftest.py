@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -30,6 +31,12 @@ __all__ = ["without_answer_opt_in"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    # A suite started in the background by a shell (`.ci/run &`, nohup) inherits SIGINT
+    # ignored, and an ignored signal stays ignored across exec: every cortex the tests start
+    # would then shrug off the Ctrl-C the interrupt tests send. Start them as a terminal would.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

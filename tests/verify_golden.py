@@ -4,8 +4,10 @@ The progress channel (issue 20) must change nothing where nothing is live: piped
 `--json` stay byte for byte what they were before it existed. The golden files were written by
 the release before the channel (`python tests/verify_golden.py --write --root DIR`, DIR a
 checkout of it); tests/test_progress.py builds the same case with this checkout and compares.
-They were regenerated once on purpose since, when receipts gained the git tree id (issue 14):
-the JSON then gained `tree`, `headTree` and the assessment's `currency`, and nothing else.
+They were regenerated on purpose since: when receipts gained the git tree id (issue 14), the
+JSON gained `tree`, `headTree` and the assessment's `currency`, and nothing else; when receipts
+gained what failed by name (issue 13), each receipt and receipt view gained `failing` and
+`failingTotal`, and nothing else.
 
 The case is built by real processes only, from a repository with fixed commit dates, so the
 commit ids and digests are the same on every run; generated ids, times and durations are

@@ -139,6 +139,15 @@ class Receipt(_Record, kw_only=True):
     """The git tree id of the code it ran on (verification.md §1.1); a receipt with one is
     current while the workspace's tree id equals it, whatever HEAD is. None in receipts
     written before tree ids, or when none could be named: HEAD and digest decide then."""
+    failing: list[str] = msgspec.field(default_factory=list)
+    """What failed, by name (failing test ids, files outside the boundary): the first
+    `FAILING_SHOWN` the verifier listed. Empty in receipts written before it was recorded."""
+    failing_total: int = 0
+    """How many failed in all (`failing` may name only the first of them)."""
+    acknowledged: str | None = None
+    """What the caller acknowledged for this receipt to pass (`drift`): a pass by
+    acknowledgement, not a plain pass. None in receipts written before it was recorded (the
+    assessment reads an older scope receipt's note instead)."""
 
 
 class Batch(_Record, kw_only=True):

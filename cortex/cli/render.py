@@ -15,7 +15,10 @@ from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
 from cortex.screen.blocks import assessment_rows as _assessment_rows
+from cortex.screen.blocks import failures_label as _failures_label
 from cortex.screen.blocks import kv as _kv
+from cortex.screen.blocks import named_failures as _named_failures
+from cortex.screen.blocks import shown_status as _shown_status
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.columns import Column, print_table
@@ -249,8 +252,11 @@ def _verified(console: Console, data: Data) -> None:
         text = receipt["claim"]
         if receipt.get("claimId"):
             text = f"claim {receipt['claimId']}: {text}"
-        rows.append((receipt["status"], text))
+        rows.append((_shown_status(receipt), text))
         rows.extend(("", f"  {note}") for note in receipt["notes"])
+        failures = _named_failures(receipt)
+        if failures:
+            rows.append(("", f"  {_failures_label(receipt)}: {failures}"))
     rows.extend(("unbound", reason) for reason in batch["reasons"])
     console.print(_kv(rows))
     console.print(_kv(_assessment_rows(data["assessment"])[:1]))

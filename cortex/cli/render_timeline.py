@@ -28,7 +28,10 @@ def _facts(entry: Data) -> list[str]:
         facts += ["raw"] if entry["hasRaw"] else []
         return facts + (["sensitive"] if entry["sensitive"] else [])
     if kind == "receipt":
-        return [entry["status"], entry["binding"], entry["standing"]]
+        status = entry["status"]
+        if entry.get("acknowledged") and status == "passed":
+            status = f"passed by acknowledgement of {entry['acknowledged']}"
+        return [status, entry["binding"], entry["standing"]]
     if kind == "decision" and entry["event"] == "request":
         return [entry["status"]]
     return []

@@ -368,6 +368,8 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     purpose: str | None = None
     requirement: str | None = None
     claim_id: str | None = None
+    acknowledged: str | None = None
+    """A receipt that passed only by acknowledgement: what was acknowledged (`drift`)."""
     receipts: int | None = None
     labels: list[str] | None = None
     """Freshness and decision-history labels, computed when shown (evidence and decisions)."""

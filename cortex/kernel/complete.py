@@ -11,7 +11,7 @@ from cortex.cases.documents import Verification
 from cortex.cases.errors import ArgumentError
 from cortex.cases.records import CaseFile
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.assessment import Assessment, assess
+from cortex.kernel.assessment import Assessment, ReceiptView, assess
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
@@ -163,6 +163,13 @@ def _gate(
     return f"verification not possible ({verdict}): {not_possible}"
 
 
+def _shown(receipt: ReceiptView) -> str:
+    """A receipt's status in summary.md: a pass by acknowledgement is never a plain `passed`."""
+    if receipt.acknowledged and receipt.status == "passed":
+        return f"passed by acknowledgement of {receipt.acknowledged}"
+    return receipt.status
+
+
 def _summary(  # noqa: PLR0917
     case: CaseFile,
     assessment: Assessment,
@@ -188,7 +195,7 @@ def _summary(  # noqa: PLR0917
         lines.append(f"Latest batch {assessment.batch_id} ({assessment.binding}).")
         lines.append("")
     lines.extend(
-        f"- {f'claim {r.claim_id}' if r.claim_id else (r.requirement or r.id)}: {r.status}"
+        f"- {f'claim {r.claim_id}' if r.claim_id else (r.requirement or r.id)}: {_shown(r)}"
         + ("" if r.proof else (" (stale)" if r.stale else " (not proof)"))
         for r in assessment.receipts
     )

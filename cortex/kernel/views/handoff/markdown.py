@@ -190,7 +190,10 @@ def _receipt_line(receipt: Data) -> str:
         mark = "STALE: the code or the plan changed since it ran"
     else:
         mark = "UNBOUND: it proves nothing"
-    return f"- {label}: **{inline(receipt['status'])}**, {mark} ({code(receipt['id'])})"
+    shown = receipt["status"]
+    if receipt.get("acknowledged") and shown == "passed":
+        shown = f"passed by acknowledgement of {receipt['acknowledged']}"
+    return f"- {label}: **{inline(shown)}**, {mark} ({code(receipt['id'])})"
 
 
 def _verification(p: Data) -> list[str]:

@@ -20,6 +20,7 @@ from cortex.cases.documents import Batch, Decision, Decisions, Receipt, Verifica
 from cortex.cases.errors import NotFoundError
 from cortex.cases.records import CaseFile, Command, Evidence, PhaseChange
 from cortex.cases.store import CaseStore
+from cortex.kernel.assessment import acknowledged
 from cortex.kernel.provenance import shown
 
 KINDS = ("phase", "evidence", "command", "decision", "receipt", "batch")
@@ -243,6 +244,8 @@ def _receipt(receipt: Receipt, context: Context) -> dict[str, object]:
         "requirement": receipt.requirement,
         "claimId": receipt.claim_id,
         "sensitive": receipt.sensitive,
+        # A pass by acknowledgement is its own state here too (absent for every other receipt).
+        **({"acknowledged": ack} if (ack := acknowledged(receipt)) else {}),
     }
 
 
