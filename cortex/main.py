@@ -54,9 +54,10 @@ def _body(
                 query=None if query is None else str(query),
             )
 
-        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)
+        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio, via="studio")
     if parsed.command.name == "case.report":
         # The report face writes the page; the launcher hands it the kernel, as for the studio.
+        # It writes no case record, so it has no channel to stamp.
         def run_report(kernel: Kernel) -> Result:
             from cortex.report.command import run
 
@@ -82,7 +83,11 @@ def _body(
         )
         return handler(call)
 
-    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress)
+    from cortex.cli.terminal import channel
+
+    # How the command arrived: a person at its terminal, or not (docs/design/trust.md).
+    via = channel(streams[0])
+    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress, via=via)
 
 
 def _is_terminal(stream: IO[str]) -> bool:

@@ -443,3 +443,18 @@ def test_large_claims_are_cut_before_anything_else(cli: Cli, task: str) -> None:
     assert "[VERIFIED]" not in cut["document"]  # nothing was verified: the verdict says so
     assert "[UNVERIFIED]" in cut["document"]
     assert any(o["what"] == "evidence claims cut" for o in cut["omitted"]) or cut["tier"] >= 2
+
+
+def test_a_persons_word_passed_on_by_an_agent_is_shown_as_reported(cli: Cli) -> None:
+    """Issue 19: `--origin human` from a pipe is the agent's report of a person, in both forms."""
+    task = cli.open("Fix the login redirect")
+    said = cli(
+        "case", "evidence", "add", task, "--claim", "alice said ship it", "--origin", "human"
+    )
+    assert said.code == 0, said.stdout
+    actor = said.data["evidence"]["source"]["actor"]
+    shown = f"human (reported by {actor} via cli)"
+    page = cli("case", "report", task).data["document"]
+    md = cli("case", "report", task, "--format", "md").data["document"]
+    assert f"origin: {shown}" in page
+    assert f"(origin: {shown})" in md

@@ -99,6 +99,9 @@ OUTPUT_TAIL = 24 * KIB
 """Bytes kept from the end of each stream: the end of a run says what failed."""
 JUNIT_MAX = 16 * MIB
 FAILING_TESTS_MAX = 100
+FAILING_SHOWN = 20
+"""Names of what failed (test ids, files outside the boundary) a receipt keeps; the total stays
+exact, and verify and status show these with a count of the rest."""
 CLAIMS_MAX = 64
 CLAIM_STATEMENT_MAX = 4 * KIB
 CLAIM_ID_MAX = 128

@@ -107,6 +107,11 @@ _HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar
 _TTL = Opt(
     "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
 )
+_LEASE_TOKEN = Opt(
+    "--lease-token",
+    "the token begin-change returned when it took the lease (default: $CORTEX_LEASE_TOKEN)",
+    metavar="TOKEN",
+)
 
 COMMANDS: tuple[Cmd, ...] = (
     Cmd(
@@ -236,6 +241,7 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--reason", "why the plan changes (required to re-plan)", metavar="TEXT"),
             _ACTOR,
             _EXPECT,
+            _LEASE_TOKEN,
         ),
     ),
     Cmd(
@@ -254,19 +260,19 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "begin-change"),
         "take the change lease and start changing",
         positionals=(_TASK,),
-        options=(_HOLDER, _TTL),
+        options=(_HOLDER, _TTL, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "lease", "renew"),
         "extend your change lease",
         positionals=(_TASK,),
-        options=(_HOLDER, _TTL),
+        options=(_HOLDER, _TTL, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "lease", "release"),
         "give your change lease up",
         positionals=(_TASK,),
-        options=(_HOLDER,),
+        options=(_HOLDER, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "decision", "request"),
@@ -285,7 +291,7 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(
         ("case", "decision", "answer"),
-        "answer a pending decision (for people, not agents)",
+        "answer a pending decision: a person, at a terminal (it asks for the option id)",
         positionals=(_TASK, ("decision", "decision id (dec_...) or a unique prefix of one")),
         options=(
             Opt("--answer", "the chosen option id", metavar="OPTION", required=True),
@@ -339,6 +345,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "show each verifier's output as it runs (redacted as it is stored)",
                 kind="flag",
             ),
+            _LEASE_TOKEN,
         ),
     ),
     Cmd(
@@ -354,6 +361,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 metavar="REASON",
             ),
             Opt("--actor", "who completes (default: the lease holder)", metavar="NAME"),
+            _LEASE_TOKEN,
         ),
     ),
     Cmd(

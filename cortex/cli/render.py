@@ -15,7 +15,10 @@ from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
 from cortex.screen.blocks import assessment_rows as _assessment_rows
+from cortex.screen.blocks import failures_label as _failures_label
 from cortex.screen.blocks import kv as _kv
+from cortex.screen.blocks import named_failures as _named_failures
+from cortex.screen.blocks import shown_status as _shown_status
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.columns import Column, print_table
@@ -75,6 +78,14 @@ def _lease(console: Console, data: Data) -> None:
             f": {lease.get('actor', '-')} until {lease.get('expiresAt', '-')} ({data['status']})"
         )
     )
+    token = data.get("leaseToken")
+    if token:
+        # Shown this once; the case keeps only its digest (docs/design/trust.md).
+        console.print(Text("lease token (shown once): ", style="bold") + Text(token))
+        console.print(
+            Text("lease-bound commands read it from --lease-token or: ", style="dim")
+            + Text(f"export CORTEX_LEASE_TOKEN={token}")
+        )
 
 
 def _decision(console: Console, data: Data) -> None:
@@ -103,6 +114,8 @@ def _decisions(console: Console, data: Data) -> None:
         answer = (
             f" -> {decision['answer']} by {decision['responder']}" if decision.get("answer") else ""
         )
+        if decision.get("unattended"):
+            answer += f" (unattended, for {decision['unattended']})"
         line = (
             Text(f"{decision['id']} ", style="bold")
             + Text(decision["status"], style="cyan")
@@ -239,8 +252,11 @@ def _verified(console: Console, data: Data) -> None:
         text = receipt["claim"]
         if receipt.get("claimId"):
             text = f"claim {receipt['claimId']}: {text}"
-        rows.append((receipt["status"], text))
+        rows.append((_shown_status(receipt), text))
         rows.extend(("", f"  {note}") for note in receipt["notes"])
+        failures = _named_failures(receipt)
+        if failures:
+            rows.append(("", f"  {_failures_label(receipt)}: {failures}"))
     rows.extend(("unbound", reason) for reason in batch["reasons"])
     console.print(_kv(rows))
     console.print(_kv(_assessment_rows(data["assessment"])[:1]))

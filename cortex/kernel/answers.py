@@ -217,6 +217,9 @@ class Leased(_Answer):
     status: str
     lease: LeaseView | None
     result: str
+    lease_token: str | None
+    """The lease token, returned once by the call that took the lease (null on a renewal or a
+    release, and over MCP, where the server keeps it); only its sha256 is stored."""
 
 
 class Verified(_Answer):
@@ -345,6 +348,9 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     evidence_kind: str | None = None
     confidence: str | None = None
     tool: str | None = None
+    origin: str | None = None
+    """Who said it, as every surface shows it: `agent`, `human`, or `human (reported by
+    agent-1 via mcp)` for a person's word an agent reported (docs/design/trust.md)."""
     sensitive: bool | None = None
     has_raw: bool | None = None
     # command
@@ -362,6 +368,8 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     purpose: str | None = None
     requirement: str | None = None
     claim_id: str | None = None
+    acknowledged: str | None = None
+    """A receipt that passed only by acknowledgement: what was acknowledged (`drift`)."""
     receipts: int | None = None
     labels: list[str] | None = None
     """Freshness and decision-history labels, computed when shown (evidence and decisions)."""

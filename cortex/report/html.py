@@ -370,6 +370,8 @@ def _evidence(data: Data) -> str:
     for r in records:
         claim = "(sensitive)" if r["sensitive"] else r["claim"]
         facts = [f"{_code(r['kind'])}, {_code(r['confidence'])}, {_code(r['tool'])}"]
+        if r.get("provenance") and r["provenance"] != "agent":
+            facts.append(f"origin: {text(r['provenance'])}")
         where = _location(data, r)
         if where:
             facts.append(where)

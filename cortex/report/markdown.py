@@ -225,6 +225,8 @@ def _evidence(data: Data) -> list[str]:
     for r in records:
         claim = "(sensitive)" if r["sensitive"] else inline(r["claim"] or "")
         line = f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {claim}"
+        if r.get("provenance") and r["provenance"] != "agent":
+            line += f" (origin: {inline(r['provenance'])})"
         location = r.get("location")
         if location and location.get("file"):
             start, end, head = (

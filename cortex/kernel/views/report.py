@@ -47,6 +47,7 @@ from cortex.cases.records import (
     LedgerState,
 )
 from cortex.cases.store import CaseStore
+from cortex.kernel import provenance
 from cortex.kernel.decisions import rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.views.handoff.read import redact_all
@@ -524,6 +525,9 @@ def _evidence(record: Evidence, labels: list[str]) -> Data:
         "confidence": record.confidence,
         "tool": record.source.tool,
         "origin": record.source.origin,
+        # How every surface shows who said it: `human (reported by agent-1 via mcp)` for a
+        # person's word an agent passed on (docs/design/trust.md).
+        "provenance": provenance.shown(record.source),
         "actor": record.source.actor,
         "location": None
         if location is None or sensitive
