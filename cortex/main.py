@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
     from cortex.kernel.progress import Progress
 
-LIVE = frozenset({"case.verify"})
+LIVE = frozenset({"case.verify", "case.share", "case.fetch", "recall.reindex", "recall.rebuild"})
 """Commands that report progress (`cortex.kernel.progress`) for a live line at a terminal."""
 
 

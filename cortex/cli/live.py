@@ -18,12 +18,18 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from cortex.kernel.progress import Event, Progress
+from cortex.kernel.progress import Event, Progress, counted
 from cortex.screen.text import safe
 
 _STEPS = {
     "capture": "capturing the work tree",
     "commit": "committing the batch",
+    "export": "exporting case",
+    "push": "pushing to the remote",
+    "fetch": "fetching from the remote",
+    "import": "importing case",
+    "read": "reading case",
+    "index": "indexing case",
 }
 
 
@@ -40,9 +46,13 @@ def status_text(event: Event) -> str:
     if event.kind == "finish" and event.subject is not None:
         return f"{event.subject} {event.status or 'ended'}"
     if event.kind == "step" and event.step is not None:
-        return _STEPS.get(event.step, event.step)
+        line = _STEPS.get(event.step, event.step)
+        if event.index is not None and event.count is not None:
+            line += f" {event.index} of {event.count}"
+        return line + (f"  {event.subject}" if event.subject is not None else "")
     if event.kind == "begin" and event.count is not None:
-        return f"{event.count} verifier{'' if event.count == 1 else 's'} to run"
+        verb = "to run" if event.operation == "case.verify" else "to go through"
+        return f"{counted(event.operation, event.count)} {verb}"
     return "finishing"
 
 

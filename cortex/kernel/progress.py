@@ -8,8 +8,11 @@ does the work. Without a sink nothing is built or sent, and a use case runs exac
 
 Events of one operation, in order (docs/design/progress.md has the whole protocol):
 
-    begin            the operation started (`count`: how many verifiers it will run)
-    step             a named step (`capture`, `commit`); `elapsed` since the operation began
+    begin            the operation started (`count`: how many verifiers, or cases, it will go
+                     through; `UNITS` says which)
+    step             a named step (`capture`, `commit`, `export`, `import`, ...); `elapsed`
+                     since the operation began; a step taken once per case names it
+                     (`subject`, `index` of `count`)
     start            a verifier started (`subject`, `index` of `count`, `timeout` where known)
     tick             it is still running (`elapsed` of `timeout`), at most once per `interval`
     output           one line of its output, redacted (only with `follow`; see cortex.kernel.follow)
@@ -38,6 +41,15 @@ Kind = Literal["begin", "step", "start", "tick", "output", "finish", "end"]
 
 TICK_INTERVAL = 1.0
 """Seconds between two `tick` events of one running verifier."""
+
+UNITS = {"case.verify": "verifier"}
+"""What a `begin` event's `count` counts, by operation; any other operation counts cases."""
+
+
+def counted(operation: str, count: int) -> str:
+    """`3 verifiers`, `1 case`: a `begin` event's count in words."""
+    unit = UNITS.get(operation, "case")
+    return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -106,10 +118,17 @@ class Progress:
         self._began = self.clock()
         self.emit("begin", count=count)
 
-    def step(self, name: str) -> None:
-        """The operation reached a named step."""
+    def step(
+        self,
+        name: str,
+        *,
+        subject: str | None = None,
+        index: int | None = None,
+        count: int | None = None,
+    ) -> None:
+        """The operation reached a named step (for one `subject`, `index` of `count`)."""
         self.check()
-        self.emit("step", step=name)
+        self.emit("step", step=name, subject=subject, index=index, count=count)
 
     def end(self) -> None:
         """The operation's work is done."""
@@ -237,8 +256,11 @@ def describe(event: Event) -> str:
         return f"running {where}: {event.elapsed:.0f} s{limit}"
     if event.kind == "begin":
         return f"{event.operation} started" + (
-            f": {event.count} verifier(s) to run" if event.count is not None else ""
+            f": {counted(event.operation, event.count)}" if event.count is not None else ""
         )
     if event.kind == "step":
-        return f"{event.operation}: {event.step}"
+        line = f"{event.operation}: {event.step}"
+        if event.index is not None and event.count is not None:
+            line += f" {event.index} of {event.count}"
+        return line + (f" ({event.subject})" if event.subject is not None else "")
     return f"{event.operation} done"

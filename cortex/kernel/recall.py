@@ -30,6 +30,7 @@ from cortex.kernel.config import cache_root
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.progress import Progress
 from cortex.recall.budget import walk
 from cortex.recall.cards import Card, derive, estimate, shown_line
 from cortex.recall.index import (
@@ -152,26 +153,35 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
     return []
 
 
-def _derive_all(kernel: Kernel, covered: Sequence[Store]) -> tuple[list[Any], list[list[str]]]:
+def _derive_all(
+    kernel: Kernel, covered: Sequence[Store], progress: Progress
+) -> tuple[list[Any], list[list[str]]]:
     """Every case read whole, with its contribution; (reads, problems)."""
     from cortex.recall.source import read_source
 
     reads: list[Any] = []
     problems: list[list[str]] = []
-    for ref in covered:
-        for task in sorted(ref.store.list_ids()):
-            try:
-                read = read_source(ref.store, task, ref.id)
-            except CortexError as exc:
-                problems.append([task, exc.message])
-                continue
-            reads.append((ref, task, read, derive(read.source, kernel.redactor)))
+    tasks = [(ref, task) for ref in covered for task in sorted(ref.store.list_ids())]
+    for index, (ref, task) in enumerate(tasks, 1):
+        progress.step("read", subject=task, index=index, count=len(tasks))
+        try:
+            read = read_source(ref.store, task, ref.id)
+        except CortexError as exc:
+            problems.append([task, exc.message])
+            continue
+        reads.append((ref, task, read, derive(read.source, kernel.redactor)))
     return reads, problems
 
 
-def _build(kernel: Kernel, index: Index, covered: Sequence[Store]) -> dict[str, Any]:
-    """Derive every case again and replace everything the index holds, in one transaction."""
-    reads, problems = _derive_all(kernel, covered)
+def _build(
+    kernel: Kernel, index: Index, covered: Sequence[Store], progress: Progress | None = None
+) -> dict[str, Any]:
+    """Derive every case again and replace everything the index holds, in one transaction.
+
+    `progress` hears one step per case (for reindex and rebuild; a build under another
+    command's commit reports nothing, its operation has ended).
+    """
+    reads, problems = _derive_all(kernel, covered, progress or Progress())
     with index.transaction():
         index.clear()
         for ref, task, read, derived in reads:
@@ -201,18 +211,22 @@ def reindex(kernel: Kernel) -> Result:
     from cortex.recall.manifest import forget, moved, refresh
 
     covered = stores(kernel)
+    progress = kernel.progress or Progress()
+    progress.begin("recall.reindex")
     try:
         index = Index.write(path(kernel))
     except RecallIndexError as exc:
         raise CortexError(_fail(exc)) from None
     try:
         if index.meta("built") is None:
-            built = _build(kernel, index, covered)
+            built = _build(kernel, index, covered, progress)
             return Result(data=_summary(index, "built", updated=[], removed=[], **built))
         updated: list[str] = []
         removed: list[str] = []
         problems: list[list[str]] = []
-        for item in moved(index, covered):
+        behind = list(moved(index, covered))
+        for position, item in enumerate(behind, 1):
+            progress.step("index", subject=item.task, index=position, count=len(behind))
             if item.store is None:
                 assert item.row is not None  # noqa: S101 - an orphan always has its row
                 forget(index, item.row.store, item.task)
@@ -230,18 +244,21 @@ def reindex(kernel: Kernel) -> Result:
         raise CortexError(_fail(exc)) from None
     finally:
         index.close()
+        progress.end()
 
 
 def rebuild(kernel: Kernel, *, verify: bool = False) -> Result:
     """Derive the whole index again from the case files; with `verify`, compare the digests."""
     covered = stores(kernel)
+    progress = kernel.progress or Progress()
+    progress.begin("recall.rebuild")
     try:
         index = Index.write(path(kernel))
     except RecallIndexError as exc:
         raise CortexError(_fail(exc)) from None
     try:
         before = index.canonical() if index.meta("built") is not None else None
-        built = _build(kernel, index, covered)
+        built = _build(kernel, index, covered, progress)
         after = index.canonical()
         data = _summary(index, "rebuilt", cases=built["cases"], unreadable=built["unreadable"])
         if verify:
@@ -257,6 +274,7 @@ def rebuild(kernel: Kernel, *, verify: bool = False) -> Result:
         raise CortexError(_fail(exc)) from None
     finally:
         index.close()
+        progress.end()
 
 
 def _summary(index: Index, what: str, **facts: Any) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from cortex.cases.replica_index import (
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.progress import Progress
 from cortex.share import remote as remote_module
 from cortex.share.errors import RemoteRefusedError
 from cortex.share.export import Context, lamport_of, origin_of
@@ -207,15 +208,19 @@ def share(
     name = _remote(kernel, remote)
     git = _git(kernel)
     rep = replica(kernel, create=not dry_run)
+    progress = kernel.progress or Progress()
+    progress.begin("case.share", count=len(ids))
     results: dict[str, Published] = {}
     with git.objects() as objects:
         shared = SharedTree(objects, object_format(git, objects))
-        for case_id in ids:
+        for index, case_id in enumerate(ids, 1):
+            progress.step("export", subject=case_id, index=index, count=len(ids))
             # A case fetched before is merged at once: the push then needs no second round.
             results[case_id] = _publish(
                 kernel, git, shared, case_id, rep, dry_run=dry_run, merge=tracking(name, case_id)
             )
     if dry_run:
+        progress.end()
         return Result(
             data={
                 "dryRun": True,
@@ -227,7 +232,9 @@ def share(
                 ],
             }
         )
+    progress.step("push", count=len(results))
     attempts = _push(kernel, git, name, rep, results)
+    progress.end()
     cases: list[dict[str, Any]] = []
     for case_id, published in results.items():
         cases.append(
@@ -464,6 +471,9 @@ def fetch(
     if base is not None and pr is None:
         raise ArgumentError("{base} names the branch a {pr} merges into", "base", "pr")
     git = _git(kernel)
+    progress = kernel.progress or Progress()
+    progress.begin("case.fetch")
+    progress.step("fetch")
     warnings: list[str] = []
     requested: list[str]
     if bundle_file is not None:
@@ -498,11 +508,11 @@ def fetch(
     warnings += [f"{source_name} holds no case {i}" for i in missing]
     rep = replica(kernel, create=True)
     cases = []
+    found = [i for i in requested if i not in missing]
     with git.objects() as objects:
         shared = SharedTree(objects, object_format(git, objects))
-        for case_id in requested:
-            if case_id in missing:
-                continue
+        for index, case_id in enumerate(found, 1):
+            progress.step("import", subject=case_id, index=index, count=len(found))
             cases.append(
                 _import(
                     kernel,
@@ -513,6 +523,7 @@ def fetch(
                     rep=rep,
                 )
             )
+    progress.end()
     return Result(
         data={"source": source, "requested": requested, "cases": cases, "warnings": warnings}
     )
