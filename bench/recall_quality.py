@@ -263,7 +263,11 @@ def seed(kernel: Any) -> dict[str, str]:
                     options=[f"{oid}={label}" for oid, label in topic.options],
                 )  # fmt: skip
                 decision = asked.data["decision"].id
-                answer(kernel, task_id, decision, option=topic.options[0][0], responder="alice")
+                # The corpus stands in for alice typing the option id at her terminal.
+                answer(
+                    kernel, task_id, decision, option=topic.options[0][0], responder="alice",
+                    confirm=lambda asked: asked.option,
+                )  # fmt: skip
                 ids[f"{topic.name}.decision"] = decision
             verify(kernel, task_id)
             complete(kernel, task_id, outcome=case["outcome"], verification_not_possible="bench")

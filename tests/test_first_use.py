@@ -218,7 +218,10 @@ class TestTrustPrompt:
             def readline(self, _limit: int) -> bytes:
                 return b"pytest\n"
 
-        monkeypatch.setattr(commands, "open", lambda *_a, **_k: Tty(), raising=False)
+        from cortex.cli import terminal
+
+        # The prompt is asked at /dev/tty by cortex.cli.terminal.ask, whatever asks it.
+        monkeypatch.setattr(terminal, "open", lambda *_a, **_k: Tty(), raising=False)
         confirm = commands._confirm_at_terminal("pytest", {"PATH": env["PATH"]})
         assert confirm is not None
         assert confirm(str(tmp_path), ["python3", "-m", "pytest"]) is True
