@@ -83,7 +83,10 @@ def test_four_servers_and_four_cli_processes_lose_nothing(cli: Cli) -> None:
     ]
     deadline = time.monotonic() + 120
     while not all(Path(f"{gate}.{w}").exists() for w in range(CLI_WRITERS)):
-        assert time.monotonic() < deadline, "a CLI writer did not load"
+        for proc in writers:
+            if proc.poll() is not None:  # it died before the gate: say why
+                raise AssertionError(proc.communicate()[1].decode(errors="replace"))
+        assert time.monotonic() < deadline, "a CLI writer did not load in 120 s"
         time.sleep(0.01)
     ready = [anyio.Event() for _ in range(SERVERS)]
     go = anyio.Event()

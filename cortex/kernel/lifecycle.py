@@ -213,7 +213,16 @@ def _claims(case: CaseFile, standing: Standing) -> dict[str, list[str]]:
     if not case.acceptance_criteria:
         return {}
     required = list(case.verification_required)
-    choice = required[0] if len(required) == 1 else "<" + "|".join(required or ["verifier"]) + ">"
+    if not required or any(
+        standing.contracts[c.id].partition("#")[0] not in required
+        for c in case.acceptance_criteria
+        if c.id in standing.contracts
+    ):
+        # A claim keeps its contract for the whole case, and a contract must name a verifier
+        # the plan requires: with none, or after a re-plan dropped it, no claim can be made,
+        # and a verify offered with one would be refused. Verify without claims instead.
+        return {}
+    choice = required[0] if len(required) == 1 else "<" + "|".join(required) + ">"
     return {
         "claim": [f"{c.id}={c.statement}" for c in case.acceptance_criteria],
         "contract": [
