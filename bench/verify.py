@@ -106,7 +106,16 @@ def open_case(repo: Path, env: dict[str, str]) -> str:
     plan += ["--uncertainty", "none", "--file", "d0000/", "--boundary-reason", "bench"]
     plan += ["--verify", "command:noop"]
     cortex(plan, env, repo)
-    cortex(["case", "begin-change", task, "--actor", "bench", "--ttl", "1h"], env, repo)
+    began = subprocess.run(
+        [CORTEX, "case", "begin-change", task, "--actor", "bench", "--ttl", "1h", "--json"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    # Every later verify presents the lease token, as the holder's shell would.
+    env["CORTEX_LEASE_TOKEN"] = json.loads(began.stdout)["data"]["leaseToken"]
     return task
 
 
@@ -193,7 +202,7 @@ def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[st
     case = kernel.store.read_case(task)
     samples: dict[str, list[float]] = {FLOOR: [], CAPTURE: [], TREE: [], VERIFY: []}
     for _ in range(2):
-        verify(kernel, task)
+        verify(kernel, task, lease_token=env["CORTEX_LEASE_TOKEN"])
     trees = set()
     reason = None
     for _ in range(runs):
@@ -205,7 +214,7 @@ def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[st
         trees.add(taken.tree)
         reason = taken.tree_reason
         start = time.perf_counter()
-        verify(kernel, task)
+        verify(kernel, task, lease_token=env["CORTEX_LEASE_TOKEN"])
         samples[VERIFY].append((time.perf_counter() - start) * 1000)
     if None in trees:
         raise SystemExit(f"a capture gave no tree id: {reason}")

@@ -1,8 +1,9 @@
 """The process's edge: read argv, the environment and the streams, and hand them to a face.
 
-`cortex serve` goes to the MCP server and `cortex studio` to the board; every other command is
-the CLI's: parse, call the kernel, answer with one envelope (`--json`) or text for people. This
-launcher sits above the faces so that none of them imports another. With the MCP server, it is
+`cortex serve` goes to the MCP server, `cortex studio` to the board and `cortex case report` to
+the report face; every other command is the CLI's: parse, call the kernel, answer with one
+envelope (`--json`) or text for people. This launcher sits above the faces so that none of
+them imports another. With the MCP server, it is
 the only place that reads the process's environment; errors become envelopes and exit codes in
 `cortex.kernel.surface`, which every face shares. `main(argv)` takes everything explicitly so
 tests can run it in-process; `entrypoint()` wires it to the real process.
@@ -53,7 +54,16 @@ def _body(
                 query=None if query is None else str(query),
             )
 
-        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio)
+        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio, via="studio")
+    if parsed.command.name == "case.report":
+        # The report face writes the page; the launcher hands it the kernel, as for the studio.
+        # It writes no case record, so it has no channel to stamp.
+        def run_report(kernel: Kernel) -> Result:
+            from cortex.report.command import run
+
+            return run(kernel, parsed.values, cwd=cwd)
+
+        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_report)
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
         def run_doctor(_seen: Seen) -> Result:
@@ -73,7 +83,11 @@ def _body(
         )
         return handler(call)
 
-    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress)
+    from cortex.cli.terminal import channel
+
+    # How the command arrived: a person at its terminal, or not (docs/design/trust.md).
+    via = channel(streams[0])
+    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress, via=via)
 
 
 def _is_terminal(stream: IO[str]) -> bool:
@@ -168,6 +182,12 @@ def _emit(
             from cortex.cli.completion import text_of
 
             stdout.write(text_of(envelope.data))
+            return
+        if envelope.ok and envelope.command == "case.report":
+            # The document byte for byte (or where it went), without loading rich.
+            from cortex.report.command import text_of as report_text
+
+            stdout.write(report_text(envelope.data))
             return
         from cortex.cli.render import render
 

@@ -57,7 +57,11 @@ first=$("$cortex" case read-evidence "$task" "$raw" --json |
   --support "1=$first" --uncertainty "the login link may already lose return_to" \
   --file src/auth/callback.py --symbol resolve_return_url \
   --boundary-reason "the redirect target is decided here" --verify pytest --verify scope
-"$cortex" case begin-change "$task" --ttl 15m
+# The lease token is printed once; lease-bound commands (verify, complete) read it from here.
+CORTEX_LEASE_TOKEN=$("$cortex" case begin-change "$task" --ttl 15m --json |
+  "$python" -c 'import json, sys; print(json.load(sys.stdin)["data"]["leaseToken"])')
+export CORTEX_LEASE_TOKEN
+echo "took the change lease; its token is in CORTEX_LEASE_TOKEN"
 
 echo "== show the case"
 "$cortex" case status "$task"

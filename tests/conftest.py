@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -22,8 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stand_ins import answering, leased, remember, without_answer_opt_in
 
 from cortex.main import main
+
+__all__ = ["without_answer_opt_in"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
@@ -38,6 +42,12 @@ if "MUTANT_UNDER_TEST" in os.environ:
         "mutation", suppress_health_check=[HealthCheck.differing_executors], deadline=None
     )
     settings.load_profile("mutation")
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    # A suite started in the background by a shell (`.ci/run &`, nohup) inherits SIGINT
+    # ignored, and an ignored signal stays ignored across exec: every cortex the tests start
+    # would then shrug off the Ctrl-C the interrupt tests send. Start them as a terminal would.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +151,11 @@ class Outcome:
 
 
 class Cli:
-    """Run cortex in-process with the test's environment and working directory."""
+    """Run cortex in-process with the test's environment and working directory.
+
+    It keeps the lease tokens its `begin-change` calls return and opts the test's machine in to
+    unattended answers before a `decision answer` (tests/stand_ins.py).
+    """
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.env = env
@@ -153,14 +167,17 @@ class Cli:
         """Run one command; `--json` is appended unless `human`."""
         out, err = io.StringIO(), io.StringIO()
         argv = [*args] if human else [*args, "--json"]
+        answering(self.env, argv)
         code = main(
             argv,
-            env=self.env,
+            env=leased(self.env, argv),
             cwd=str(cwd or self.cwd),
             stdin=io.BytesIO(stdin),
             stdout=out,
             stderr=err,
         )
+        if code == 0:
+            remember(self.env, argv, out.getvalue())
         return Outcome(code, out.getvalue(), err.getvalue())
 
     def open(self, goal: str = "Fix the login redirect", *extra: str) -> str:
@@ -196,16 +213,23 @@ def run_cortex(
     stdin: bytes | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `python -m cortex` as a real process."""
-    return subprocess.run(
+    """Run `python -m cortex` as a real process (stdin a pipe, never the test's terminal).
+
+    Like `Cli`, it keeps lease tokens and opts the machine in to answers (tests/stand_ins.py).
+    """
+    answering(env, args)
+    proc = subprocess.run(
         [sys.executable, "-m", "cortex", *args],
         cwd=cwd,
-        env=env,
-        input=stdin,
+        env=leased(env, args),
+        input=b"" if stdin is None else stdin,
         capture_output=True,
         timeout=timeout,
         check=False,
     )
+    if proc.returncode == 0:
+        remember(env, args, proc.stdout.decode(errors="replace"))
+    return proc
 
 
 @contextmanager
@@ -284,10 +308,13 @@ def ready_to_verify(
     risk: str = "medium",
     criteria: tuple[str, ...] = (),
     actor: str = "agent-1",
+    lease: bool = True,
 ) -> str:
     """Open a case and take it to where `verify` may run (changing, or planned when not a change).
 
-    The plan requires `verify`, bounded by `files`; a change task holds the lease as `actor`.
+    The plan requires `verify`, bounded by `files`; a change task holds the lease as `actor`
+    (taken through `cli`, which keeps its token), unless `lease` is False: an MCP server must
+    take it itself, since a server holds only the tokens its own calls were given.
     """
     extra = ["--mode", mode, "--risk", risk]
     for criterion in criteria:
@@ -304,7 +331,7 @@ def ready_to_verify(
         plan += ["--boundary-reason", "the bug lives here"]
     out = cli(*plan)
     assert out.code == 0, out.stdout
-    if mode == "change":
+    if mode == "change" and lease:
         out = cli("case", "begin-change", task, "--actor", actor)
         assert out.code == 0, out.stdout
     return task

@@ -96,12 +96,14 @@ def seed_golden(tmp_path: Path) -> tuple[Any, str]:
         options=["safe=Safe migration|slower rollout", "fast=Fast migration|riskier rollback"],
     ).data["decision"].id  # fmt: skip
     clock.step()
-    answer(kernel, task, asked, option="safe", responder="alice")
+    # Alice answers at her terminal, typing the option id (docs/design/trust.md).
+    at_terminal = Kernel(str(repo), env, default_actor="agent-1", clock=clock, via="cli-tty")
+    answer(at_terminal, task, asked, option="safe", responder="alice", confirm=lambda a: a.option)
     clock.step()
-    begin_change(kernel, task, actor="agent-1")
+    token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     clock.step()
     (repo / "app.py").write_text("print('fixed')\n")
-    verify(kernel, task)
+    verify(kernel, task, lease_token=token)
     clock.step()
     (repo / "app.py").write_text("print('edited after the proof')\n")
     request(

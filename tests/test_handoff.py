@@ -709,9 +709,9 @@ def test_golden_markdown_and_json(tmp_path: Path) -> None:
         supports=[f"1={first}"], files=["app.py"], boundary_reason="the redirect is decided there",
         verify=["command:unit"], uncertainty="the link may drop it earlier",
     )  # fmt: skip
-    begin_change(kernel, task, actor="agent-1")
+    token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     (repo / "app.py").write_text("print('fixed')\n")
-    verify(kernel, task, claims=[CRITERION], contracts=["c1=command:unit"])
+    verify(kernel, task, claims=[CRITERION], contracts=["c1=command:unit"], lease_token=token)
     (repo / "app.py").write_text("print('fixed, then edited')\n")
     request(kernel, task, question="Ship it now?", options=["yes=Ship|now", "no=Wait|later"])
     data = handoff(kernel, task, compact=False).data

@@ -279,6 +279,7 @@ def check_committed(cli: Cli, task: str, scenario: str, before: dict[str, Any], 
         (asked,) = before["decisions"]
         # What an answer sets, and what follows from it (the options it did not choose).
         answered = {"status", "answer", "responder", "answeredAt", "evidenceId", "alreadyRejected"}
+        answered |= {"answeredVia", "unattended"}  # how the answer arrived (issue 19)
         assert {k: v for k, v in decision.items() if k not in answered} == {
             k: v for k, v in asked.items() if k not in answered
         }

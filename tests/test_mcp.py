@@ -44,6 +44,7 @@ EXPECTED_TOOLS = {
     "cortex_unblock": (False, False, False),
     "cortex_recall": (True, False, True),
     "cortex_recall_get": (True, False, True),
+    "cortex_review": (True, False, True),
 }
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 
@@ -326,7 +327,7 @@ def test_the_same_operation_answers_the_same_through_cli_and_mcp(
 
 
 def normalise(value: Any, task: str) -> Any:
-    """Replace the ids and times that legitimately differ between two runs."""
+    """Replace the ids, times and channels that legitimately differ between two runs."""
     import re
 
     text = json.dumps(value, sort_keys=True).replace(task, "TASK")
@@ -334,6 +335,8 @@ def normalise(value: Any, task: str) -> Any:
     # Ledger hash chains start from the task id, so their links differ too.
     text = re.sub(r"\b[0-9a-f]{64}\b", "HASH", text)
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "TIME", text)
+    # Each record says which face it arrived through (docs/design/trust.md).
+    text = re.sub(r'"via": "(cli|cli-tty|mcp)"', '"via": "VIA"', text)
     return json.loads(text)
 
 

@@ -35,6 +35,7 @@ from conftest import Cli, case_path, configure_verifiers, ready_to_verify
 from fswatch import Watcher
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from stand_ins import leased
 
 from cortex.kernel.host import setup as setup_host
 from cortex.mcp import tools as mcp_tools
@@ -496,7 +497,8 @@ def test_write_tools_write_only_inside_the_state_dir(
 ) -> None:
     state = Path(served["CORTEX_STATE_DIR"])
     cli = Cli(served, repo)
-    ready = ready_to_verify(cli, verify=("command:unit",))
+    # The server takes the lease itself: it holds only the tokens its own calls were given.
+    ready = ready_to_verify(cli, verify=("command:unit",), lease=False)
     (repo / "app.py").write_text("print('fixed')\n")
     with raw_server(repo, served, tmp_path) as s, Watcher(tmp_path) as watcher:
         task = envelope_of(s.call("cortex_open_task", {"goal": "writes"}))[0]["data"]["taskId"]
@@ -508,6 +510,7 @@ def test_write_tools_write_only_inside_the_state_dir(
                 {"task_id": task, "question": "q", "options": ["a=A", "b=B"]},
             ),
             ("cortex_abort_task", {"task_id": task, "reason": "done"}),
+            ("cortex_begin_change", {"task_id": ready}),
             ("cortex_verify", {"task_id": ready}),
             ("cortex_complete", {"task_id": ready, "outcome": "fixed"}),
         ]
@@ -621,11 +624,13 @@ def test_an_unknown_tool_name_is_not_echoed_unredacted(
 
 
 def normalise(value: Any, task: str) -> Any:
-    """Replace the ids and times that legitimately differ between two runs."""
+    """Replace the ids, times and channels that legitimately differ between two runs."""
     text = json.dumps(value, sort_keys=True).replace(task, "TASK")
     text = re.sub(r"\b(ev|hyp|dec|rcpt|batch|raw|cmd|vr|vb)_[0-9A-Z]{26}\b", r"\1_ID", text)
     text = re.sub(r"\b[0-9a-f]{64}\b", "HASH", text)
     text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "TIME", text)
+    # Each record says which face it arrived through (docs/design/trust.md).
+    text = re.sub(r'"via": "(cli|cli-tty|mcp)"', '"via": "VIA"', text)
     return json.loads(text)
 
 
@@ -834,6 +839,8 @@ def test_read_only_tools_write_nothing_anywhere(
         ("cortex_recall", {"query": "log shows"}),
         ("cortex_recall", {"query": "x", "kinds": ["evidence"], "limit": 1, "budget": 5}),
         ("cortex_recall_get", {"ids": ["ev_01J00000000000000000000000"]}),
+        ("cortex_review", {}),
+        ("cortex_review", {"base": "HEAD", "head": "HEAD"}),
     ]
     assert {name for name, _ in calls} == read_only
     with raw_server(repo, served, tmp_path) as s:
@@ -851,10 +858,11 @@ def test_idempotent_tools_change_nothing_on_a_repeat(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
     cli = Cli(served, repo)
-    task = ready_to_verify(cli)
+    task = ready_to_verify(cli, lease=False)
     ledgers = ("evidence.jsonl", "phases.jsonl", "decisions.json", "plan.json", "case.json")
     with raw_server(repo, served, tmp_path) as s:
-        # begin_change by its holder: renews the lease, and changes nothing else.
+        # begin_change by its holder: renews the lease, and changes nothing else. (The server
+        # takes the lease first: it holds only the tokens its own calls were given.)
         first = envelope_of(s.call("cortex_begin_change", {"task_id": task}))[0]["data"]
         home = case_path(served, task)
         before = {n: (home / n).read_bytes() for n in ledgers[:2] if (home / n).exists()}
@@ -889,7 +897,7 @@ def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
     cli = Cli(served, repo)
-    task = ready_to_verify(cli)
+    task = ready_to_verify(cli, lease=False)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(repo), env=served
     )
@@ -903,6 +911,11 @@ def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
                 ClientSession(read, write) as client,
             ):
                 await client.initialize()
+                # The holder takes the lease through this server, which then holds its token.
+                taken = await client.call_tool(
+                    "cortex_begin_change", {"task_id": task, "actor": "agent-1"}
+                )
+                assert not taken.is_error, taken
 
                 async def one(seq: int) -> None:
                     args: dict[str, Any]
@@ -981,11 +994,12 @@ def slow_case(
 
     Yields the task and the file where the verifier writes "<its pid> <grandchild pid>"; any
     process it started is killed (by pid) afterwards, so a failing test leaves nothing behind.
+    Nobody holds the lease yet: the server (`take_lease`) or the CLI takes it.
     """
     pids = tmp_path / "verifier.pids"
     argv = [sys.executable, "-c", SLOW_VERIFIER, str(pids), str(seconds)]
     configure_verifiers(repo, served, {"slow": argv})
-    task = ready_to_verify(Cli(served, repo), verify=("command:slow",))
+    task = ready_to_verify(Cli(served, repo), verify=("command:slow",), lease=False)
     (repo / "app.py").write_text("print('changed')\n")
     try:
         yield task, pids
@@ -993,6 +1007,12 @@ def slow_case(
         for pid in read_pids(pids, wait=0):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def take_lease(server: RawServer, task: str) -> None:
+    """The server takes the change lease (and so holds its token, for its connection)."""
+    envelope, status = envelope_of(server.call("cortex_begin_change", {"task_id": task}))
+    assert status == 0, envelope
 
 
 def read_pids(path: Path, wait: float = 30) -> list[int]:
@@ -1012,6 +1032,7 @@ def test_a_slow_verify_does_not_block_other_calls(
         slow_case(served, repo, tmp_path, 3) as (task, pids),
         raw_server(repo, served, tmp_path) as s,
     ):
+        take_lease(s, task)
         verifying = s.start_call("cortex_verify", {"task_id": task})
         assert read_pids(pids), "the verifier did not start"
         started = time.monotonic()
@@ -1040,6 +1061,7 @@ def test_closing_stdin_mid_verify_finishes_the_write_and_exits_cleanly(
         slow_case(served, repo, tmp_path, 1.5) as (task, pids),
         raw_server(repo, served, tmp_path) as s,
     ):
+        take_lease(s, task)
         s.start_call("cortex_verify", {"task_id": task})
         verifier = read_pids(pids)
         assert verifier
@@ -1078,6 +1100,7 @@ def test_sigterm_mid_verify_leaves_a_sound_case(
         slow_case(served, repo, tmp_path, 30) as (task, pids),
         raw_server(repo, served, tmp_path) as s,
     ):
+        take_lease(s, task)
         s.start_call("cortex_verify", {"task_id": task})
         verifier = read_pids(pids)
         assert len(verifier) == 2
@@ -1098,10 +1121,12 @@ def test_the_cli_kills_the_whole_verifier_group_on_sigterm(
 ) -> None:
     """The reference behaviour the server should match."""
     with slow_case(served, repo, tmp_path, 30) as (task, pids):
+        assert Cli(served, repo)("case", "begin-change", task, "--actor", "agent-1").code == 0
+        argv = ["case", "verify", task, "--json"]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cortex", "case", "verify", task, "--json"],
+            [sys.executable, "-m", "cortex", *argv],
             cwd=repo,
-            env=served,
+            env=leased(served, argv),  # the lease token the CLI was given (tests/stand_ins.py)
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -1139,6 +1164,7 @@ def test_sigint_mid_verify_leaves_a_sound_case_and_no_stray_process(
         slow_case(served, repo, tmp_path, 1.5) as (task, pids),
         raw_server(repo, served, tmp_path) as s,
     ):
+        take_lease(s, task)
         s.start_call("cortex_verify", {"task_id": task})
         verifier = read_pids(pids)
         assert len(verifier) == 2

@@ -11,6 +11,7 @@ import itertools
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -26,8 +27,14 @@ IN_FLIGHT = 3
 """Calls each MCP client keeps outstanding at once."""
 
 
-async def mcp_writer(index: int, cwd: Path, env: dict[str, str], task: str) -> list[str]:
-    """Append PER_WRITER pieces of evidence through one server; return the refusals seen."""
+async def mcp_writer(
+    index: int, cwd: Path, env: dict[str, str], task: str, *, ready: anyio.Event, go: anyio.Event
+) -> list[str]:
+    """Append PER_WRITER pieces of evidence through one server; return the refusals seen.
+
+    It says `ready` once its server answered `initialize` and writes only after `go`: a server
+    takes far longer to start than a CLI writer, and all the writers must run at the same time.
+    """
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(cwd), env=env
     )
@@ -39,6 +46,8 @@ async def mcp_writer(index: int, cwd: Path, env: dict[str, str], task: str) -> l
             ClientSession(read, write) as client,
         ):
             await client.initialize()
+            ready.set()
+            await go.wait()
 
             async def one(seq: int) -> None:
                 async with limiter:
@@ -60,25 +69,37 @@ def test_four_servers_and_four_cli_processes_lose_nothing(cli: Cli) -> None:
     task = cli.open("Concurrent writers")
     env = {**cli.env, "CORTEX_LOCK_TIMEOUT": "300"}
     counts = [str(PER_WRITER), str(cli.cwd)]
+    problems: list[str] = []
+    gate = cli.cwd.parent / "gate"
+    # The CLI writers load, say so, and wait at the gate; the servers wait for `go`.
     writers = [
         subprocess.Popen(
             [sys.executable, str(CHILDREN / "writer.py"), "append", str(w), *counts, task],
-            env=env,
+            env={**env, "WRITER_GATE": str(gate)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         for w in range(CLI_WRITERS)
     ]
-    problems: list[str] = []
+    deadline = time.monotonic() + 120
+    while not all(Path(f"{gate}.{w}").exists() for w in range(CLI_WRITERS)):
+        assert time.monotonic() < deadline, "a CLI writer did not load"
+        time.sleep(0.01)
+    ready = [anyio.Event() for _ in range(SERVERS)]
+    go = anyio.Event()
 
     async def servers() -> None:
         async def run(index: int) -> None:
-            problems.extend(await mcp_writer(index, cli.cwd, env, task))
+            problems.extend(await mcp_writer(index, cli.cwd, env, task, ready=ready[index], go=go))
 
         with anyio.fail_after(300):
             async with anyio.create_task_group() as group:
                 for index in range(SERVERS):
                     group.start_soon(run, index)
+                for event in ready:
+                    await event.wait()
+                gate.touch()  # every writer of both kinds starts now
+                go.set()
 
     anyio.run(servers)
     for proc in writers:

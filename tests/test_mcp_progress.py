@@ -20,6 +20,7 @@ import mcp_types as types
 import pytest
 from conftest import Cli, case_path, configure_verifiers, ready_to_verify, tree_state
 from mcp.shared.exceptions import MCPError
+from stand_ins import token_for
 from test_mcp import errlog, run_async, served, serving
 from test_mcp_adversarial import pid_alive, read_pids, slow_case
 
@@ -50,6 +51,12 @@ async def call_resetting(session: Any, name: str, arguments: dict[str, Any]) -> 
     raise TimeoutError(f"no answer and no progress for {TIMEOUT} s")
 
 
+async def take_lease(session: Any, task: str) -> None:
+    """The server takes the change lease (and so holds its token, for its connection)."""
+    envelope, _ = await session.call("cortex_begin_change", task_id=task)
+    assert envelope["ok"] is True, envelope
+
+
 def wait_dead(pids: list[int], seconds: float = 15) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -67,6 +74,7 @@ def test_a_verify_longer_than_the_timeout_completes_when_progress_resets_it(
 
         async def body() -> None:
             async with serving(repo, served, errlog) as s:
+                await take_lease(s, task)
                 result, messages = await call_resetting(s, "cortex_verify", {"task_id": task})
                 assert isinstance(result, types.CallToolResult)
                 envelope = result.structured_content
@@ -89,10 +97,12 @@ def test_without_resets_the_client_times_out_and_nothing_is_written(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
     with slow_case(served, repo, tmp_path, 15) as (task, pids):
-        before = tree_state(case_path(served, task))
+        before: dict[str, Any] = {}
 
         async def body() -> None:
             async with serving(repo, served, errlog) as s:
+                await take_lease(s, task)
+                before.update(tree_state(case_path(served, task)))
                 with pytest.raises(MCPError, match="timed out"):
                     await s.client.call_tool(
                         "cortex_verify", {"task_id": task}, read_timeout_seconds=TIMEOUT
@@ -113,12 +123,14 @@ def test_a_cancelled_verify_leaves_no_process_and_no_batch(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
     with slow_case(served, repo, tmp_path, 30) as (task, pids):
-        before = tree_state(case_path(served, task))
+        before: dict[str, Any] = {}
         logged: list[types.LoggingMessageNotificationParams] = []
 
         async def body() -> None:
             warned = anyio.Event()
             async with serving(repo, served, errlog) as s:
+                await take_lease(s, task)
+                before.update(tree_state(case_path(served, task)))
 
                 async def log(params: types.LoggingMessageNotificationParams) -> None:
                     logged.append(params)
@@ -151,12 +163,13 @@ def test_no_log_entries_unless_the_client_asks(
     served: dict[str, str], repo: Path, errlog: IO[str]
 ) -> None:
     configure_verifiers(repo, served, {"quick": ["true"]})
-    task = ready_to_verify(Cli(served, repo), verify=("command:quick",))
+    task = ready_to_verify(Cli(served, repo), verify=("command:quick",), lease=False)
     (repo / "app.py").write_text("print('changed')\n")
     logged: list[Any] = []
 
     async def body() -> None:
         async with serving(repo, served, errlog) as s:
+            await take_lease(s, task)
 
             async def log(params: Any) -> None:
                 logged.append(params)
@@ -233,7 +246,8 @@ def test_the_terminal_and_mcp_render_one_event_stream(
                 default_actor="agent-1",
                 progress=relay.progress,
             )
-            return verify(kernel, task), 0
+            # The lease token the CLI was given when it took the lease (tests/stand_ins.py).
+            return verify(kernel, task, lease_token=token_for(env, task)), 0
 
         result, _ = await relay.run(call)
         assert result.data["assessment"].status == "verified"

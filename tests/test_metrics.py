@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 from conftest import Cli, base_env, case_path, configure_verifiers, make_repo, tree_state
+from stand_ins import opt_in
 
 from cortex.kernel.close import close, unblock
 from cortex.kernel.complete import complete
@@ -86,16 +87,18 @@ def _verified_complete(
     """A case opened at `start`, verified at +40 and completed at `end` (offsets from T0)."""
     task, _ = _planned(kernel, clock, start, f"case at {start}")
     clock.at(start + 30)
-    begin_change(kernel, task, actor="agent-1")
+    token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
     (repo / "app.py").write_text(f"print({start})\n")
     clock.at(start + 40)
-    assert data(verify(kernel, task))["assessment"]["status"] == "verified"
+    assert data(verify(kernel, task, lease_token=token))["assessment"]["status"] == "verified"
     clock.at(end)
     if stale:
         (repo / "app.py").write_text(f"print({start}, 'after')\n")
-        done = complete(kernel, task, outcome="done", verification_not_possible="moved on")
+        done = complete(
+            kernel, task, outcome="done", verification_not_possible="moved on", lease_token=token
+        )
     else:
-        done = complete(kernel, task, outcome="done", actor="agent-1")
+        done = complete(kernel, task, outcome="done", actor="agent-1", lease_token=token)
     assert data(done)["status"] == "complete"
     return task
 
@@ -132,6 +135,7 @@ class TestOneCase:
         clock.at(500)
         decision = data(request(kernel, task, question="Go?", options=["y=Yes", "n=No"]))
         clock.at(800)
+        opt_in(env)  # the suite stands in for a person (tests/stand_ins.py)
         answer(kernel, task, decision["decision"]["id"], option="y", responder="alice")
         clock.at(1000)
         before = tree_state(Path(env["CORTEX_STATE_DIR"]))
@@ -255,10 +259,10 @@ class TestOneCase:
         kernel, clock, repo, _ = setup
         task, _ = _planned(kernel, clock, 0, "Covered case")
         clock.at(30)
-        begin_change(kernel, task, actor="agent-1")
+        token = begin_change(kernel, task, actor="agent-1").data["leaseToken"]
         (repo / "app.py").write_text("print('fixed')\n")
         clock.at(40)
-        batch = data(verify(kernel, task))["batch"]["id"]
+        batch = data(verify(kernel, task, lease_token=token))["batch"]["id"]
         covered = data(metrics(kernel, task))["verification"]
         assert covered == {
             "required": ["command:unit"],

@@ -20,6 +20,7 @@ from cortex.mcp.tools import ALIASES, TOOLS, Note, Timeline, Tool
 LAUNCHED = {
     "serve": "the launcher starts the MCP server; it has no envelope of its own",
     "studio": "the launcher hands the kernel to the studio, another face",
+    "case.report": "the launcher hands the kernel to the report face, another face",
     "doctor": "the launcher runs doctor before any kernel exists: a broken config is a finding",
 }
 """Commands the launcher (cortex/main.py) runs instead of a CLI handler."""
@@ -58,6 +59,7 @@ NOT_SERVED = {
     "case.bundle": "writes a file where the caller stands; a server returns data",
     "case.trailer": "read by the prepare-commit-msg hook, which runs the CLI",
     "setup.git-trailer": "set-up, run from a shell",
+    "case.report": "writes a file where the caller stands; agents read handoff and status",
 }
 """CLI commands with no MCP tool, and why."""
 
@@ -66,6 +68,11 @@ ONLY_CLI = {
     ("case.handoff", "output"): "writes a file where the caller stands; a server returns data",
     ("case.handoff", "format"): "says what --output writes",
     ("case.verify", "follow"): "prints output at a terminal; over MCP it is debug log entries",
+    ("review", "format"): "says how the CLI prints the verdict; over MCP it is data",
+    **{
+        (command, "lease_token"): "a server keeps the tokens its own begin_change was given"
+        for command in ("case.plan", "case.begin-change", "case.verify", "case.complete")
+    },
 }
 """CLI options that have no MCP argument, and why."""
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Cli, case_path, configure_verifiers, ready_to_verify
+from stand_ins import leased
 
 from cortex.cases.redact import Redactor
 from cortex.kernel.follow import LINE_MAX, STOPPED, Lines
@@ -41,7 +42,9 @@ class Screen:
         pid, fd = pty.fork()
         if pid == 0:  # pragma: no cover - the child
             os.chdir(cwd)
-            os.execve(sys.executable, [sys.executable, "-m", "cortex", *args], env)  # noqa: S606
+            # With the case's lease token, as the holder's shell has it (tests/stand_ins.py).
+            leased_env = leased(env, args)
+            os.execve(sys.executable, [sys.executable, "-m", "cortex", *args], leased_env)  # noqa: S606
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
         self.status: int | None = None
@@ -240,10 +243,11 @@ def test_follow_without_a_terminal_writes_lines_to_stderr(
     import subprocess
 
     task, (needles, visible) = _follow_case(cli, env, repo, tmp_path)
+    argv = ["case", "verify", task, "--follow", "--json"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cortex", "case", "verify", task, "--follow", "--json"],
+        [sys.executable, "-m", "cortex", *argv],
         cwd=repo,
-        env={**env, "CORTEX_APPROVE_COMMANDS": "1"},
+        env=leased({**env, "CORTEX_APPROVE_COMMANDS": "1"}, argv),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

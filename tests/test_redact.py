@@ -1389,6 +1389,7 @@ TRIGGER_SAMPLES = {
     "sharedaccesskey=": "SharedAccessKey=" + AZURE_ACCOUNT_KEY,
     "sig=": "?sv=2022-11-02&sig=" + AZURE_SAS_SIGNATURE,
     "eyj": JWT,
+    "cortex-lease-": "cortex-lease-" + fill(43, "FaKe_-9"),
 }
 """For each trigger of each token shape, a made-up credential holding that trigger only."""
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import Cli, configure_verifiers, ready_to_verify
+from stand_ins import leased
 
 from cortex.verifiers import runner
 
@@ -122,7 +123,7 @@ def test_sigterm_during_verify_is_an_interrupted_envelope(
     proc = subprocess.Popen(
         [sys.executable, "-m", "cortex", "case", "verify", task, "--json"],
         cwd=repo,
-        env=env,
+        env=leased(env, [task]),  # the holder's lease token (tests/stand_ins.py)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import base_env, make_repo
+from stand_ins import opt_in
 
 from cortex.cases import ledger
 from cortex.cases.ids import encode_ulid
@@ -53,6 +54,7 @@ def build(tmp: Path, seed: int) -> tuple[Kernel, str]:
     env = base_env(tmp)
     repo = make_repo(tmp / "repo", env)
     kernel = Kernel(str(repo), env, default_actor="agent-1", clock=Clock(rng))
+    opt_in(env)  # its answers stand for a person (tests/stand_ins.py)
     task = open_case(kernel, goal="equivalence").data["taskId"]
     for n in range(60):
         actor = rng.choice(ACTORS)

@@ -140,6 +140,25 @@ class TestPytest:
         assert not list(repo.rglob(".pytest_cache"))
         assert_not_verified(cli, task, out)
 
+    @pytest.mark.usefixtures("suite")
+    def test_verify_and_status_name_the_failing_tests(self, cli: Cli, repo: Path) -> None:
+        """Issue 13: the failing test ids, in the JSON and the text of verify and status."""
+        task = ready_to_verify(cli, verify=("pytest",))
+        edit(repo)
+        out = cli("case", "verify", task)
+        run = receipts_by(out.data)["pytest"]
+        assert (run["failing"], run["failingTotal"]) == (["tests/test_x.py::test_bad"], 1)
+        (view,) = out.data["assessment"]["receipts"]
+        assert (view["failing"], view["failingTotal"]) == (["tests/test_x.py::test_bad"], 1)
+        status = cli("case", "status", task).data["verification"]["receipts"]
+        assert status[0]["failing"] == ["tests/test_x.py::test_bad"]
+        for text in (
+            cli("case", "status", task, human=True).stdout,
+            edited_verify_text(cli, repo, task),
+        ):
+            assert "failing" in text
+            assert "tests/test_x.py::test_bad" in text
+
     def test_a_passing_suite_verifies(
         self, cli: Cli, repo: Path, env: dict[str, str], suite: Path
     ) -> None:
@@ -185,6 +204,14 @@ def unit(repo: Path, env: dict[str, str]) -> None:
     approve(env)
 
 
+def edited_verify_text(cli: Cli, repo: Path, task: str, *extra: str) -> str:
+    """Edit app.py again and verify, as a person reads it (text, not JSON)."""
+    (repo / "app.py").write_text((repo / "app.py").read_text() + "# again\n")
+    out = cli("case", "verify", task, *extra, human=True)
+    assert out.code == 0, out.stderr
+    return out.stdout
+
+
 def drift_finding(cli: Cli, task: str, receipt: dict[str, Any]) -> str:
     """The claim of the drift evidence a scope receipt points at."""
     assert len(receipt["evidence"]) == 2, receipt
@@ -211,6 +238,35 @@ class TestScope:
         assert out.data["assessment"]["failed"] == ["scope"]
         assert_not_verified(cli, task, out)
 
+    def test_verify_and_status_name_the_files_outside_the_boundary_bounded(
+        self, cli: Cli, repo: Path
+    ) -> None:
+        """Issue 13: the first FAILING_SHOWN files outside, and how many more, text and JSON."""
+        task = ready_to_verify(cli, verify=("command:unit", "scope"))
+        edit(repo)
+        outside = [f"out{n:02}.py" for n in range(25)]
+        for name in outside:
+            (repo / name).write_text("x = 1\n")
+        out = cli("case", "verify", task)
+        receipt = receipts_by(out.data)["scope"]
+        assert (receipt["failing"], receipt["failingTotal"]) == (outside[:20], 25)
+        views = {v["requirement"]: v for v in out.data["assessment"]["receipts"]}
+        assert (views["scope"]["failing"], views["scope"]["failingTotal"]) == (outside[:20], 25)
+        assert views["command:unit"]["failing"] == []
+        status = cli("case", "status", task)
+        scope = next(
+            r for r in status.data["verification"]["receipts"] if r["requirement"] == "scope"
+        )
+        assert (scope["failing"], scope["failingTotal"]) == (outside[:20], 25)
+        for text in (
+            cli("case", "status", task, human=True).stdout,
+            edited_verify_text(cli, repo, task),
+        ):
+            flat = " ".join(text.split())
+            assert "out00.py, out01.py" in flat
+            assert "out19.py (and 5 more)" in flat
+            assert "out20.py" not in flat
+
     def test_ack_drift_passes_with_a_note(self, cli: Cli, repo: Path) -> None:
         task = ready_to_verify(cli, verify=("command:unit", "scope"))
         edit(repo)
@@ -222,6 +278,44 @@ class TestScope:
         assert "other.py" in drift_finding(cli, task, receipt)
         assert out.data["batch"]["acknowledged"] == ["drift"]
         assert out.data["assessment"]["status"] == "verified"
+
+    def test_a_pass_by_acknowledgement_is_never_shown_as_a_plain_pass(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
+        """Issue 13: status, show, timeline, summary.md and attest name the acknowledgement."""
+        task = ready_to_verify(cli, verify=("command:unit", "scope"))
+        edit(repo)
+        (repo / "other.py").write_text("x = 1\n")
+        out = cli("case", "verify", task, "--ack-drift")
+        assert receipts_by(out.data)["scope"]["acknowledged"] == "drift"
+        assert receipts_by(out.data)["command:unit"]["acknowledged"] is None
+        assessment = out.data["assessment"]
+        assert assessment["acknowledged"] == ["scope (drift)"]
+        assert "passed only by acknowledgement: scope (drift)" in assessment["reasons"]
+        views = {v["requirement"]: v["acknowledged"] for v in assessment["receipts"]}
+        assert views == {"command:unit": None, "scope": "drift"}
+        texts = {
+            "verify": edited_verify_text(cli, repo, task, "--ack-drift"),
+            "status": cli("case", "status", task, human=True).stdout,
+            "show": cli("case", "show", task, human=True).stdout,
+            "timeline": cli("case", "timeline", task, human=True).stdout,
+        }
+        for name, text in texts.items():
+            flat = " ".join(text.split())
+            assert "passed by acknowledgement of drift" in flat, (name, text)
+        cards = cli("case", "timeline", task).data["entries"]
+        scope = [c for c in cards if c.get("requirement") == "scope" and c["kind"] == "receipt"]
+        assert scope
+        assert all(c["acknowledged"] == "drift" for c in scope), scope
+        predicate = cli("case", "attest", task).data["statement"]["predicate"]
+        assert predicate["passedTests"] == ["command:unit"]
+        assert predicate["warnedTests"] == ["scope"]
+        assert predicate["result"] == "WARNED"
+        assert cli("case", "complete", task, "--outcome", "done").code == 0
+        summary = (case_path(env, task) / "summary.md").read_text()
+        assert "- scope: passed by acknowledgement of drift" in summary
+        assert "- scope: passed\n" not in summary
+        assert "passed only by acknowledgement: scope (drift)" in summary
 
     def test_a_commit_outside_the_boundary_is_drift_too(
         self, cli: Cli, repo: Path, env: dict[str, str]

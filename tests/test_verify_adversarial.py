@@ -35,6 +35,7 @@ from conftest import (
     make_repo,
     ready_to_verify,
 )
+from stand_ins import leased
 from test_verifiers import trust_at_terminal
 from test_verify import (
     GITHUB_TOKEN,
@@ -615,7 +616,7 @@ def test_complete_during_a_verify_run_refuses_the_late_batch(
     late = subprocess.Popen(
         [sys.executable, "-m", "cortex", "case", "verify", task, "--json"],
         cwd=repo,
-        env=env,
+        env=leased(env, [task]),  # the holder's lease token (tests/stand_ins.py)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -651,7 +652,7 @@ def test_two_concurrent_verify_processes_never_both_bind(
         subprocess.Popen(
             [sys.executable, "-m", "cortex", "case", "verify", task, "--json"],
             cwd=repo,
-            env=env,
+            env=leased(env, [task]),  # the holder's lease token (tests/stand_ins.py)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -1032,7 +1033,7 @@ def test_an_interrupted_verify_leaves_no_verifier_running(
     proc = subprocess.Popen(
         [sys.executable, "-m", "cortex", "case", "verify", task, "--json"],
         cwd=repo,
-        env=env,
+        env=leased(env, [task]),  # the holder's lease token (tests/stand_ins.py)
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -4,8 +4,10 @@ The progress channel (issue 20) must change nothing where nothing is live: piped
 `--json` stay byte for byte what they were before it existed. The golden files were written by
 the release before the channel (`python tests/verify_golden.py --write --root DIR`, DIR a
 checkout of it); tests/test_progress.py builds the same case with this checkout and compares.
-They were regenerated once on purpose since, when receipts gained the git tree id (issue 14):
-the JSON then gained `tree`, `headTree` and the assessment's `currency`, and nothing else.
+They were regenerated on purpose since: when receipts gained the git tree id (issue 14), the
+JSON gained `tree`, `headTree` and the assessment's `currency`, and nothing else; when receipts
+gained what failed by name (issue 13), each receipt and receipt view gained `failing` and
+`failingTotal`, and nothing else.
 
 The case is built by real processes only, from a repository with fixed commit dates, so the
 commit ids and digests are the same on every run; generated ids, times and durations are
@@ -123,7 +125,9 @@ def outputs(root: Path) -> dict[str, str]:
             "--support", f"1={evidence}", "--uncertainty", "none", "--file", "app.py",
             "--boundary-reason", "the bug lives here", "--verify", "command:unit", "--json",
         )  # fmt: skip
-        _cortex(env, repo, "case", "begin-change", task, "--json")
+        began = json.loads(_cortex(env, repo, "case", "begin-change", task, "--json"))["data"]
+        if began.get("leaseToken"):  # a release with lease tokens (issue 19): its holder's shell
+            env["CORTEX_LEASE_TOKEN"] = began["leaseToken"]
         (repo / "app.py").write_text("print('fixed')\n")
         text = _cortex(env, repo, "case", "verify", task)
         (repo / "app.py").write_text("print('fixed again')\n")

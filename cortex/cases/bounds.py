@@ -99,6 +99,9 @@ OUTPUT_TAIL = 24 * KIB
 """Bytes kept from the end of each stream: the end of a run says what failed."""
 JUNIT_MAX = 16 * MIB
 FAILING_TESTS_MAX = 100
+FAILING_SHOWN = 20
+"""Names of what failed (test ids, files outside the boundary) a receipt keeps; the total stays
+exact, and verify and status show these with a count of the rest."""
 CLAIMS_MAX = 64
 CLAIM_STATEMENT_MAX = 4 * KIB
 CLAIM_ID_MAX = 128
@@ -278,3 +281,28 @@ SHARE_GIT_TIMEOUT = 300.0
 """Seconds one git process of a share, fetch or bundle may run."""
 SHARE_OBJECT_MAX = 64 * MIB
 """The largest object read back from git (a sealed segment can reach 256 records of 256 KiB)."""
+
+# The reviewer's page and the merge gate (`cortex case report`, `cortex review`,
+# docs/design/report.md).
+REPORT_HTML_MAX = 1 * MIB
+"""`case report --format html`: the default cap of the file (`--max-bytes`)."""
+REPORT_MD_MAX = 1_000_000
+"""`case report --format md`: the default cap, under GitHub's 1 MiB step-summary limit."""
+REPORT_COMMENT_MAX = 64 * KIB
+"""`case report --comment`: Markdown within a pull-request comment."""
+REPORT_BYTES_MIN = 16 * KIB
+"""The smallest `--max-bytes`: below it not even the verdict and receipts would fit."""
+REPORT_BYTES_MAX = 16 * MIB
+"""The largest `--max-bytes`."""
+REPORT_EVIDENCE_MAX = 200
+"""Newest evidence records a report shows (tier 0; the total stays exact)."""
+REPORT_TIMELINE_MAX = 100
+"""Newest timeline entries a report shows (tier 0; the total stays exact)."""
+REPORT_PREVIEWS_MAX = 8
+"""Raw outputs a report previews."""
+REPORT_PREVIEW_BYTES = 4 * KIB
+"""Bytes of one raw preview in a report (tier 0)."""
+REPORT_CLAIM_CUT = 1 * KIB
+"""An evidence claim in a tier 1 report."""
+REPORT_AUDIT_LINES = 2_000
+"""Committed ledger lines up to which a report runs the full audit (above: `--full-audit`)."""

@@ -12,7 +12,7 @@ from typing import Literal
 
 import msgspec
 
-from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Revision, _Record
+from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Revision, Via, _Record
 
 HypothesisStatus = Literal["open", "confirmed", "challenged", "rejected"]
 DecisionStatus = Literal["pending", "answered", "withdrawn"]
@@ -88,6 +88,11 @@ class Decision(_Record, kw_only=True):
     responder: str | None = None
     answered_at: str | None = None
     evidence_id: str | None = None
+    answered_via: Via | None = None
+    """How the answer arrived: `cli-tty` (confirmed at a terminal), `studio`, or the channel of
+    an unattended answer (None before channels were recorded)."""
+    unattended: str | None = None
+    """For an answer made under the machine's opt-in, whom the opt-in says it stands for."""
     subject: str | None = None
     """What the decision is about; a later answered decision on the same subject supersedes it."""
 
@@ -134,6 +139,15 @@ class Receipt(_Record, kw_only=True):
     """The git tree id of the code it ran on (verification.md §1.1); a receipt with one is
     current while the workspace's tree id equals it, whatever HEAD is. None in receipts
     written before tree ids, or when none could be named: HEAD and digest decide then."""
+    failing: list[str] = msgspec.field(default_factory=list)
+    """What failed, by name (failing test ids, files outside the boundary): the first
+    `FAILING_SHOWN` the verifier listed. Empty in receipts written before it was recorded."""
+    failing_total: int = 0
+    """How many failed in all (`failing` may name only the first of them)."""
+    acknowledged: str | None = None
+    """What the caller acknowledged for this receipt to pass (`drift`): a pass by
+    acknowledgement, not a plain pass. None in receipts written before it was recorded (the
+    assessment reads an older scope receipt's note instead)."""
 
 
 class Batch(_Record, kw_only=True):

@@ -35,6 +35,8 @@ Surface = Literal["code", "browser", "terminal", "artifact", "secret"]
 Confidence = Literal["high", "medium", "low", "unknown"]
 Sensitivity = Literal["normal", "sensitive"]
 Origin = Literal["agent", "human", "reviewer", "tool"]
+Via = Literal["cli-tty", "cli", "mcp", "studio", "share"]
+"""How a record arrived: the face that received the call (docs/design/trust.md)."""
 EvidenceKind = Literal[
     "observation",
     "note",
@@ -102,6 +104,9 @@ class Lease(_Record, kw_only=True):
     renewed_at: str
     expires_at: str
     released_at: str | None = None
+    token_sha256: Digest | None = None
+    """sha256 of the lease token `begin-change` returned; never the token itself. None on a
+    lease taken before tokens existed, which is honoured by name until it ends."""
     epoch: Count = 0
     """The fencing epoch: one more than the lease this one replaced (a renewal keeps it). Shared
     replicas resolve their state by it first (docs/design/sharing.md)."""
@@ -168,6 +173,11 @@ class Source(_Record, kw_only=True):
     uri: str | None = None
     actor: str | None = None
     origin: Origin = "agent"
+    via: Via | None = None
+    """How it arrived (None: written before channels were recorded, or by a library call)."""
+    claimed_by_agent: bool = False
+    """A human or reviewer origin that arrived where no person was present: the caller's claim,
+    shown as reported by `actor` (docs/design/trust.md, "Provenance with its channel")."""
 
 
 class Location(_Record, kw_only=True):
@@ -233,6 +243,8 @@ class Command(_Record, kw_only=True):
     case_digest: Digest | None = None
     """sha256 of case.json as this commit wrote it (ledger extents aside): `audit` compares the
     last one with the snapshot on disk, so an edit of an unchained field is detected."""
+    via: Via | None = None
+    """How the command arrived (None before channels were recorded)."""
     revision: Revision = 0
     prev: str = ""
 
@@ -246,6 +258,8 @@ class PhaseChange(_Record, kw_only=True):
     to_phase: Phase = msgspec.field(name="to")
     actor: str
     reason: str | None = None
+    via: Via | None = None
+    """How the command that made the step arrived (None before channels were recorded)."""
     adopted: str | None = None
     """Set when the transition adopts another replica's state at a fetch (its replica key): the
     local chain records it, the merged history leaves it out (docs/design/sharing.md)."""

@@ -115,6 +115,7 @@ _TOKEN_TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("accountkey=", "sharedaccesskey="),  # Azure connection strings
     ("sig=",),  # Azure shared access signatures
     ("eyj",),  # JSON Web Tokens
+    ("cortex-lease-",),  # Cortex's own lease tokens (docs/design/trust.md)
 )
 """Each token shape's triggers, in the order of the shapes in `_build_token_pattern`."""
 
@@ -194,6 +195,10 @@ def _build_token_pattern(index: int) -> re.Pattern[str]:
         # boundary: after `-` or `_` every `eyJ` of a long run would be a start, each scanning
         # the rest of the run.
         (r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", 0),
+        # Cortex lease tokens: the prefix, then 256 bits as 43 urlsafe base64 characters. A
+        # bearer secret of an active lease, whoever pastes it where (docs/design/trust.md). A
+        # run cut short is masked too, from 32 characters: what is left would be guessable.
+        (r"cortex-lease-[A-Za-z0-9_-]{32,}", 0),
     )
     regex, flags = shapes[index]
     return re.compile(regex, flags)

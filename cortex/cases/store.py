@@ -57,6 +57,7 @@ from cortex.cases.records import (
     SCHEMA_VERSION,
     CaseFile,
     Command,
+    Evidence,
     KeyRecord,
     LedgerRecord,
     LedgerState,
@@ -64,6 +65,7 @@ from cortex.cases.records import (
     LockInfo,
     PhaseChange,
     SchemaProbe,
+    Via,
     case_digest,
     decode,
     encode,
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
 
 _D = TypeVar("_D", bound=msgspec.Struct)
+_R = TypeVar("_R", bound=Evidence | Command | PhaseChange)
 
 
 class SnapshotMovedError(Exception):
@@ -151,12 +154,29 @@ class CaseStore:
         lock_timeout: float,
         now: Callable[[], str],
         host: str = "",
+        via: Via | None = None,
     ) -> None:
         self.root = root
         self.redactor = redactor
         self.lock_timeout = lock_timeout
         self.now = now
         self.host = host or os.uname().nodename
+        self.via: Via | None = via
+        """How the commands writing through this store arrived; every audit line says so."""
+
+    def arrived(self, record: _R) -> _R:
+        """`record` stamped with the channel its commit arrived on, unless it names one."""
+        via = self.via
+        if via is None:
+            return record
+        if isinstance(record, Evidence):
+            if record.source.via is None:
+                source = msgspec.structs.replace(record.source, via=via)
+                return msgspec.structs.replace(record, source=source)
+            return record
+        if record.via is None:
+            return msgspec.structs.replace(record, via=via)
+        return record
 
     # Paths --------------------------------------------------------------------------------
 
@@ -556,7 +576,7 @@ class CaseStore:
         appends: dict[str, list[LedgerRecord]] = {"phases": list(phases), "commands": [command]}
         payloads: dict[str, bytes] = {}
         for name in LEDGERS:
-            records = [scrub(r, self.redactor)[0] for r in appends.get(name, [])]
+            records = [scrub(self.arrived(r), self.redactor)[0] for r in appends.get(name, [])]
             payloads[name], ledgers[name], _ = chain(case.id, name, ledgers[name], records, 1)
         committed.ledgers = ledgers
         try:

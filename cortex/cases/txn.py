@@ -178,7 +178,7 @@ class Transaction:
             # The clock stepped back: keep the ledger in time order (storage.md, "Time order").
             record = msgspec.structs.replace(record, timestamp=floor)
         self._floors[name] = record.timestamp
-        clean, _ = scrub(record, self.store.redactor)
+        clean, _ = scrub(self.store.arrived(record), self.store.redactor)
         self._appends.setdefault(name, []).append(clean)
         return clean
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cortex.cli.parser import UsageError
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
+
+if TYPE_CHECKING:
+    from cortex.kernel.decisions import Confirmation
 
 Values = dict[str, Any]
 
@@ -156,6 +159,7 @@ def _plan(c: Call) -> Result:
         reason=c["reason"],
         actor=c["actor"],
         expected_revision=c["expect_revision"],
+        lease_token=_lease_token(c),
     )
 
 
@@ -174,22 +178,30 @@ def _resolve(c: Call) -> Result:
     )
 
 
+def _lease_token(c: Call) -> str | None:
+    """The lease token: `--lease-token`, else $CORTEX_LEASE_TOKEN (docs/design/trust.md)."""
+    given: str | None = c["lease_token"]
+    return given if given is not None else (c.env.get("CORTEX_LEASE_TOKEN") or None)
+
+
 def _begin_change(c: Call) -> Result:
     from cortex.kernel.lease import begin_change
 
-    return begin_change(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"])
+    return begin_change(
+        c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c)
+    )
 
 
 def _lease_renew(c: Call) -> Result:
     from cortex.kernel.lease import renew
 
-    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"])
+    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c))
 
 
 def _lease_release(c: Call) -> Result:
     from cortex.kernel.lease import release
 
-    return release(c.kernel, c["task"], actor=c["actor"])
+    return release(c.kernel, c["task"], actor=c["actor"], lease_token=_lease_token(c))
 
 
 def _decision_request(c: Call) -> Result:
@@ -208,7 +220,31 @@ def _decision_request(c: Call) -> Result:
 def _decision_answer(c: Call) -> Result:
     from cortex.kernel.decisions import answer
 
-    return answer(c.kernel, c["task"], c["decision"], option=c["answer"], responder=c["responder"])
+    # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
+    confirm = _confirm_answer if c.kernel.via == "cli-tty" else None
+    return answer(
+        c.kernel,
+        c["task"],
+        c["decision"],
+        option=c["answer"],
+        responder=c["responder"],
+        confirm=confirm,
+    )
+
+
+def _confirm_answer(asked: Confirmation) -> str | None:
+    """Show the question and the choice at the controlling terminal; what the person typed."""
+    from cortex.cli.terminal import ask, indented
+
+    lines = [
+        f"Decision {asked.decision_id} of {asked.task_id} asks:",
+        *indented(asked.question),
+        f"Answering as {asked.responder}: {asked.option}",
+        *indented(asked.label),
+    ]
+    if asked.consequence:
+        lines += ["Its consequence:", *indented(asked.consequence)]
+    return ask(lines, f"Type {asked.option} to answer, anything else to cancel: ")
 
 
 def _decision_list(c: Call) -> Result:
@@ -252,6 +288,7 @@ def _verify(c: Call) -> Result:
         contracts=c["contract"],
         ack_drift=c["ack_drift"],
         no_op=c["no_op"],
+        lease_token=_lease_token(c),
     )
 
 
@@ -265,6 +302,7 @@ def _complete(c: Call) -> Result:
         accept_failed=c["accept_failed"],
         verification_not_possible=c["verification_not_possible"],
         actor=c["actor"],
+        lease_token=_lease_token(c),
     )
 
 
@@ -282,30 +320,21 @@ def _confirm_at_terminal(
     def confirm(workspace: str, argv: Sequence[str]) -> bool:
         import json
 
+        from cortex.cli.terminal import ask
         from cortex.kernel.host.programs import resolve
 
-        try:
-            tty = open("/dev/tty", "r+b", buffering=0)  # noqa: SIM115
-        except OSError:
-            return False
-        with tty:
-            from cortex.screen.text import safe
-
-            # The argv as a JSON list of ASCII strings: one line, every argument visible, no
-            # newline, escape or bidi override in a repository's config can redraw the prompt.
-            shown = json.dumps(list(argv), ensure_ascii=True)
-            # Which program that is, as the run will find it: `python` may be any Python.
-            found = resolve(argv[0], workspace, env) if argv else None
-            program = json.dumps(found, ensure_ascii=True) if found else "not found on PATH"
-            prompt = safe(
-                f"Approve the verifier {name!r} for {workspace}?\n"
-                f"  it runs: {shown}\n"
-                f"  program: {program}\n"
-                f"Type {name} to approve, anything else to cancel: "
-            )
-            tty.write(prompt.encode("utf-8", "backslashreplace"))
-            answer = tty.readline(4096).decode("utf-8", "replace").strip()
-        return answer == name
+        # The argv as a JSON list of ASCII strings: one line, every argument visible, no
+        # newline, escape or bidi override in a repository's config can redraw the prompt.
+        shown = json.dumps(list(argv), ensure_ascii=True)
+        # Which program that is, as the run will find it: `python` may be any Python.
+        found = resolve(argv[0], workspace, env) if argv else None
+        program = json.dumps(found, ensure_ascii=True) if found else "not found on PATH"
+        lines = [
+            f"Approve the verifier {name!r} for {workspace}?",
+            f"  it runs: {shown}",
+            f"  program: {program}",
+        ]
+        return ask(lines, f"Type {name} to approve, anything else to cancel: ") == name
 
     return confirm
 
@@ -520,6 +549,12 @@ def _git_trailer(c: Call) -> Result:
     return install(c.kernel, dry_run=c["dry_run"])
 
 
+def _review(c: Call) -> Result:
+    from cortex.kernel.views.review import review
+
+    return review(c.kernel, base=c["base"], head=c["head"], fmt=c["format"])
+
+
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.open": _open,
     "case.list": _list,
@@ -565,4 +600,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.bundle": _bundle,
     "case.trailer": _trailer,
     "setup.git-trailer": _git_trailer,
+    "review": _review,
 }

@@ -107,6 +107,11 @@ _HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar
 _TTL = Opt(
     "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
 )
+_LEASE_TOKEN = Opt(
+    "--lease-token",
+    "the token begin-change returned when it took the lease (default: $CORTEX_LEASE_TOKEN)",
+    metavar="TOKEN",
+)
 
 COMMANDS: tuple[Cmd, ...] = (
     Cmd(
@@ -236,6 +241,7 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--reason", "why the plan changes (required to re-plan)", metavar="TEXT"),
             _ACTOR,
             _EXPECT,
+            _LEASE_TOKEN,
         ),
     ),
     Cmd(
@@ -254,19 +260,19 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "begin-change"),
         "take the change lease and start changing",
         positionals=(_TASK,),
-        options=(_HOLDER, _TTL),
+        options=(_HOLDER, _TTL, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "lease", "renew"),
         "extend your change lease",
         positionals=(_TASK,),
-        options=(_HOLDER, _TTL),
+        options=(_HOLDER, _TTL, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "lease", "release"),
         "give your change lease up",
         positionals=(_TASK,),
-        options=(_HOLDER,),
+        options=(_HOLDER, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "decision", "request"),
@@ -285,7 +291,7 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(
         ("case", "decision", "answer"),
-        "answer a pending decision (for people, not agents)",
+        "answer a pending decision: a person, at a terminal (it asks for the option id)",
         positionals=(_TASK, ("decision", "decision id (dec_...) or a unique prefix of one")),
         options=(
             Opt("--answer", "the chosen option id", metavar="OPTION", required=True),
@@ -339,6 +345,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "show each verifier's output as it runs (redacted as it is stored)",
                 kind="flag",
             ),
+            _LEASE_TOKEN,
         ),
     ),
     Cmd(
@@ -354,6 +361,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 metavar="REASON",
             ),
             Opt("--actor", "who completes (default: the lease holder)", metavar="NAME"),
+            _LEASE_TOKEN,
         ),
     ),
     Cmd(
@@ -624,6 +632,65 @@ COMMANDS: tuple[Cmd, ...] = (
         "install a prepare-commit-msg hook adding the Cortex-Case trailer",
         options=(Opt("--dry-run", "write nothing; show what would change", kind="flag"),),
     ),
+    Cmd(
+        ("case", "report"),
+        "a reviewer's page: one self-contained HTML file, or Markdown (read-only)",
+        positionals=(_TASK,),
+        options=(
+            Opt(
+                "--html",
+                "write the HTML report to FILE (the same as --format html -o FILE)",
+                metavar="FILE",
+            ),
+            Opt(
+                "--output",
+                "write to FILE, atomically (default: stdout; not inside the case store)",
+                metavar="FILE",
+                short="-o",
+            ),
+            Opt("--format", "html (default) or md", metavar="html|md"),
+            Opt(
+                "--comment",
+                "Markdown within a pull-request comment (at most 64 KiB)",
+                kind="flag",
+            ),
+            Opt(
+                "--max-bytes",
+                "the size cap (default 1 MiB for HTML, 1,000,000 for Markdown, 64 KiB for "
+                "--comment); evidence and the timeline are cut first",
+                metavar="N",
+                integer=True,
+            ),
+            Opt(
+                "--generated-at",
+                "the time the report says it was made (default: the case's last change)",
+                metavar="TIME",
+            ),
+            Opt(
+                "--full-audit",
+                "run the full audit whatever the case's size (default: up to 2,000 ledger lines)",
+                kind="flag",
+            ),
+        ),
+    ),
+    Cmd(
+        ("review",),
+        "approve a branch, or say what its cases lack: proof current for the head's tree, "
+        "completion, decisions (read-only; never runs a verifier; exit 5 unless approved)",
+        options=(
+            Opt(
+                "--base",
+                "the branch the commits merge into (default: origin/HEAD, main or master)",
+                metavar="REF",
+            ),
+            Opt("--head", "the commit under review (default: HEAD)", metavar="REF"),
+            Opt(
+                "--format",
+                "text (default), or md: a Markdown summary for $GITHUB_STEP_SUMMARY",
+                metavar="text|md",
+            ),
+        ),
+    ),
 )
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -662,6 +729,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild")),
     ("share", ("case.share", "case.fetch", "case.bundle", "case.trailer")),
+    ("review", ("case.report", "review")),
     (
         "set up",
         (

@@ -15,7 +15,10 @@ from rich.text import Text
 
 from cortex.kernel.envelope import Envelope
 from cortex.screen.blocks import assessment_rows as _assessment_rows
+from cortex.screen.blocks import failures_label as _failures_label
 from cortex.screen.blocks import kv as _kv
+from cortex.screen.blocks import named_failures as _named_failures
+from cortex.screen.blocks import shown_status as _shown_status
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.columns import Column, print_table
@@ -75,6 +78,14 @@ def _lease(console: Console, data: Data) -> None:
             f": {lease.get('actor', '-')} until {lease.get('expiresAt', '-')} ({data['status']})"
         )
     )
+    token = data.get("leaseToken")
+    if token:
+        # Shown this once; the case keeps only its digest (docs/design/trust.md).
+        console.print(Text("lease token (shown once): ", style="bold") + Text(token))
+        console.print(
+            Text("lease-bound commands read it from --lease-token or: ", style="dim")
+            + Text(f"export CORTEX_LEASE_TOKEN={token}")
+        )
 
 
 def _decision(console: Console, data: Data) -> None:
@@ -103,6 +114,8 @@ def _decisions(console: Console, data: Data) -> None:
         answer = (
             f" -> {decision['answer']} by {decision['responder']}" if decision.get("answer") else ""
         )
+        if decision.get("unattended"):
+            answer += f" (unattended, for {decision['unattended']})"
         line = (
             Text(f"{decision['id']} ", style="bold")
             + Text(decision["status"], style="cyan")
@@ -239,8 +252,11 @@ def _verified(console: Console, data: Data) -> None:
         text = receipt["claim"]
         if receipt.get("claimId"):
             text = f"claim {receipt['claimId']}: {text}"
-        rows.append((receipt["status"], text))
+        rows.append((_shown_status(receipt), text))
         rows.extend(("", f"  {note}") for note in receipt["notes"])
+        failures = _named_failures(receipt)
+        if failures:
+            rows.append(("", f"  {_failures_label(receipt)}: {failures}"))
     rows.extend(("unbound", reason) for reason in batch["reasons"])
     console.print(_kv(rows))
     console.print(_kv(_assessment_rows(data["assessment"])[:1]))
@@ -417,6 +433,58 @@ def _studio(console: Console, data: Data) -> None:
         )
 
 
+def _report(console: Console, data: Data) -> None:
+    """The report itself, or where it was written.
+
+    The launcher prints a report's answer without rich (`cortex.report.command.text_of`); this
+    is the table's entry for it, used if that path ever fails.
+    """
+    if data.get("document") is not None:
+        console.file.write(data["document"])
+        console.file.flush()
+        return
+    console.print(
+        Text("Wrote ", style="bold green")
+        + Text(f"the report of {data['taskId']} to {data['path']} ")
+        + Text(
+            f"({data['format']}, {data['bytes']} of at most {data['maxBytes']} bytes; verdict "
+            f"{data['verdict']}; tier {data['tier']}, {data['tierName']}; sha256 "
+            f"{data['sha256']})",
+            style="dim",
+        )
+    )
+    for entry in data["omitted"]:
+        console.print(Text(f"  left out: {entry['count']} {entry['what']}", style="dim"))
+    _warnings(console, data.get("warnings", []))
+
+
+def _review(console: Console, data: Data) -> None:
+    """The merge gate's verdict (also on a refusal: exit 5 still prints it on stdout)."""
+    if data.get("document") is not None:
+        console.file.write(data["document"])
+        console.file.flush()
+        return
+    good = data["verdict"] == "approve"
+    console.print(
+        Text(f"{data['verdict']}", style="bold green" if good else "bold red")
+        + Text(f"  {data['base']['ref']}..{data['head']['ref']}, {data['commits']} commit(s)")
+    )
+    for case in data["cases"]:
+        state = f"{case['phase'] or 'missing'}, {case['assessment'] or '-'}"
+        console.print(
+            Text(f"  {case['taskId']} ", style="bold")
+            + Text(f"({', '.join(case['claimedBy'])}) {state}")
+        )
+        if case.get("currency"):
+            console.print(Text(f"    {case['currency']}", style="dim"))
+    for problem in data["problems"]:
+        where = f"{problem['taskId']} " if problem.get("taskId") else ""
+        console.print(
+            Text(f"  [{problem['code']}] ", style="bold") + Text(where + problem["message"])
+        )
+    _warnings(console, data.get("warnings", []))
+
+
 def _timeline(console: Console, data: Data) -> None:
     from cortex.cli.render_timeline import timeline
 
@@ -580,6 +648,8 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.bundle": _bundled,
     "case.trailer": _trailers,
     "setup.git-trailer": _hook,
+    "case.report": _report,
+    "review": _review,
 }
 
 

@@ -23,10 +23,15 @@ def _facts(entry: Data) -> list[str]:
     kind = entry["kind"]
     if kind == "evidence":
         facts = [entry["evidenceKind"], entry["confidence"]]
+        # Who said it, when it was not the agent itself (docs/design/trust.md).
+        facts += [entry["origin"]] if entry.get("origin", "agent") != "agent" else []
         facts += ["raw"] if entry["hasRaw"] else []
         return facts + (["sensitive"] if entry["sensitive"] else [])
     if kind == "receipt":
-        return [entry["status"], entry["binding"], entry["standing"]]
+        status = entry["status"]
+        if entry.get("acknowledged") and status == "passed":
+            status = f"passed by acknowledgement of {entry['acknowledged']}"
+        return [status, entry["binding"], entry["standing"]]
     if kind == "decision" and entry["event"] == "request":
         return [entry["status"]]
     return []

@@ -217,6 +217,9 @@ class Leased(_Answer):
     status: str
     lease: LeaseView | None
     result: str
+    lease_token: str | None
+    """The lease token, returned once by the call that took the lease (null on a renewal or a
+    release, and over MCP, where the server keeps it); only its sha256 is stored."""
 
 
 class Verified(_Answer):
@@ -345,6 +348,9 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     evidence_kind: str | None = None
     confidence: str | None = None
     tool: str | None = None
+    origin: str | None = None
+    """Who said it, as every surface shows it: `agent`, `human`, or `human (reported by
+    agent-1 via mcp)` for a person's word an agent reported (docs/design/trust.md)."""
     sensitive: bool | None = None
     has_raw: bool | None = None
     # command
@@ -362,6 +368,8 @@ class Card(msgspec.Struct, kw_only=True, rename=_card_name, forbid_unknown_field
     purpose: str | None = None
     requirement: str | None = None
     claim_id: str | None = None
+    acknowledged: str | None = None
+    """A receipt that passed only by acknowledgement: what was acknowledged (`drift`)."""
     receipts: int | None = None
     labels: list[str] | None = None
     """Freshness and decision-history labels, computed when shown (evidence and decisions)."""
@@ -499,6 +507,105 @@ class RecalledRecords(_Answer):
     records: list[RecalledRecord]
 
 
+class ReportOmission(_Answer):
+    """What a report's size tier left out, and the command that reads it."""
+
+    what: str
+    count: int
+    command: str
+
+
+class Reported(_Answer):
+    """`case report`: the document (on stdout) or where it was written, its size and digests."""
+
+    task_id: str
+    format: Literal["html", "md"]
+    comment: bool
+    max_bytes: int
+    bytes: int
+    sha256: str
+    """Of every byte before the document's last line (the line that states it)."""
+    file_sha256: str
+    verdict: Literal["verified", "partial", "failed", "unverified"]
+    tier: int
+    tier_name: str
+    omitted: list[ReportOmission]
+    generated_at: str
+    path: str | None
+    warnings: list[str]
+    document: str | None
+    """The document itself when no file was named."""
+
+
+ReviewCode = Literal[
+    "not_complete",
+    "failed",
+    "no_proof",
+    "partial",
+    "pending_decision",
+    "contested_decision",
+    "case_missing",
+    "no_case",
+]
+
+
+class ReviewCaseProblem(_Answer):
+    """One reason a case does not let the branch through."""
+
+    code: ReviewCode
+    message: str
+
+
+class ReviewProblem(ReviewCaseProblem):
+    """A problem of the review, with the case it is about (None: `no_case`)."""
+
+    task_id: str | None
+
+
+class ReviewCase(_Answer):
+    """A case that claims commits of the range, judged against the head commit."""
+
+    task_id: str
+    claimed_by: list[Literal["trailer", "branch"]]
+    goal: str | None
+    phase: str | None
+    """None when the store does not hold the case (`case_missing`)."""
+    assessment: Literal["verified", "partial", "failed", "unverified"] | None
+    currency: str | None
+    problems: list[ReviewCaseProblem]
+
+
+class ReviewBase(_Answer):
+    """The ref the commits merge into and its commit."""
+
+    ref: str
+    commit: str
+
+
+class ReviewHead(ReviewBase):
+    """The commit under review, its tree and the branch it names."""
+
+    tree: str | None
+    branch: str | None
+
+
+class Review(_Answer):
+    """`review`: the verdict for a branch (also the `data` of its exit-5 refusal)."""
+
+    verdict: Literal["approve", "needs_verification", "request_changes"]
+    summary: str
+    base: ReviewBase
+    head: ReviewHead
+    merge_base: str
+    commits: int
+    cases: list[ReviewCase]
+    problems: list[ReviewProblem]
+    warnings: list[str]
+    format: Literal["text", "md"]
+    document: str | None
+    """The Markdown summary, with `--format md`."""
+
+
 ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.open": Opened,
     "case.status": Status,
@@ -523,6 +630,8 @@ ANSWERS: dict[str, type[msgspec.Struct]] = {
     "case.read-artifact": Artifact,
     "case.timeline": Timeline,
     "case.handoff": Handoff,
+    "case.report": Reported,
+    "review": Review,
 }
 """Command -> the type of its `data`. Commands not listed answer with `data` left open."""
 

@@ -29,6 +29,12 @@ class ReceiptView(msgspec.Struct, kw_only=True, rename="camel"):
     proof: bool
     """Bound, current (see `is_current`) and in the latest batch."""
     stale: bool
+    failing: list[str] = msgspec.field(default_factory=list)
+    """What failed, by name (failing test ids, files outside the boundary), the first few."""
+    failing_total: int = 0
+    """How many failed in all: `failing_total - len(failing)` were not named."""
+    acknowledged: str | None = None
+    """What was acknowledged for it to pass (`drift`): a pass by acknowledgement, shown as one."""
 
 
 class Currency(msgspec.Struct, kw_only=True, rename="camel"):
@@ -69,6 +75,24 @@ class Assessment(msgspec.Struct, kw_only=True, rename="camel"):
     reasons: list[str] = msgspec.field(default_factory=list)
     currency: Currency | None = None
     """For a bound latest batch: why its receipts are current or stale now."""
+    acknowledged: list[str] = msgspec.field(default_factory=list)
+    """Receipts of the latest batch that passed only by acknowledgement, as `scope (drift)`:
+    they count as passes for the verdict (the caller accepted the drift on record), and every
+    surface names them so none reads as a plain pass."""
+
+
+def acknowledged(receipt: Receipt) -> str | None:
+    """What a passed receipt was acknowledged for (`drift`), or None for a plain pass.
+
+    A scope receipt written before the field existed says so only in its note.
+    """
+    if receipt.status != "passed":
+        return None
+    if receipt.acknowledged is not None:
+        return receipt.acknowledged
+    from cortex.verifiers.scope import ACK_NOTE
+
+    return "drift" if ACK_NOTE in receipt.notes else None
 
 
 def _label(receipt: Receipt) -> str:
@@ -183,8 +207,13 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
                 binding=receipt.binding,
                 proof=proof,
                 stale=stale,
+                failing=list(receipt.failing),
+                failing_total=max(receipt.failing_total, len(receipt.failing)),
+                acknowledged=acknowledged(receipt),
             )
         )
+        if proof and result.receipts[-1].acknowledged:
+            result.acknowledged.append(f"{_label(receipt)} ({result.receipts[-1].acknowledged})")
         if stale:
             result.stale.append(receipt.id)
         elif not bound:
@@ -250,4 +279,6 @@ def _reasons(result: Assessment, batch_reasons: list[str]) -> list[str]:
             "acceptance criteria without a current, exact, passing claim: "
             + ", ".join(result.missing_criteria)
         )
+    if result.acknowledged:
+        reasons.append("passed only by acknowledgement: " + ", ".join(result.acknowledged))
     return reasons

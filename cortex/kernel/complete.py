@@ -11,11 +11,11 @@ from cortex.cases.documents import Verification
 from cortex.cases.errors import ArgumentError
 from cortex.cases.records import CaseFile
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.assessment import Assessment, assess
+from cortex.kernel.assessment import Assessment, ReceiptView, assess
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import release_for_close, state
+from cortex.kernel.lease import check_holder, release_for_close, state
 from cortex.kernel.live import live_capture
 
 SUMMARY = "summary.md"
@@ -29,6 +29,7 @@ def complete(
     accept_failed: str | None = None,
     verification_not_possible: str | None = None,
     actor: str | None = None,
+    lease_token: str | None = None,
 ) -> Result:
     """Move a verified (or explicitly acknowledged) case to complete, writing summary.md."""
     outcome = validate.text(outcome, "--outcome", OUTCOME_MAX)
@@ -51,7 +52,7 @@ def complete(
         if actor is None and lease is not None and state(lease, kernel.clock()) == "active":
             # As for verify: without --actor, the one holding the lease is completing.
             who = txn.actor = lease.actor
-        _no_other_holder(kernel, case, who)
+        _no_other_holder(kernel, case, who, lease_token)
         doc = txn.snapshot("verification.json", Verification)
         assessment = assess(case, doc, live_capture(kernel, case))
         acknowledgement = _gate(case, assessment, accept_failed, verification_not_possible)
@@ -85,13 +86,14 @@ def complete(
     )
 
 
-def _no_other_holder(kernel: Kernel, case: CaseFile, who: str) -> None:
-    """Completing releases the lease, so only its holder may complete while it is active."""
+def _no_other_holder(kernel: Kernel, case: CaseFile, who: str, token: str | None) -> None:
+    """Completing releases the lease: only its holder (name and token) completes while active."""
     lease = case.change_lease
     if lease is not None and lease.actor != who and state(lease, kernel.clock()) == "active":
         msg = f"the change lease is held by {lease.actor} until {lease.expires_at}; "
         msg += "only its holder completes the case while it is held"
         raise LeaseConflictError(msg)
+    check_holder(lease, who, token, kernel.clock())
 
 
 def _quoted(text: str) -> list[str]:
@@ -161,6 +163,13 @@ def _gate(
     return f"verification not possible ({verdict}): {not_possible}"
 
 
+def _shown(receipt: ReceiptView) -> str:
+    """A receipt's status in summary.md: a pass by acknowledgement is never a plain `passed`."""
+    if receipt.acknowledged and receipt.status == "passed":
+        return f"passed by acknowledgement of {receipt.acknowledged}"
+    return receipt.status
+
+
 def _summary(  # noqa: PLR0917
     case: CaseFile,
     assessment: Assessment,
@@ -186,7 +195,7 @@ def _summary(  # noqa: PLR0917
         lines.append(f"Latest batch {assessment.batch_id} ({assessment.binding}).")
         lines.append("")
     lines.extend(
-        f"- {f'claim {r.claim_id}' if r.claim_id else (r.requirement or r.id)}: {r.status}"
+        f"- {f'claim {r.claim_id}' if r.claim_id else (r.requirement or r.id)}: {_shown(r)}"
         + ("" if r.proof else (" (stale)" if r.stale else " (not proof)"))
         for r in assessment.receipts
     )

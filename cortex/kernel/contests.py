@@ -16,8 +16,8 @@ from cortex.cases.bounds import CLAIM_MAX, IDENTIFIER_MAX, REASON_MAX
 from cortex.cases.documents import Decisions
 from cortex.cases.errors import ArgumentError, NotFoundError
 from cortex.cases.ids import check_id, new_id
-from cortex.cases.records import Evidence, Resolution, Source
-from cortex.kernel import validate
+from cortex.cases.records import Evidence, Resolution
+from cortex.kernel import provenance, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -73,7 +73,11 @@ def resolve_contest(
                 id=new_id("ev"),
                 timestamp=kernel.now(),
                 kind="human_report",
-                source=Source(tool="cortex", actor=who, origin="human"),
+                # Confirmed at the controlling terminal; shown as the responder's report unless
+                # the command itself came from a person's terminal (docs/design/trust.md).
+                source=provenance.source(
+                    tool="cortex", actor=who, origin="human", person_present=kernel.person_present
+                ),
                 claim=claim,
                 confidence="high",
                 resolves=Resolution(decision=decision_id, outcome=outcome, contests=contests),  # type: ignore[arg-type]  # checked above

@@ -7,8 +7,8 @@ leaves the pending state or the fully answered one (docs/design/lifecycle.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
@@ -26,8 +26,8 @@ from cortex.cases.bounds import (
 from cortex.cases.documents import Decision, DecisionOption, Decisions
 from cortex.cases.errors import ArgumentError, InvalidInputError, NotFoundError
 from cortex.cases.ids import new_id
-from cortex.cases.records import Evidence, Source
-from cortex.kernel import lifecycle, refs, validate
+from cortex.cases.records import CaseFile, Evidence, Phase
+from cortex.kernel import lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -144,46 +144,59 @@ def request(
     return _result(txn, decision, created=not txn.skip)
 
 
+class Confirmation(NamedTuple):
+    """What a person is shown before an answer is recorded: the question and their choice."""
+
+    task_id: str
+    decision_id: str
+    question: str
+    option: str
+    label: str
+    consequence: str | None
+    responder: str
+
+
+Confirm = Callable[[Confirmation], "str | None"]
+"""A face's confirmation at a person's terminal: what they typed back (None: no terminal)."""
+
+NEED_A_PERSON = (
+    "a person must answer decision {decision}: in Studio (cortex studio), or by running this "
+    "command at an interactive terminal, which shows the question and asks for the option id "
+    "to be typed; nothing was written"
+)
+
+
 def answer(
-    kernel: Kernel, task_id: str, decision_id: str, *, option: str, responder: str
+    kernel: Kernel,
+    task_id: str,
+    decision_id: str,
+    *,
+    option: str,
+    responder: str,
+    confirm: Confirm | None = None,
 ) -> Result:
-    """Record a person's answer and resume the case exactly where it paused."""
+    """Record a person's answer and resume the case exactly where it paused.
+
+    A person must be present (docs/design/trust.md): the call comes from Studio, or `confirm`
+    (the CLI at its controlling terminal) gets the option id typed back, or the machine's
+    opt-in for unattended answers stands for one. Otherwise nothing is written (exit 5). The
+    person is asked before the case lock is taken; the commit checks everything again.
+    """
     refs.check(decision_id, "dec", what="decision id")
     who = validate.identifier(responder, "--responder", kernel.redactor, max_bytes=IDENTIFIER_MAX)
     if kernel.redactor.looks_secret(option):
         raise ArgumentError("{answer} looks like a secret; answers are option ids", "answer")
     task_id, store = kernel.find_writable(task_id)
+    case, documents = store.read_view(task_id)
+    seen = documents.get("decisions.json") or Decisions()
+    decision_id = _whole(decision_id, seen, task_id)
+    decision, chosen, _ = _answerable(case, seen, decision_id, option, who)
+    unattended = _person(kernel, case, decision, chosen, who=who, confirm=confirm)
     now = kernel.now()
     with store.transaction(task_id, actor=who, operation="case.decision.answer") as txn:
-        doc = txn.snapshot("decisions.json", Decisions)
-        asked = {d.id: d.question for d in (doc.decisions if doc else [])}
-        decision_id = refs.among(
-            decision_id,
-            "dec",
-            asked,
-            argument="decision",
-            noun="decisions",
-            where=f"case {task_id}",
-            title=lambda i: refs.short(asked[i]),
-        )
-        decision = next((d for d in (doc.decisions if doc else []) if d.id == decision_id), None)
-        if doc is None or decision is None:
-            raise NotFoundError(f"no decision {decision_id} in case {task_id}")
-        if decision.status != "pending":
-            msg = f"decision {decision_id} is {decision.status}; there is nothing to answer"
-            raise GateRefusedError(msg, lifecycle.actions_for(txn))
-        chosen = next((o for o in decision.options if o.id == option), None)
-        if chosen is None:
-            valid = ", ".join(o.id for o in decision.options)
-            raise ArgumentError(f"{{answer}} must be one of the options: {valid}", "answer")
-        if _same_identity(who, decision.requester):
-            msg = f"{who} asked this question and may not answer it; a person must"
-            raise GateRefusedError(msg, lifecycle.next_actions(txn.case, decision=decision))
-        resume_to = txn.case.paused_from
-        if txn.case.status != lifecycle.PAUSED or resume_to is None:
-            msg = f"the case is {txn.case.status}, not waiting for this decision"
-            raise GateRefusedError(msg, lifecycle.actions_for(txn))
-        _record_answer(txn, decision, chosen, who, now)
+        doc = txn.snapshot("decisions.json", Decisions) or Decisions()
+        decision, chosen, resume_to = _answerable(txn.case, doc, decision_id, option, who)
+        _record_answer(txn, decision, chosen, who, now, kernel=kernel, unattended=unattended)
         txn.stage_snapshot("decisions.json", doc)
         lifecycle.move(
             txn, resume_to, actor=who, now=now, reason=f"answered {decision.id}", answering=True
@@ -192,6 +205,83 @@ def answer(
     from cortex.kernel.recall import after_commit
 
     return _result(txn, decision, created=False, warnings=after_commit(kernel, store, task_id))
+
+
+def _whole(decision_id: str, doc: Decisions, task_id: str) -> str:
+    """A decision id as given, or the whole id a unique prefix names among the case's decisions."""
+    asked = {d.id: d.question for d in doc.decisions}
+    return refs.among(
+        decision_id,
+        "dec",
+        asked,
+        argument="decision",
+        noun="decisions",
+        where=f"case {task_id}",
+        title=lambda i: refs.short(asked[i]),
+    )
+
+
+def _answerable(
+    case: CaseFile, doc: Decisions, decision_id: str, option: str, who: str
+) -> tuple[Decision, DecisionOption, Phase]:
+    """The pending decision, the chosen option and the phase to resume, or why not."""
+    decision = next((d for d in doc.decisions if d.id == decision_id), None)
+    if decision is None:
+        raise NotFoundError(f"no decision {decision_id} in case {case.id}")
+    waiting = pending(doc) if case.status == lifecycle.PAUSED else None
+    if decision.status != "pending":
+        msg = f"decision {decision_id} is {decision.status}; there is nothing to answer"
+        raise GateRefusedError(msg, lifecycle.next_actions(case, decision=waiting))
+    chosen = next((o for o in decision.options if o.id == option), None)
+    if chosen is None:
+        valid = ", ".join(o.id for o in decision.options)
+        raise ArgumentError(f"{{answer}} must be one of the options: {valid}", "answer")
+    if _same_identity(who, decision.requester):
+        msg = f"{who} asked this question and may not answer it; a person must"
+        raise GateRefusedError(msg, lifecycle.next_actions(case, decision=decision))
+    if case.status != lifecycle.PAUSED or case.paused_from is None:
+        msg = f"the case is {case.status}, not waiting for this decision"
+        raise GateRefusedError(msg, lifecycle.next_actions(case, decision=waiting))
+    return decision, chosen, case.paused_from
+
+
+def _person(
+    kernel: Kernel,
+    case: CaseFile,
+    decision: Decision,
+    chosen: DecisionOption,
+    *,
+    who: str,
+    confirm: Confirm | None,
+) -> str | None:
+    """Refuse unless a person is present; for an unattended answer, whom the opt-in names."""
+    if kernel.via == "studio":
+        return None  # the board's answer dialog is the person's confirmation
+    if confirm is not None:
+        asked = Confirmation(
+            task_id=case.id,
+            decision_id=decision.id,
+            question=decision.question,
+            option=chosen.id,
+            label=chosen.label,
+            consequence=chosen.consequence,
+            responder=who,
+        )
+        typed = confirm(asked)
+        if typed is not None:
+            if typed != chosen.id:
+                msg = (
+                    f"the answer was not confirmed: {chosen.id} was not typed at the terminal; "
+                    "nothing was written"
+                )
+                raise GateRefusedError(msg, [])
+            return None
+    from cortex.kernel.unattended import stands_for
+
+    statement = stands_for(kernel.env)
+    if statement is None:
+        raise GateRefusedError(NEED_A_PERSON.format(decision=decision.id), [])
+    return statement
 
 
 def _same_identity(a: str, b: str) -> bool:
@@ -208,7 +298,14 @@ def _same_identity(a: str, b: str) -> bool:
 
 
 def _record_answer(
-    txn: Transaction, decision: Decision, chosen: DecisionOption, who: str, now: str
+    txn: Transaction,
+    decision: Decision,
+    chosen: DecisionOption,
+    who: str,
+    now: str,
+    *,
+    kernel: Kernel,
+    unattended: str | None,
 ) -> None:
     evidence_id = new_id("ev")
     # The choice first, and only the question shortened (by bytes), so the record always says
@@ -223,7 +320,14 @@ def _record_answer(
             id=evidence_id,
             timestamp=now,
             kind="human_report",
-            source=Source(tool="cortex", actor=who, origin="human"),
+            # A person confirmed it here (a terminal, Studio), or the machine's opt-in stands
+            # for one: then the record is the responder's report, and shown so.
+            source=provenance.source(
+                tool="cortex",
+                actor=who,
+                origin="human",
+                person_present=kernel.person_present and unattended is None,
+            ),
             claim=claim,
             confidence="high",
         ),
@@ -233,6 +337,8 @@ def _record_answer(
     decision.responder = who
     decision.answered_at = now
     decision.evidence_id = evidence_id
+    decision.answered_via = kernel.via
+    decision.unattended = unattended
 
 
 def withdraw_pending(txn: Transaction) -> str | None:

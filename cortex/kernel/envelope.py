@@ -143,6 +143,9 @@ class Result(msgspec.Struct, kw_only=True):
 
     data: Any
     actions: list[Action] = msgspec.field(default_factory=list)
+    minted: tuple[str, ...] = ()
+    """Keys of `data` holding a secret Cortex minted for this caller (a lease token), returned
+    as it is: the answer's redaction, which masks echoed input, would otherwise mask it."""
 
 
 def spelled(actions: list[Any], spelling: Spelling | None) -> list[Any]:

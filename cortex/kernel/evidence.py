@@ -21,9 +21,8 @@ from cortex.cases.records import (
     CaseFile,
     Evidence,
     Location,
-    Source,
 )
-from cortex.kernel import defaults, lifecycle, refs, validate
+from cortex.kernel import defaults, lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import FINAL
@@ -204,7 +203,13 @@ def add_evidence(
             id=new_id("ev"),
             timestamp=kernel.now(),
             kind=checked_kind,
-            source=Source(tool=tool, uri=uri, actor=who, origin=checked_origin),
+            source=provenance.source(
+                tool=tool,
+                uri=uri,
+                actor=who,
+                origin=checked_origin,
+                person_present=kernel.person_present,
+            ),
             claim=claim,
             location=location,
             confidence=checked_confidence,

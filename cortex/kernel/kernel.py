@@ -17,6 +17,7 @@ from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, N
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id, is_id
 from cortex.cases.layout import case_dir
+from cortex.cases.records import Via
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
 from cortex.kernel import validate
@@ -35,6 +36,10 @@ STORE_GITIGNORE = b"""# A Cortex case store. Only the store's own files are igno
 /.creating-*
 /task_*/
 """
+
+
+PERSON_PRESENT: frozenset[str] = frozenset({"cli-tty", "studio"})
+"""The channels with a person at them: the CLI at its controlling terminal, and Studio."""
 
 
 def format_time(moment: float) -> str:
@@ -80,11 +85,15 @@ class Kernel:
         default_actor: str,
         clock: Callable[[], float] = time.time,
         progress: Progress | None = None,
+        via: Via | None = None,
     ) -> None:
         self.env = env
         self.clock = clock
         self.progress = progress
         """Where long use cases report what they are doing (a face's sink), or None."""
+        self.via: Via | None = via
+        """How this call arrived, as the face that built the kernel decided (docs/design/
+        trust.md): every record it writes says so. None for a library call that did not say."""
         self.workspace: WorkspaceIdentity = discover(cwd, env)
         self.config: Config = load_config(self.workspace.root, env)
         self.state_root = state_root(env)
@@ -109,9 +118,18 @@ class Kernel:
         """The current time, formatted for records."""
         return format_time(self.clock())
 
+    @property
+    def person_present(self) -> bool:
+        """Whether a person is at the channel this call arrived on (a terminal, Studio)."""
+        return self.via in PERSON_PRESENT
+
     def _store(self, root: str) -> CaseStore:
         return CaseStore(
-            root, redactor=self.redactor, lock_timeout=self.config.lock_timeout, now=self.now
+            root,
+            redactor=self.redactor,
+            lock_timeout=self.config.lock_timeout,
+            now=self.now,
+            via=self.via,
         )
 
     def reader(self, root: str) -> CaseStore:

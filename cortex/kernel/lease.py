@@ -4,6 +4,11 @@ The lease lives in case.json, so the case lock and the revision make acquisition
 exclusive. Writes that need it check it twice: at the start of the transaction and again
 immediately before the first write, so a holder stopped past its expiry cannot commit when it
 resumes (docs/design/lifecycle.md, "Fencing").
+
+A lease belongs to the caller `begin-change` gave its token to, not to a name: the token is
+returned once and only its sha256 is stored, beside the actor name that is shown. The holder is
+the actor named on the lease presenting that token (docs/design/trust.md, "Lease tokens"). A
+lease taken before tokens existed has no hash and is honoured by name until it ends.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import re
 from typing import TYPE_CHECKING, Literal
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
-from cortex.cases.errors import ArgumentError
+from cortex.cases.digest import sha256_hex
+from cortex.cases.errors import ArgumentError, naming
 from cortex.cases.records import Lease
 from cortex.kernel import lifecycle
 from cortex.kernel.envelope import Result
@@ -25,6 +31,8 @@ if TYPE_CHECKING:
 
 LeaseState = Literal["active", "expired", "released"]
 _UNITS = {"s": 1, "m": 60, "h": 3600}
+TOKEN_PREFIX = "cortex-lease-"  # noqa: S105 - a prefix, not a secret
+"""Every lease token starts so: a person or a secret scanner can tell what it is."""
 
 
 def parse_ttl(text: str | None) -> int:
@@ -63,6 +71,35 @@ def describe(lease: Lease | None, now: float) -> dict[str, object] | None:
     }
 
 
+def token_digest(token: str) -> str:
+    """What case.json keeps of a lease token: its sha256, never the token."""
+    return sha256_hex(token.encode("utf-8", "surrogatepass"))
+
+
+def mint() -> str:
+    """A new lease token: 256 random bits, after a prefix that says what it is.
+
+    Redaction masks its shape wherever it is written (a note, evidence, an artifact); the one
+    answer that returns it names it in `Result.minted`, so that answer returns it whole.
+    """
+    import secrets  # only where a lease is taken
+
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def holds(lease: Lease, actor: str, token: str | None) -> bool:
+    """Whether `actor`, presenting `token`, is the holder of `lease` (see the module docstring)."""
+    if lease.actor != actor:
+        return False
+    if lease.token_sha256 is None:
+        return True  # taken before lease tokens: honoured by name until it ends
+    if token is None:
+        return False
+    import hmac  # loads hashlib: only on the lease-bound writes, never on the per-call path
+
+    return hmac.compare_digest(token_digest(token), lease.token_sha256)
+
+
 def _conflict(lease: Lease) -> LeaseConflictError:
     return LeaseConflictError(
         f"the change lease is held by {lease.actor} until {lease.expires_at}; "
@@ -70,20 +107,46 @@ def _conflict(lease: Lease) -> LeaseConflictError:
     )
 
 
+def _not_holder(lease: Lease) -> LeaseConflictError:
+    """The holder's name, without the token begin-change gave it: another caller of that name."""
+    msg = (
+        f"the change lease is held by {lease.actor} until {lease.expires_at} under a lease "
+        "token this call did not give ({lease_token}); a caller of the same name that was not "
+        "given the token does not hold it: wait for the lease to be released or to expire"
+    )
+    return naming(LeaseConflictError(msg), "lease_token")
+
+
+def check_holder(lease: Lease | None, actor: str, token: str | None, now: float) -> None:
+    """Refuse (exit 6) when an active lease is not `actor`'s, or `actor` lacks its token."""
+    if lease is None or state(lease, now) != "active":
+        return
+    if lease.actor != actor:
+        raise _conflict(lease)
+    if not holds(lease, actor, token):
+        raise _not_holder(lease)
+
+
 def require_lease_holder(
-    txn: Transaction, actor: str, kernel: Kernel, *, doing: str, required: bool = True
+    txn: Transaction,
+    actor: str,
+    kernel: Kernel,
+    *,
+    doing: str,
+    required: bool = True,
+    token: str | None = None,
 ) -> None:
     """Refuse when someone else holds an active lease, or (if `required`) when `actor` does not.
 
-    If `actor` holds the lease, it must still hold it at the commit point: the check runs again
-    immediately before the first write, so a holder stopped past its expiry cannot commit.
+    Holding it takes the name and the token (`holds`). If `actor` holds the lease, it must
+    still hold it at the commit point: the check runs again immediately before the first write,
+    so a holder stopped past its expiry cannot commit.
     """
 
     def check(*, strict: bool) -> None:
         lease = txn.case.change_lease
         active = lease is not None and state(lease, kernel.clock()) == "active"
-        if lease is not None and active and lease.actor != actor:
-            raise _conflict(lease)
+        check_holder(lease, actor, token, kernel.clock())
         if strict and not active:
             msg = f"cannot {doing}: {actor} holds no active change lease (it expired or was "
             msg += "released); take it again with begin-change"
@@ -91,7 +154,7 @@ def require_lease_holder(
 
     check(strict=required)
     lease = txn.case.change_lease
-    ours = lease is not None and lease.actor == actor
+    ours = lease is not None and holds(lease, actor, token)
     if required or (ours and state(lease, kernel.clock()) == "active"):
         txn.fence(lambda: check(strict=True))
 
@@ -110,7 +173,7 @@ def _fence_renewal(txn: Transaction, kernel: Kernel, actor: str, *, expires: flo
     txn.fence(check)
 
 
-def _new_lease(actor: str, now: float, ttl: int, *, replaces: Lease | None) -> Lease:
+def _new_lease(actor: str, now: float, ttl: int, token: str, *, replaces: Lease | None) -> Lease:
     stamp = format_time(now)
     # The fencing epoch: one more than the lease this one replaces (docs/design/sharing.md).
     epoch = (replaces.epoch if replaces is not None else 0) + 1
@@ -119,17 +182,28 @@ def _new_lease(actor: str, now: float, ttl: int, *, replaces: Lease | None) -> L
         acquired_at=stamp,
         renewed_at=stamp,
         expires_at=format_time(now + ttl),
+        token_sha256=token_digest(token),
         epoch=epoch,
     )
 
 
 def begin_change(
-    kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = None
+    kernel: Kernel,
+    task_id: str,
+    *,
+    actor: str | None,
+    ttl: str | None = None,
+    lease_token: str | None = None,
 ) -> Result:
-    """Take (or renew) the change lease and enter `changing`."""
+    """Take (or, as its holder, renew) the change lease and enter `changing`.
+
+    Taking it returns a new token, once (`leaseToken`); renewing returns none. A lease taken
+    before tokens existed is renewed by name once more, and given a token then.
+    """
     seconds = parse_ttl(ttl)
     who = kernel.actor(kernel.lease_actor(actor))
     task_id, store = kernel.find_writable(task_id)
+    token: str | None = None
     with store.transaction(task_id, actor=who, operation="case.begin-change") as txn:
         case = txn.case
         if case.mode != "change":
@@ -138,14 +212,16 @@ def begin_change(
         now = kernel.clock()
         lease = case.change_lease
         current = state(lease, now)
-        if current == "active" and lease is not None and lease.actor != who:
-            raise _conflict(lease)
+        check_holder(lease, who, lease_token, now)
         if case.status != "changing":
             lifecycle.require(case, "changing", doing="begin changing", txn=txn)
         if current == "active" and lease is not None:
             old_expiry = parse_time(lease.expires_at)
             lease.renewed_at = format_time(now)
             lease.expires_at = format_time(now + seconds)
+            if lease.token_sha256 is None:
+                token = mint()  # a lease from before tokens: upgraded by its holder
+                lease.token_sha256 = token_digest(token)
             # A renewal must not outlive a stop past the old expiry (the fence, see module doc).
             _fence_renewal(txn, kernel, who, expires=old_expiry)
             verb = "renewed"
@@ -154,15 +230,23 @@ def begin_change(
                 txn.notes.append(
                     f"replaced the {current} lease of {lease.actor} (acquired {lease.acquired_at})"
                 )
-            case.change_lease = _new_lease(who, now, seconds, replaces=lease)
+            token = mint()
+            case.change_lease = _new_lease(who, now, seconds, token, replaces=lease)
             verb = "acquired"
         if case.status != "changing":
             lifecycle.move(txn, "changing", actor=who, now=format_time(now))
-    return _lease_result(kernel, txn, verb)
+    return _lease_result(kernel, txn, verb, token=token)
 
 
-def renew(kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = None) -> Result:
-    """Extend an active lease held by `actor`."""
+def renew(
+    kernel: Kernel,
+    task_id: str,
+    *,
+    actor: str | None,
+    ttl: str | None = None,
+    lease_token: str | None = None,
+) -> Result:
+    """Extend an active lease held by `actor` (with its token)."""
     seconds = parse_ttl(ttl)
     who = kernel.actor(kernel.lease_actor(actor))
     task_id, store = kernel.find_writable(task_id)
@@ -187,6 +271,14 @@ def renew(kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = 
                 f"the lease of {who} expired at {lease.expires_at}; take it again with begin-change"
             )
             raise LeaseConflictError(msg)
+        if lease.token_sha256 is None:
+            msg = (
+                f"the lease of {who} was taken before lease tokens and is honoured by name only "
+                f"until {lease.expires_at}; renew it with begin-change, which returns a token"
+            )
+            raise LeaseConflictError(msg)
+        if not holds(lease, who, lease_token):
+            raise _not_holder(lease)
         old_expiry = parse_time(lease.expires_at)
         lease.renewed_at = format_time(now)
         lease.expires_at = format_time(now + seconds)
@@ -194,8 +286,10 @@ def renew(kernel: Kernel, task_id: str, *, actor: str | None, ttl: str | None = 
     return _lease_result(kernel, txn, "renewed")
 
 
-def release(kernel: Kernel, task_id: str, *, actor: str | None) -> Result:
-    """Give the lease up; idempotent, and the record stays for audit."""
+def release(
+    kernel: Kernel, task_id: str, *, actor: str | None, lease_token: str | None = None
+) -> Result:
+    """Give the lease up (its holder, with the token); idempotent, and the record stays."""
     who = kernel.actor(kernel.lease_actor(actor))
     task_id, store = kernel.find_writable(task_id)
     with store.transaction(task_id, actor=who, operation="case.lease.release") as txn:
@@ -208,6 +302,8 @@ def release(kernel: Kernel, task_id: str, *, actor: str | None) -> Result:
                 raise _conflict(lease)
             msg = f"the lease belongs to {lease.actor}; only its holder releases it"
             raise LeaseConflictError(msg)
+        elif not holds(lease, who, lease_token):
+            raise _not_holder(lease)
         else:
             lease.released_at = kernel.now()
     return _lease_result(kernel, txn, "released" if not txn.skip else "unchanged")
@@ -220,7 +316,7 @@ def release_for_close(txn: Transaction, now: str) -> None:
         lease.released_at = now
 
 
-def _lease_result(kernel: Kernel, txn: Transaction, verb: str) -> Result:
+def _lease_result(kernel: Kernel, txn: Transaction, verb: str, token: str | None = None) -> Result:
     case = txn.outcome
     return Result(
         data={
@@ -229,6 +325,9 @@ def _lease_result(kernel: Kernel, txn: Transaction, verb: str) -> Result:
             "status": case.status,
             "lease": describe(case.change_lease, kernel.clock()),
             "result": verb,
+            # Returned once, by the call that took the lease; stored only as its digest.
+            "leaseToken": token,
         },
         actions=lifecycle.next_actions(case),
+        minted=("leaseToken",),
     )

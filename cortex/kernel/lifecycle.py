@@ -7,6 +7,7 @@ with the steps that are allowed, as runnable commands (docs/design/lifecycle.md)
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cortex.cases.ids import new_id
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.
     from cortex.cases.documents import Decision
     from cortex.cases.txn import Transaction
+    from cortex.kernel.assessment import Assessment
 
 TERMINAL: frozenset[str] = frozenset({"complete", "blocked", "abandoned"})
 """Closed: no work goes on. Readers count these as closed; only `blocked` can be left again."""
@@ -46,6 +48,27 @@ _FORWARD: dict[str, tuple[Phase, ...]] = {
     "changing": ("verifying",),
     "persisting": ("complete",),
 }
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What the gates beyond the phase table will judge, as a reader sees it now.
+
+    Given to `next_actions`, it makes the steps offered the ones their gates would accept
+    (docs/design/lifecycle.md, "Next steps"): `complete` as the assessment allows it, `verify`
+    only with a lease to verify under, and with the flags its own gates would ask for.
+    """
+
+    assessment: Assessment | None = None
+    """The latest batch judged against the code as it is now (None: never verified)."""
+    lease: str | None = None
+    """The change lease's state now (`active`, `expired`, `released`; None: never taken)."""
+    holder: str | None = None
+    """Who holds the lease, when it is active."""
+    changed: list[str] | None = None
+    """The files the task changed since the case opened (None: not known)."""
+    contracts: dict[str, str] = field(default_factory=dict)
+    """The contract each claim id was first used with (a claim id keeps its meaning)."""
 
 
 def allowed(mode: Mode, phase: Phase, paused_from: Phase | None = None) -> tuple[Phase, ...]:
@@ -182,8 +205,95 @@ def _plan_step(case: CaseFile, reason: str, *, replan: bool) -> Action:
     return step("case.plan", reason, **arguments)
 
 
-def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Action]:
-    """Runnable commands for every step allowed now (`<...>` marks what to fill in)."""
+def _claims(case: CaseFile, standing: Standing) -> dict[str, list[str]]:
+    """`--claim` and `--contract` for every acceptance criterion, its statement filled in.
+
+    Only the latest batch counts, so every verify of a case with criteria must claim them all.
+    """
+    if not case.acceptance_criteria:
+        return {}
+    required = list(case.verification_required)
+    choice = required[0] if len(required) == 1 else "<" + "|".join(required or ["verifier"]) + ">"
+    return {
+        "claim": [f"{c.id}={c.statement}" for c in case.acceptance_criteria],
+        "contract": [
+            f"{c.id}={standing.contracts.get(c.id, choice)}" for c in case.acceptance_criteria
+        ],
+    }
+
+
+def _lease_step(case: CaseFile, standing: Standing, reason: str) -> Action:
+    who = standing.holder if standing.lease == "active" and standing.holder else "<you>"
+    return step("case.begin-change", reason, task=case.id, actor=who)
+
+
+def _verify_step(case: CaseFile, standing: Standing, reason: str) -> Action:
+    """`verify` as its gates will take it: under a lease, with `--no-op` or `--ack-drift`."""
+    if case.mode == "change" and standing.lease != "active":
+        state = standing.lease or "not taken"
+        return _lease_step(case, standing, f"the change lease is {state}: take it to verify")
+    arguments: dict[str, object] = {"task": case.id, **_claims(case, standing)}
+    changed = standing.changed
+    if case.mode == "change" and changed is not None:
+        from cortex.verifiers.scope import drift
+
+        outside = drift(changed, case.change_boundary.files) if case.change_boundary.files else []
+        if not changed:
+            reason = "nothing changed since the case opened: change the code first, or verify "
+            reason += "with --no-op if no change is needed"
+            arguments["no_op"] = True
+        elif case.risk == "high" and outside:
+            reason = f"a high-risk change touched {len(outside)} file(s) outside its boundary "
+            reason += f"({', '.join(outside[:3])}): re-plan the boundary, or accept the drift"
+            arguments["ack_drift"] = True
+    return step("case.verify", reason, **arguments)
+
+
+def _proof_steps(case: CaseFile, standing: Standing) -> list[Action]:
+    """In `verifying`: what the assessment allows, the step that fixes it first."""
+    task = case.id
+    verdict = standing.assessment
+    if verdict is None:
+        return [_verify_step(case, standing, "verify: the case has no current proof")]
+    if verdict.missing_criteria:
+        missing = ", ".join(verdict.missing_criteria)
+        why = f"prove the acceptance criteria ({missing}) with their claims; nothing "
+        why += "acknowledges a missing criterion"
+        return [_verify_step(case, standing, why)]
+    if verdict.status == "verified":
+        reason = "every requirement has a current, bound pass"
+        return [step("case.complete", reason, task=task, outcome="<what was done>")]
+    again = _verify_step(case, standing, f"verify again: the case is {verdict.status}")
+    if verdict.status == "failed":
+        finish = step(
+            "case.complete",
+            "complete despite the failure, on record",
+            task=task,
+            outcome="<what was done>",
+            accept_failed="<why this is acceptable>",
+        )
+    else:
+        finish = step(
+            "case.complete",
+            f"complete without proof ({verdict.status}), on record",
+            task=task,
+            outcome="<what was done>",
+            verification_not_possible="<why>",
+        )
+    return [again, finish]
+
+
+def next_actions(
+    case: CaseFile, *, decision: Decision | None = None, standing: Standing | None = None
+) -> list[Action]:
+    """Runnable commands for every step allowed now (`<...>` marks what to fill in).
+
+    With `standing`, only steps whose gates would accept them now, the one that makes progress
+    first (`status`, `verify`); without it (a refusal inside a transaction), every step the
+    phase table allows.
+    """
+    if standing is not None and case.status == "verifying":
+        return _verifying(case, standing, decision)
     task = case.id
     actions: list[Action] = []
     for phase in allowed(case.mode, case.status, case.paused_from):
@@ -250,22 +360,17 @@ def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Ac
         elif phase == "planned":
             actions.append(_plan_step(case, "commit to a plan before changing code", replan=False))
         elif phase == "changing":
-            actions.append(
-                step(
-                    "case.begin-change",
-                    "take the change lease before editing",
-                    task=task,
-                    actor="<you>",
-                )
-            )
+            reason = "take the change lease before editing"
+            if standing is not None:
+                actions.append(_lease_step(case, standing, reason))
+            else:
+                actions.append(step("case.begin-change", reason, task=task, actor="<you>"))
         elif phase == "verifying":
-            actions.append(
-                step(
-                    "case.verify",
-                    "run the plan's verifiers; receipts bind to the code as it is",
-                    task=task,
-                )
-            )
+            reason = "run the plan's verifiers; receipts bind to the code as it is"
+            if standing is not None:
+                actions.append(_verify_step(case, standing, reason))
+            else:
+                actions.append(step("case.verify", reason, task=task))
         elif phase == "persisting":
             actions.append(
                 step(
@@ -308,3 +413,31 @@ def next_actions(case: CaseFile, *, decision: Decision | None = None) -> list[Ac
             _plan_step(case, "re-plan (a new plan revision) when the picture changes", replan=True)
         )
     return actions
+
+
+def _verifying(case: CaseFile, standing: Standing, decision: Decision | None) -> list[Action]:
+    """`verifying` judged by its assessment: the proof steps, then repair, then the rest."""
+    actions = _proof_steps(case, standing)
+    verdict = standing.assessment
+    failed = verdict is not None and verdict.status == "failed"
+    # A missing claim is fixed by verify with the claim, not by changing the code.
+    unproven = verdict is None or (verdict.status != "verified" and not verdict.missing_criteria)
+    if case.mode == "change" and (failed or unproven):
+        repair = _lease_step(case, standing, "repair what failed, then verify again")
+        if failed:
+            actions.insert(0, repair)
+        else:
+            actions.append(repair)
+    rest = [
+        a
+        for a in next_actions(case, decision=decision)
+        if a.operation not in {"case.complete", "case.begin-change", "case.verify"}
+    ]
+    # A lease step may already stand in for verify (no active lease): offer it once.
+    seen: set[str] = set()
+    unique = []
+    for a in [*actions, *rest]:
+        if a.command not in seen:
+            seen.add(a.command)
+            unique.append(a)
+    return unique

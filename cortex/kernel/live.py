@@ -11,7 +11,7 @@ import os
 
 from cortex.cases.records import CaseFile
 from cortex.kernel.kernel import Kernel
-from cortex.workspace.capture import Capture, capture
+from cortex.workspace.capture import Capture, capture, committed_changes
 
 
 def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capture:
@@ -33,3 +33,22 @@ def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capt
         mirror_dir=mirror,
         refresh=writer,
     )
+
+
+def changed_files(kernel: Kernel, case: CaseFile, live: Capture) -> list[str] | None:
+    """The files the task changed since the case was opened (None: git cannot say).
+
+    The work tree against HEAD, plus, when HEAD moved since the case opened, the files the new
+    commits changed. `verify`'s gates and `scope` judge these; `status` reads them to offer only
+    a verify those gates would accept.
+    """
+    if not live.bound or live.head is None:
+        return None
+    changed = list(live.changed)
+    base = case.workspace.commit_before
+    if base and base != live.head:
+        committed = committed_changes(case.workspace.root, kernel.env, base, live.head)
+        if committed is None:
+            return None
+        changed = sorted(set(changed) | set(committed))
+    return changed

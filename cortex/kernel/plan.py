@@ -135,8 +135,12 @@ def plan(
     reason: str | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
+    lease_token: str | None = None,
 ) -> Result:
-    """Commit a plan (or a new plan revision) for a case."""
+    """Commit a plan (or a new plan revision) for a case.
+
+    Moving the boundary while the change lease is active takes its holder (with its token).
+    """
     drafts = _hypotheses(hypotheses, supports or [])
     boundary = _boundary(kernel, files or [], symbols or [], boundary_reason)
     verifiers = _verifiers(verify or [])
@@ -189,7 +193,9 @@ def plan(
             )
         if boundary != case.change_boundary:
             # Moving the boundary under someone's active lease needs that someone.
-            require_lease_holder(txn, who, kernel, doing="change the boundary", required=False)
+            require_lease_holder(
+                txn, who, kernel, doing="change the boundary", required=False, token=lease_token
+            )
 
         revision = 1 if previous is None else previous.plan_revision + 1
         old = txn.snapshot("hypotheses.json", Hypotheses) or Hypotheses()

@@ -108,10 +108,14 @@ def stage_runs(
                 artifact=artifact,
                 sensitive=sensitive,
                 notes=[*outcome.notes, *_unbound_notes(outcome.status, status, batch)],
+                failing=outcome.failing,
+                failing_total=max(outcome.failing_total, len(outcome.failing)),
+                acknowledged=outcome.acknowledged if status == "passed" else None,
             )
         )
     for claim in claims:
         found = statuses.get(claim.requirement)
+        acknowledged = None
         if found is None:
             raw_status: ReceiptStatus = "not_run"
             evidence: list[str] = []
@@ -121,6 +125,8 @@ def stage_runs(
             if claim.selector is None:
                 raw_status = outcome.status
                 notes = []
+                # A claim resting on a run that passed by acknowledgement passed the same way.
+                acknowledged = outcome.acknowledged
             else:
                 raw_status = outcome.contracts.get(claim.selector, "not_run")
                 notes = (
@@ -141,6 +147,7 @@ def stage_runs(
                 status=status,
                 evidence=evidence,
                 notes=[*notes, *_unbound_notes(raw_status, status, batch)],
+                acknowledged=acknowledged if status == "passed" else None,
             )
         )
     if not receipts:
@@ -185,6 +192,9 @@ def _receipt(
     artifact: str | None = None,
     sensitive: bool = False,
     notes: list[str] | None = None,
+    failing: list[str] | None = None,
+    failing_total: int = 0,
+    acknowledged: str | None = None,
 ) -> Receipt:
     return Receipt(
         id=new_id("vr"),
@@ -207,6 +217,9 @@ def _receipt(
         binding=batch.binding,
         timestamp=batch.finished_at,
         tree=batch.tree,
+        failing=list(failing or []),
+        failing_total=failing_total,
+        acknowledged=acknowledged,
     )
 
 

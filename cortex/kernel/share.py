@@ -738,6 +738,7 @@ def _create(
         actor=kernel.actor(None),
         reason=f"fetched from {source}, in the state of replica {winner.key}",
         adopted=winner.key,
+        via="share",  # the state arrived from another replica, not from this command's caller
     )
     try:
         kernel.prepare_store()
@@ -932,6 +933,7 @@ def _adopt(
                 actor=kernel.actor(None),
                 reason=f"adopted the state of replica {key} (fetched from {source})",
                 adopted=key,
+                via="share",  # the state came from another replica
             ),
         )
 

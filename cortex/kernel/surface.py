@@ -14,6 +14,7 @@ from cortex.cases.errors import CortexError
 from cortex.kernel.envelope import Envelope, Result, Spelling, failure, success
 
 if TYPE_CHECKING:
+    from cortex.cases.records import Via
     from cortex.cases.redact import Redactor
     from cortex.kernel.kernel import Kernel
     from cortex.kernel.progress import Progress
@@ -35,22 +36,28 @@ def in_kernel(
     use_case: Callable[[Kernel], Result],
     *,
     progress: Progress | None = None,
+    via: Via | None = None,
 ) -> Callable[[Seen], Result]:
     """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`.
 
-    `progress` is the face's listener for long use cases (`cortex.kernel.progress`), if any.
+    `progress` is the face's listener for long use cases (`cortex.kernel.progress`), if any;
+    `via` is how the call arrived, as the face decided (docs/design/trust.md).
     """
 
     def body(seen: Seen) -> Result:
         from cortex.cases.scrub import scrub_value
         from cortex.kernel.kernel import Kernel
 
-        kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress)
+        kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress, via=via)
         seen["redactor"] = kernel.redactor
         seen["kernel"] = kernel
         result = use_case(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
+        # A secret minted for this caller (a lease token) is not input: it is returned whole.
+        minted = {key: result.data[key] for key in result.minted}
         result.data = scrub_value(result.data, kernel.redactor)
+        if minted:
+            result.data.update(minted)
         result.actions = scrub_value(result.actions, kernel.redactor)
         return result
 

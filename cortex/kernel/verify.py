@@ -27,16 +27,16 @@ from cortex.cases.records import CaseFile
 from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.assessment import assess
-from cortex.kernel.envelope import Action, Result, step
+from cortex.kernel.assessment import Assessment, assess
+from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import require_lease_holder, state
-from cortex.kernel.live import live_capture
+from cortex.kernel.lease import check_holder, require_lease_holder, state
+from cortex.kernel.live import changed_files, live_capture
 from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
-from cortex.workspace.capture import Capture, committed_changes
+from cortex.workspace.capture import Capture
 
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
 
@@ -132,17 +132,19 @@ def _check_phase(case: CaseFile) -> None:
     lifecycle.require(case, "verifying", doing="verify")
 
 
-def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None) -> str:
-    """The verify actor: the one given, else the active lease's holder, else the default."""
+def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None, token: str | None) -> str:
+    """The verify actor: the one given, else the active lease's holder, else the default.
+
+    While the lease is active only its holder verifies: its name, with its token.
+    """
     lease = case.change_lease
     active = lease is not None and state(lease, kernel.clock()) == "active"
-    if actor is None and active and lease is not None:
-        return lease.actor
-    who = kernel.actor(actor)
+    who = lease.actor if actor is None and active and lease is not None else kernel.actor(actor)
     if active and lease is not None and lease.actor != who:
         msg = f"the change lease is held by {lease.actor} until {lease.expires_at}; "
         msg += "only its holder verifies while it is held"
         raise LeaseConflictError(msg)
+    check_holder(lease, who, token, kernel.clock())
     if case.mode == "change" and not active:
         msg = "verifying a change needs an active change lease (it expired or was released); "
         msg += "take it again, then verify"
@@ -156,19 +158,6 @@ def _lease_identity(kernel: Kernel, case: CaseFile) -> tuple[str, str] | None:
     if lease is None or state(lease, kernel.clock()) != "active":
         return None
     return lease.actor, lease.acquired_at
-
-
-def _changed_files(kernel: Kernel, case: CaseFile, start: Capture) -> list[str] | None:
-    if not start.bound or start.head is None:
-        return None
-    changed = list(start.changed)
-    base = case.workspace.commit_before
-    if base and base != start.head:
-        committed = committed_changes(case.workspace.root, kernel.env, base, start.head)
-        if committed is None:
-            return None
-        changed = sorted(set(changed) | set(committed))
-    return changed
 
 
 def _gates(case: CaseFile, changed: list[str] | None, *, no_op: bool, ack_drift: bool) -> None:
@@ -271,6 +260,7 @@ def verify(
     contracts: list[str] | None = None,
     ack_drift: bool = False,
     no_op: bool = False,
+    lease_token: str | None = None,
 ) -> Result:
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
     from cortex.cases.store import monotonic_ms
@@ -286,7 +276,7 @@ def verify(
     if case.workspace.root != kernel.workspace.root:
         msg = f"case {task_id} belongs to the worktree {case.workspace.root}; verify from there"
         raise InvalidInputError(msg)
-    who = _lease_actor(kernel, case, kernel.acting(actor))
+    who = _lease_actor(kernel, case, kernel.acting(actor), lease_token)
     required = list(case.verification_required)
     wanted = parse_claims(kernel, claims or [], contracts or [], required)
     _check_claims(kernel, case, wanted, old)
@@ -295,7 +285,7 @@ def verify(
     progress.step("capture")
     started_at = kernel.now()
     start = live_capture(kernel, case)
-    changed = _changed_files(kernel, case, start)
+    changed = changed_files(kernel, case, start)
     _gates(case, changed, no_op=no_op, ack_drift=ack_drift)
     context = Context(
         root=case.workspace.root,
@@ -316,7 +306,9 @@ def verify(
 
     with store.transaction(task_id, actor=who, operation="case.verify", started_ms=began) as txn:
         _check_phase(txn.case)
-        require_lease_holder(txn, who, kernel, doing="verify", required=case.mode == "change")
+        require_lease_holder(
+            txn, who, kernel, doing="verify", required=case.mode == "change", token=lease_token
+        )
         end = live_capture(kernel, txn.case)
         reasons = _binding_reasons(start, end, case.revision, txn.case.revision)
         if _plan_digest(txn.case) != _plan_digest(case):
@@ -374,8 +366,18 @@ def verify(
             "assessment": assessment,
             "warnings": warnings,
         },
-        actions=_actions(committed, assessment.status),
+        actions=[
+            action
+            for action in lifecycle.next_actions(
+                committed, standing=_standing(kernel, committed, assessment, end, doc)
+            )
+            if action.operation in _PROOF_STEPS
+        ],
     )
+
+
+_PROOF_STEPS = frozenset({"case.complete", "case.verify", "case.begin-change"})
+"""What verify's answer offers: the steps its result calls for (status lists every step)."""
 
 
 def _plan_digest(case: CaseFile) -> str | None:
@@ -418,19 +420,15 @@ def _binding_reasons(start: Capture, end: Capture, before: int, now: int) -> lis
     return reasons
 
 
-def _actions(case: CaseFile, verdict: str) -> list[Action]:
-    task = case.id
-    if verdict == "verified":
-        reason = "every requirement has a current, bound pass"
-        return [step("case.complete", reason, task=task, outcome="<what was done>")]
-    actions = []
-    if case.mode == "change":
-        reason = "repair what failed, then verify again"
-        actions.append(step("case.begin-change", reason, task=task, actor="<you>"))
-    actions.append(step("case.verify", "run the batch again", task=task))
-    why = "accept_failed" if verdict == "failed" else "verification_not_possible"
-    reason = "finish without full proof, on record"
-    actions.append(
-        step("case.complete", reason, task=task, outcome="<what was done>", **{why: "<why>"})
+def _standing(
+    kernel: Kernel, case: CaseFile, assessment: Assessment, end: Capture, doc: Verification
+) -> lifecycle.Standing:
+    """What the gates will judge after this batch, so the next steps offered are accepted."""
+    lease = case.change_lease
+    return lifecycle.Standing(
+        assessment=assessment,
+        lease=state(lease, kernel.clock()),
+        holder=lease.actor if lease is not None else None,
+        changed=changed_files(kernel, case, end) if case.mode == "change" else None,
+        contracts={key: terms.contract for key, terms in doc.claims.items()},
     )
-    return actions

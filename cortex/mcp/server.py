@@ -46,6 +46,7 @@ from cortex.mcp.progress import Logging, Relay
 from cortex.mcp.tools import (
     BY_NAME,
     TOOLS,
+    Leases,
     Tool,
     action_spelling,
     decode_args,
@@ -115,6 +116,7 @@ def build(
     closing = threading.Event() if closing is None else closing
     listing = types.ListToolsResult(tools=[_describe(tool) for tool in TOOLS])
     default_actor = env.get("CORTEX_ACTOR") or DEFAULT_ACTOR
+    leases = Leases()  # the lease tokens of this connection (docs/design/trust.md)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return listing
@@ -132,7 +134,7 @@ def build(
         # this workspace's configured literals, as the CLI's are.
         def use_case(kernel: Kernel) -> Result:
             built.append(kernel)
-            return tool.call(kernel, decode_args(tool, arguments))
+            return tool.call(kernel, decode_args(tool, arguments), leases)
 
         prefill = action_spelling(tool, arguments)
         bare = action_spelling(tool, None)
@@ -144,7 +146,9 @@ def build(
             shown = prefill(action)
             return None if shown is None else redacted(built[0], shown)
 
-        body = in_kernel(directory, env, default_actor, use_case, progress=relay.progress)
+        body = in_kernel(
+            directory, env, default_actor, use_case, progress=relay.progress, via="mcp"
+        )
         return execute(
             tool.command, body, env=env, debug=stderr, spelling=spelling(tool), actions=actions
         )
@@ -157,7 +161,7 @@ def build(
         # anything, secrets included, and is only quoted (redacted) in the message.
         return execute(
             "cortex",
-            in_kernel(cwd, env, default_actor, use_case),
+            in_kernel(cwd, env, default_actor, use_case, via="mcp"),
             env=env,
             debug=stderr,
             actions=action_spelling(None, None),

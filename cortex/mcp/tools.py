@@ -12,6 +12,7 @@ answer), `case trust` (approving a command must happen at a terminal), and the s
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -19,7 +20,7 @@ import msgspec
 
 from cortex.kernel import defaults
 from cortex.kernel.envelope import Action, Result
-from cortex.kernel.errors import InvalidInputError
+from cortex.kernel.errors import CortexError, InvalidInputError
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
@@ -350,6 +351,47 @@ class Handoff(_Args):
     compact: bool = False
 
 
+class Leases:
+    """The lease tokens this server was given, by task id, for as long as it runs.
+
+    A server is one stdio connection. What its own `cortex_begin_change` calls were given it
+    keeps here, in memory only, and presents on its lease-bound calls; nothing else reaches
+    them, so two servers started with the same actor name are two holders
+    (docs/design/trust.md, "Lease tokens"). Calls run in worker threads, hence the lock.
+    """
+
+    def __init__(self) -> None:
+        self._tokens: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, kernel: Kernel, ref: str) -> str | None:
+        """The token this server holds for the lease of the case `ref` names, if any.
+
+        Tokens are kept by whole task id; a prefix or `@latest` is made whole the way the call
+        itself will make it (a reference that names nothing gets no token, and the call then
+        says why).
+        """
+        with self._lock:
+            if ref in self._tokens or not self._tokens:
+                return self._tokens.get(ref)
+        try:
+            task_id, _ = kernel.find(ref)
+        except CortexError:
+            return None
+        with self._lock:
+            return self._tokens.get(task_id)
+
+    def keep(self, task_id: str, token: str) -> None:
+        """Hold the token a `begin_change` of this server was given."""
+        with self._lock:
+            self._tokens[task_id] = token
+
+    def forget(self, task_id: str) -> None:
+        """Drop the token of a lease that ended."""
+        with self._lock:
+            self._tokens.pop(task_id, None)
+
+
 class Recall(_Args):
     """Arguments of cortex_recall."""
 
@@ -388,20 +430,33 @@ class RecallGet(_Args):
     ids: Annotated[list[str], msgspec.Meta(description="card ids (hyp_, dec_, ev_, task_), 1-100")]
 
 
+class Review(_Args):
+    """Arguments of cortex_review."""
+
+    base: Annotated[
+        str | None,
+        msgspec.Meta(description="the branch the commits merge into (default: origin/HEAD, main "
+                     "or master)"),
+    ] = None  # fmt: skip
+    head: Annotated[
+        str | None, msgspec.Meta(description="the commit under review (default: HEAD)")
+    ] = None
+
+
 class Tool(msgspec.Struct, frozen=True, kw_only=True):
-    """One MCP tool and the kernel call behind it."""
+    """One MCP tool and the kernel call behind it (with the server's lease tokens)."""
 
     name: str
     command: str
     description: str
     args: type[_Args]
-    call: Callable[[Kernel, Any], Result]
+    call: Callable[[Kernel, Any, Leases], Result]
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
 
 
-def _open(k: Kernel, a: OpenTask) -> Result:
+def _open(k: Kernel, a: OpenTask, _held: Leases) -> Result:
     from cortex.kernel.open_case import open_case
 
     return open_case(
@@ -418,19 +473,19 @@ def _open(k: Kernel, a: OpenTask) -> Result:
     )
 
 
-def _status(k: Kernel, a: TaskOnly) -> Result:
+def _status(k: Kernel, a: TaskOnly, _held: Leases) -> Result:
     from cortex.kernel.views.status import status
 
     return status(k, a.task_id)
 
 
-def _list(k: Kernel, a: ListTasks) -> Result:
+def _list(k: Kernel, a: ListTasks, _held: Leases) -> Result:
     from cortex.kernel.views.status import list_cases
 
     return list_cases(k, limit=a.limit)
 
 
-def _evidence(k: Kernel, a: RecordEvidence) -> Result:
+def _evidence(k: Kernel, a: RecordEvidence, _held: Leases) -> Result:
     from cortex.kernel.evidence import add_evidence
     from cortex.kernel.raw_input import gather
 
@@ -457,7 +512,7 @@ def _evidence(k: Kernel, a: RecordEvidence) -> Result:
     )
 
 
-def _note(k: Kernel, a: Note) -> Result:
+def _note(k: Kernel, a: Note, _held: Leases) -> Result:
     from cortex.kernel.evidence import add_note
 
     return add_note(
@@ -471,7 +526,7 @@ def _note(k: Kernel, a: Note) -> Result:
     )
 
 
-def _plan(k: Kernel, a: PlanArgs) -> Result:
+def _plan(k: Kernel, a: PlanArgs, held: Leases) -> Result:
     from cortex.kernel.plan import plan
 
     # An object hypothesis goes to the kernel whole (its text may hold ' :: '), its supports
@@ -498,10 +553,11 @@ def _plan(k: Kernel, a: PlanArgs) -> Result:
         reason=a.reason,
         actor=a.actor,
         expected_revision=a.expect_revision,
+        lease_token=held.get(k, a.task_id),
     )
 
 
-def _resolve(k: Kernel, a: Resolve) -> Result:
+def _resolve(k: Kernel, a: Resolve, _held: Leases) -> Result:
     from cortex.kernel.resolve import resolve
 
     return resolve(
@@ -516,13 +572,21 @@ def _resolve(k: Kernel, a: Resolve) -> Result:
     )
 
 
-def _begin_change(k: Kernel, a: BeginChange) -> Result:
+def _begin_change(k: Kernel, a: BeginChange, held: Leases) -> Result:
     from cortex.kernel.lease import begin_change
 
-    return begin_change(k, a.task_id, actor=a.actor, ttl=a.ttl)
+    result = begin_change(
+        k, a.task_id, actor=a.actor, ttl=a.ttl, lease_token=held.get(k, a.task_id)
+    )
+    # The token stays with this server (for its connection), never with the client.
+    token = result.data.get("leaseToken")
+    if token:
+        held.keep(result.data["taskId"], token)
+    result.data["leaseToken"] = None
+    return result
 
 
-def _verify(k: Kernel, a: Verify) -> Result:
+def _verify(k: Kernel, a: Verify, held: Leases) -> Result:
     from cortex.kernel.verify import verify
 
     # A claim id has no `=`, so an object claim is the shorthand exactly.
@@ -536,10 +600,11 @@ def _verify(k: Kernel, a: Verify) -> Result:
         contracts=[*contracts, *a.contracts],
         ack_drift=a.ack_drift,
         no_op=a.no_op,
+        lease_token=held.get(k, a.task_id),
     )
 
 
-def _request(k: Kernel, a: RequestDecision) -> Result:
+def _request(k: Kernel, a: RequestDecision, _held: Leases) -> Result:
     from cortex.kernel.decisions import request
 
     options = [o if isinstance(o, str) else (o.id, o.label, o.consequence or "") for o in a.options]
@@ -548,44 +613,47 @@ def _request(k: Kernel, a: RequestDecision) -> Result:
     )
 
 
-def _complete(k: Kernel, a: Complete) -> Result:
+def _complete(k: Kernel, a: Complete, held: Leases) -> Result:
     from cortex.kernel.complete import complete
 
-    return complete(
+    result = complete(
         k,
         a.task_id,
         outcome=a.outcome,
         accept_failed=a.accept_failed,
         verification_not_possible=a.verification_not_possible,
         actor=a.actor,
+        lease_token=held.get(k, a.task_id),
     )
+    held.forget(result.data["taskId"])  # completing ended the lease
+    return result
 
 
-def _abort(k: Kernel, a: Abort) -> Result:
+def _abort(k: Kernel, a: Abort, _held: Leases) -> Result:
     from cortex.kernel.close import close
 
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
 
 
-def _block(k: Kernel, a: Block) -> Result:
+def _block(k: Kernel, a: Block, _held: Leases) -> Result:
     from cortex.kernel.close import close
 
     return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor)
 
 
-def _unblock(k: Kernel, a: Unblock) -> Result:
+def _unblock(k: Kernel, a: Unblock, _held: Leases) -> Result:
     from cortex.kernel.close import unblock
 
     return unblock(k, a.task_id, reason=a.reason, actor=a.actor)
 
 
-def _read_evidence(k: Kernel, a: ReadEvidence) -> Result:
+def _read_evidence(k: Kernel, a: ReadEvidence, _held: Leases) -> Result:
     from cortex.kernel.evidence import read_evidence
 
     return read_evidence(k, a.task_id, a.evidence_id)
 
 
-def _read_artifact(k: Kernel, a: ReadArtifact) -> Result:
+def _read_artifact(k: Kernel, a: ReadArtifact, _held: Leases) -> Result:
     from cortex.kernel.views.artifact import read_artifact
 
     return read_artifact(
@@ -593,7 +661,7 @@ def _read_artifact(k: Kernel, a: ReadArtifact) -> Result:
     )
 
 
-def _timeline(k: Kernel, a: Timeline) -> Result:
+def _timeline(k: Kernel, a: Timeline, _held: Leases) -> Result:
     from cortex.kernel.views.timeline.page import timeline
 
     return timeline(
@@ -611,13 +679,13 @@ def _timeline(k: Kernel, a: Timeline) -> Result:
     )
 
 
-def _handoff(k: Kernel, a: Handoff) -> Result:
+def _handoff(k: Kernel, a: Handoff, _held: Leases) -> Result:
     from cortex.kernel.views.handoff.packet import handoff
 
     return handoff(k, a.task_id, compact=a.compact)
 
 
-def _recall(k: Kernel, a: Recall) -> Result:
+def _recall(k: Kernel, a: Recall, _held: Leases) -> Result:
     from cortex.kernel.views.recall import recall
 
     return recall(
@@ -634,10 +702,16 @@ def _recall(k: Kernel, a: Recall) -> Result:
     )
 
 
-def _recall_get(k: Kernel, a: RecallGet) -> Result:
+def _recall_get(k: Kernel, a: RecallGet, _held: Leases) -> Result:
     from cortex.kernel.views.recall import get
 
     return get(k, a.ids)
+
+
+def _review(k: Kernel, a: Review, _held: Leases) -> Result:
+    from cortex.kernel.views.review import review
+
+    return review(k, base=a.base, head=a.head)
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -812,6 +886,17 @@ TOOLS: tuple[Tool, ...] = (
         read_only=True,
         idempotent=True,
     ),
+    Tool(
+        name="cortex_review",
+        command="review",
+        description="Whether the code of a branch (base..head) is the code its cases verified: "
+        "approve, needs_verification or request_changes, with each case's problems. Never runs "
+        "a verifier; anything but approve is an error whose data holds the verdict.",
+        args=Review,
+        call=_review,
+        read_only=True,
+        idempotent=True,
+    ),
 )
 
 BY_NAME = {tool.name: tool for tool in TOOLS}
@@ -842,10 +927,16 @@ checks through this table that both faces take the same arguments with the same 
 """
 
 
+UNSPOKEN: dict[str, str] = {
+    "lease_token": "this server presents only the tokens its own begin_change was given",
+}
+"""Kernel arguments no tool takes, named in messages by what stands for them here."""
+
+
 def spelling(tool: Tool) -> Callable[[str], str]:
     """How this tool's messages name an argument: by its own argument name."""
     fields = {field.name for field in msgspec.structs.fields(tool.args)}
-    names = {ALIASES.get(field, field): field for field in fields}
+    names = {**UNSPOKEN, **{ALIASES.get(field, field): field for field in fields}}
 
     def spell(argument: str) -> str:
         return names.get(argument, argument)

@@ -31,6 +31,28 @@ def warnings(console: Console, lines: list[str]) -> None:
         console.print(Text("warning: ", style="yellow") + Text(warning))
 
 
+def named_failures(receipt: Data) -> str | None:
+    """What a receipt names as failed, `a, b (and 3 more)`, or None when it names nothing."""
+    names: list[str] = receipt.get("failing") or []
+    if not names:
+        return None
+    more = max(int(receipt.get("failingTotal") or 0) - len(names), 0)
+    return ", ".join(names) + (f" (and {more} more)" if more else "")
+
+
+def shown_status(receipt: Data) -> str:
+    """A receipt's status as people read it: a pass by acknowledgement says so, never `passed`."""
+    acknowledged = receipt.get("acknowledged")
+    if acknowledged and receipt["status"] == "passed":
+        return f"passed by acknowledgement of {acknowledged}"
+    return str(receipt["status"])
+
+
+def failures_label(receipt: Data) -> str:
+    """What the names a receipt lists are: failures, or what was acknowledged to let it pass."""
+    return "acknowledged" if receipt.get("acknowledged") else "failing"
+
+
 VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
 
 
@@ -45,7 +67,10 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
         mark = (
             "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
         )
-        rows.append((f"  {label or receipt['id']}", f"{receipt['status']} ({mark})"))
+        rows.append((f"  {label or receipt['id']}", f"{shown_status(receipt)} ({mark})"))
+        failures = named_failures(receipt)
+        if failures:
+            rows.append((f"    {failures_label(receipt)}", failures))
     if assessment.get("currency"):
         # Why the receipts are current or stale, e.g. "committed unchanged as 5d6e7f8".
         rows.append(("  code", assessment["currency"]["summary"]))

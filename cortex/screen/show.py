@@ -100,6 +100,10 @@ def _recent(console: Console, recent: Data) -> None:
             + Text(f"{item['kind']:<8}", style="cyan")
             + Text(f" {actor:<14} {item['title']}")
         )
+        origin = item.get("origin", "agent")
+        if origin != "agent":
+            # A person's word, or an agent's report of one (docs/design/trust.md).
+            line += Text(f"  [{origin}]", style="dim")
         for label in item.get("labels", []):
             line += Text(" ") + Text(label, style="yellow")
         console.print(line)

@@ -171,7 +171,8 @@ class Source:
                 "longer exists, and a case is written only from its own workspace"
             )
         try:
-            kernel = Kernel(root, self.kernel.env, default_actor=RESPONDER)
+            # The board is a person's terminal: its answers arrive `via: studio`.
+            kernel = Kernel(root, self.kernel.env, default_actor=RESPONDER, via="studio")
         except Exception as exc:  # noqa: BLE001 - reported on the board, never a crash
             return Failure(f"cannot answer {decision.id}: {self._message(exc)}")
         try:

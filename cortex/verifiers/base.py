@@ -14,6 +14,7 @@ import msgspec
 from cortex.cases.bounds import (
     CLAIM_STATEMENT_MAX,
     CONTRACTS_MAX,
+    FAILING_SHOWN,
     NOTES_MAX,
     RAW_BLOB_MAX,
     SUMMARY_MAX,
@@ -53,6 +54,15 @@ class Outcome(msgspec.Struct, kw_only=True):
     """Per-selector results a named claim can rest on (a test id for pytest)."""
     details: dict[str, int] = msgspec.field(default_factory=dict)
     """Counts worth showing (tests passed, failed, ...)."""
+    failing: list[str] = msgspec.field(default_factory=list)
+    """What failed, by name, in the verifier's order: failing test ids, files outside the
+    boundary. The receipt keeps the first `FAILING_SHOWN` and the total, so verify and status
+    can name them (docs/design/verification.md §2)."""
+    failing_total: int = 0
+    """How many failed in all, when the verifier listed only some (else `len(failing)`)."""
+    acknowledged: str | None = None
+    """What the caller acknowledged to let this run pass (`drift` for `--ack-drift`): a pass by
+    acknowledgement, shown as one, never as a plain pass (docs/design/verification.md §2)."""
 
 
 class Context(msgspec.Struct, kw_only=True):
@@ -116,6 +126,10 @@ def validated(outcome: object) -> Outcome:
         valid.contracts = dict(list(valid.contracts.items())[:CONTRACTS_MAX])
         valid.notes.append(f"only the first {CONTRACTS_MAX} contract results were kept")
     valid.details = dict(list(valid.details.items())[:NOTES_MAX])
+    valid.failing_total = max(valid.failing_total, len(valid.failing), 0)
+    if valid.acknowledged is not None:
+        valid.acknowledged = clip(valid.acknowledged, 64) or None
+    valid.failing = [clip(name, SUMMARY_MAX) for name in valid.failing[:FAILING_SHOWN]]
     msgspec.json.encode(valid)  # text that cannot be stored (a lone surrogate) raises here
     if valid.raw is not None and len(valid.raw) > RAW_BLOB_MAX:
         cut = max(valid.raw.rfind(space, 0, RAW_BLOB_MAX) for space in (b"\n", b" ", b"\t"))

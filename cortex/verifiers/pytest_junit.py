@@ -101,6 +101,7 @@ def _apply_report(outcome: Outcome, report: str) -> None:
         outcome.status = "inconclusive"
         outcome.notes.append("no test passed (every test was skipped)")
     if failing:
+        outcome.failing = failing
         shown = failing[:FAILING_TESTS_MAX]
         more = len(failing) - len(shown)
         claim = f"{len(failing)} failing test(s): " + ", ".join(shown)

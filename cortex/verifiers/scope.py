@@ -11,6 +11,9 @@ from __future__ import annotations
 from cortex.cases.bounds import FAILING_TESTS_MAX
 from cortex.verifiers.base import Context, Finding, Outcome
 
+ACK_NOTE = "drift acknowledged with --ack-drift"
+"""The note of a scope run that passed by acknowledgement (the only sign in older receipts)."""
+
 
 def drift(changed: list[str], boundary: list[str]) -> list[str]:
     """The changed paths the boundary does not cover."""
@@ -59,7 +62,9 @@ class ScopeVerifier:
             summary=f"scope: {len(outside)} of {count} changed file(s) are outside the boundary",
             findings=[Finding(claim=claim)],
             details={"changed": count, "drift": len(outside)},
+            failing=outside,
         )
         if context.ack_drift:
-            outcome.notes.append("drift acknowledged with --ack-drift")
+            outcome.notes.append(ACK_NOTE)
+            outcome.acknowledged = "drift"
         return outcome

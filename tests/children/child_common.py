@@ -12,6 +12,29 @@ import json
 import os
 import sys
 import time
+from typing import IO
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from stand_ins import answering, leased, remember
+
+
+def cortex_call(
+    argv: list[str], workdir: str, stdout: IO[str], stderr: IO[str] | None = None
+) -> int:
+    """Run one cortex command in-process as the suite's harness does (tests/stand_ins.py).
+
+    The environment is this process's, with the task's lease token from the book when the
+    command gives none; a `decision answer` first opts the test's machine in. stdin is empty,
+    never the terminal the suite may have been started from.
+    """
+    from cortex.main import main as cortex_main
+
+    answering(os.environ, argv)
+    env = leased(os.environ, argv)
+    code = cortex_main(argv, env=env, cwd=workdir, stdin=io.BytesIO(), stdout=stdout, stderr=stderr)
+    if code == 0:
+        remember(os.environ, argv, stdout.getvalue() if isinstance(stdout, io.StringIO) else "")
+    return code
 
 
 def stop_here(name: str) -> None:
@@ -24,11 +47,9 @@ def stop_here(name: str) -> None:
 
 def run_commands(commands: str, workdir: str) -> None:
     """Run each argv of the JSON list `commands`, printing ACK/FAIL lines, then DONE."""
-    from cortex.main import main as cortex_main
-
     for argv in json.loads(commands):
         out = io.StringIO()
-        code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out)
+        code = cortex_call([*argv, "--json"], workdir, out)
         if code != 0:
             sys.stdout.write(f"FAIL {code} {out.getvalue()}")
             sys.stdout.flush()

@@ -33,7 +33,9 @@ def stop_self(name: str) -> None:
 
 def main() -> None:
     gate, workdir, argv = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    from cortex.main import main as cortex_main
+    from child_common import cortex_call
+
+    from cortex.main import main as _loaded  # noqa: F401 - the CLI is loaded first
 
     if len(sys.argv) > 4:
         from cortex.cases import _crash
@@ -48,7 +50,7 @@ def main() -> None:
     sys.stdout.write(f"GO {time.monotonic():.6f}\n")
     sys.stdout.flush()
     out, err = io.StringIO(), io.StringIO()
-    code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out, stderr=err)
+    code = cortex_call([*argv, "--json"], workdir, out, err)
     sys.stderr.write(err.getvalue())
     sys.stdout.write("OUT " + out.getvalue())
     sys.stdout.flush()

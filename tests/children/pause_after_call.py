@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import io
 import json
-import os
 import sys
 from typing import Any
 
@@ -40,10 +39,12 @@ def main() -> None:
         return result
 
     setattr(owner, attr, wrapper)
-    from cortex.main import main as cortex_main
+    from child_common import cortex_call
+
+    from cortex.main import main as _loaded  # noqa: F401 - the CLI is loaded first
 
     out, err = io.StringIO(), io.StringIO()
-    code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out, stderr=err)
+    code = cortex_call([*argv, "--json"], workdir, out, err)
     sys.stderr.write(err.getvalue())
     sys.stdout.write("OUT " + out.getvalue())
     sys.stdout.flush()

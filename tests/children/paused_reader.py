@@ -30,12 +30,14 @@ def main() -> None:
             sys.stdin.readline()
         return names
 
-    from cortex.main import main as cortex_main
+    from child_common import cortex_call
+
+    from cortex.main import main as _loaded  # noqa: F401 - the CLI is loaded first
 
     os.listdir = listdir  # type: ignore[assignment]  # fault injection: a pause
     out, err = io.StringIO(), io.StringIO()
     try:
-        code = cortex_main([*argv, "--json"], env=os.environ, cwd=workdir, stdout=out, stderr=err)
+        code = cortex_call([*argv, "--json"], workdir, out, err)
     except BaseException as exc:
         code = -1
         err.write(f"{type(exc).__name__}: {exc}")

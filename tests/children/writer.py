@@ -7,6 +7,8 @@ MODE "rmw": COUNT read-modify-write attempts: read the revision with `status`, t
 `note --expect-revision` it; conflicts (exit 6) are expected and counted.
 Prints one JSON line: {"ok": successes, "conflicts": n, "other": [unexpected exit codes]}.
 Runs the real CLI code path in-process, so each call pays no interpreter start-up.
+With WRITER_GATE=PATH set, it writes PATH.WRITER once it is loaded and starts only when PATH
+exists, so a test can start every kind of writer at the same moment.
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ import sys
 def main() -> None:
     mode, writer, count, workdir, task = sys.argv[1:6]
     from cortex.main import main as cortex
+
+    gate = os.environ.get("WRITER_GATE")
+    if gate:
+        import time
+
+        with open(f"{gate}.{writer}", "w"):
+            pass
+        while not os.path.exists(gate):
+            time.sleep(0.005)
 
     def run(*argv: str) -> tuple[int, dict[str, object]]:
         out = io.StringIO()

@@ -80,6 +80,25 @@ def read_artifact(
         os.close(raw_dir)
 
 
+def preview_cited(kernel: Kernel, store_path: str, task_id: str, ref: str, *, limit: int) -> Result:
+    """The preview of `ref` for a caller that already holds the record citing it.
+
+    `read_artifact` first finds a citation by searching the evidence ledger; a reader that
+    has the citing record in hand (the report, which read it from the ledger's end) skips that
+    search, so its cost stays that of the preview. The same bounded, redacted read follows; a
+    directory answers with its listing, a binary blob is refused (`allow_binary` is off).
+    """
+    parts = parse_raw_ref(ref)
+    if parts is None or parts[0] != task_id:
+        raise InvalidInputError(f"{clip(ref, 200)!r} is not a raw output of {task_id}")
+    raw_id = check_id(parts[1], "raw")
+    raw_dir = _open_raw_dir(os.path.join(store_path, RAW_DIR))
+    try:
+        return _read(kernel, raw_dir, ref, raw_id, None, limit, "normal", allow_binary=False)
+    finally:
+        os.close(raw_dir)
+
+
 def _read(  # noqa: PLR0917 - one read's whole context, passed on once
     kernel: Kernel,
     raw_dir: int,

@@ -10,7 +10,7 @@ from typing import Any
 
 from cortex.cases.documents import Verification
 from cortex.cases.errors import NotFoundError
-from cortex.kernel.assessment import assess, is_current
+from cortex.kernel.assessment import acknowledged, assess, is_current
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
@@ -33,10 +33,14 @@ def attest(kernel: Kernel, task_id: str) -> Result:
         msg += "only a bound batch can be attested"
         raise GateRefusedError(msg, [])
     receipts = [r for r in doc.receipts if r.batch_id == batch.id]
-    passed = [_name(r.requirement, r.claim_id) for r in receipts if r.status == "passed"]
+    # A pass by acknowledgement (--ack-drift) is a warning, not a pass (verification.md §6).
+    plain = [r for r in receipts if r.status == "passed" and acknowledged(r) is None]
+    passed = [_name(r.requirement, r.claim_id) for r in plain]
     failed = [_name(r.requirement, r.claim_id) for r in receipts if r.status == "failed"]
     warned = [
-        _name(r.requirement, r.claim_id) for r in receipts if r.status not in ("passed", "failed")
+        _name(r.requirement, r.claim_id)
+        for r in receipts
+        if r.status != "failed" and r not in plain
     ]
     result = "FAILED" if failed else ("WARNED" if warned or not passed else "PASSED")
     configuration: list[dict[str, Any]] = []

@@ -14,11 +14,12 @@ from cortex.kernel import defaults
 from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, StoreInfo
-from cortex.kernel.lease import describe
-from cortex.kernel.lifecycle import next_actions
+from cortex.kernel.lease import describe, state
+from cortex.kernel.lifecycle import Standing, next_actions
 
 if TYPE_CHECKING:
     from cortex.kernel.assessment import Assessment
+    from cortex.workspace.capture import Capture
 
 
 def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
@@ -54,6 +55,7 @@ def describe_case(
     plan = documents.get("plan.json")
     hypotheses = documents.get("hypotheses.json") or Hypotheses()
     waiting = pending(documents.get("decisions.json"))
+    verification, live = _verification(kernel, case, documents.get("verification.json"))
     unresolved = [
         {"id": h.id, "statement": h.statement, "status": h.status}
         for h in hypotheses.hypotheses
@@ -80,14 +82,47 @@ def describe_case(
             "lease": describe(case.change_lease, kernel.clock()),
             "pendingDecision": waiting,
             "plan": _plan_summary(plan),
-            **_verification(kernel, case, documents.get("verification.json")),
+            **verification,
             "unresolvedHypotheses": unresolved,
             "parentTaskId": case.parent_task_id,
             "children": _children(store, case),
             **_replicas(documents),
             "warnings": store.debris(case),
         },
-        actions=next_actions(case, decision=waiting),
+        actions=next_actions(
+            case,
+            decision=waiting,
+            standing=standing(kernel, case, documents, verification["verification"], live),
+        ),
+    )
+
+
+def standing(
+    kernel: Kernel,
+    case: CaseFile,
+    documents: dict[str, Any],
+    assessment: Assessment | None,
+    live: Capture | None,
+) -> Standing:
+    """What the gates will judge, so the next steps offered are ones they accept.
+
+    The changed files matter only where `verify` is offered to a change task (changing,
+    verifying); only there does status capture the workspace when it has not already.
+    """
+    lease = case.change_lease
+    now = kernel.clock()
+    changed = None
+    if case.mode == "change" and case.status in {"changing", "verifying"}:
+        from cortex.kernel.live import changed_files, live_capture
+
+        changed = changed_files(kernel, case, live or live_capture(kernel, case, writer=False))
+    doc: Verification | None = documents.get("verification.json")
+    return Standing(
+        assessment=assessment,
+        lease=state(lease, now),
+        holder=lease.actor if lease is not None else None,
+        changed=changed,
+        contracts={key: terms.contract for key, terms in (doc.claims if doc else {}).items()},
     )
 
 
@@ -101,11 +136,14 @@ def _replicas(documents: dict[str, Any]) -> dict[str, Any]:
     return {"replicas": origins(index)}
 
 
-def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> dict[str, object]:
+def _verification(
+    kernel: Kernel, case: CaseFile, doc: Verification | None
+) -> tuple[dict[str, Any], Capture | None]:
     """`verification` and `binding`: the latest batch judged now, and whether binding works here.
 
     `verification` is None for a case never verified; `binding` says whether receipts can be
-    bound to code in this workspace at all, and if not, why.
+    bound to code in this workspace at all, and if not, why. The capture taken, if any, comes
+    back too, so the next steps are judged on the same one.
 
     Only a case with receipts, or one opened before its repository had a commit, pays for
     capturing the workspace; a plain directory is known unbindable without asking git.
@@ -113,18 +151,18 @@ def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> d
     verified = doc is not None and bool(doc.batches)
     if case.workspace.kind != "git" and not verified:
         reason = "the workspace is not a git repository, so no receipt can be bound to code"
-        return {"verification": None, "binding": {"possible": False, "reason": reason}}
+        return {"verification": None, "binding": {"possible": False, "reason": reason}}, None
     if not verified and case.workspace.commit_before is not None:
-        return {"verification": None, "binding": {"possible": True, "reason": None}}
+        return {"verification": None, "binding": {"possible": True, "reason": None}}, None
     from cortex.kernel.assessment import assess
     from cortex.kernel.live import live_capture
 
     live = live_capture(kernel, case, writer=False)
     binding = {"possible": live.bound, "reason": live.reason}
     if doc is None or not verified:
-        return {"verification": None, "binding": binding}
+        return {"verification": None, "binding": binding}, live
     assessment: Assessment = assess(case, doc, live)
-    return {"verification": assessment, "binding": binding}
+    return {"verification": assessment, "binding": binding}, live
 
 
 def _plan_summary(plan: Plan | None) -> dict[str, object] | None:

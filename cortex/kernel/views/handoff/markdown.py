@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cortex.kernel.provenance import shown
 from cortex.kernel.views.markdown import code, inline, quote
 
 Data = dict[str, Any]
@@ -189,7 +190,10 @@ def _receipt_line(receipt: Data) -> str:
         mark = "STALE: the code or the plan changed since it ran"
     else:
         mark = "UNBOUND: it proves nothing"
-    return f"- {label}: **{inline(receipt['status'])}**, {mark} ({code(receipt['id'])})"
+    shown = receipt["status"]
+    if receipt.get("acknowledged") and shown == "passed":
+        shown = f"passed by acknowledgement of {receipt['acknowledged']}"
+    return f"- {label}: **{inline(shown)}**, {mark} ({code(receipt['id'])})"
 
 
 def _verification(p: Data) -> list[str]:
@@ -262,6 +266,7 @@ def _evidence(p: Data) -> list[str]:
     if e["detail"] == "titles":
         lines += [
             f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {inline(r['title'])}"
+            + (f" ({inline(r['origin'])})" if r.get("origin") else "")
             + (f" {inline(' '.join(r['labels']))}" if r.get("labels") else "")
             for r in e["records"]
         ]
@@ -273,7 +278,8 @@ def _evidence(p: Data) -> list[str]:
 
 def _record(r: Data) -> list[str]:
     source = r["source"]
-    by = f"{code(source['tool'])} ({inline(source['origin'])}"
+    # The origin as every surface shows it: a person's word, or an agent's report of one.
+    by = f"{code(source['tool'])} ({inline(source.get('shown') or shown(source))}"
     by += f", {code(source['actor'])})" if source.get("actor") else ")"
     lines = [
         f"### {code(r['id'])}: {code(r['kind'])}",

@@ -23,6 +23,7 @@ from cortex.kernel.decisions import pending, rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions
+from cortex.kernel.provenance import shown
 
 Data = dict[str, Any]
 
@@ -237,13 +238,30 @@ def _evidence(record: Evidence, labels: list[str]) -> Data:
         "kind": record.kind,
         "claim": record.claim,
         "confidence": record.confidence,
-        "source": msgspec.to_builtins(record.source),
+        "source": _source(record),
         "location": None if location is None else msgspec.to_builtins(location),
         "rawRef": record.raw_ref,
         "derivedFrom": list(record.derived_from),
         "contests": record.contests,
         "labels": labels,
     }
+
+
+def _source(record: Evidence) -> Data:
+    """Where a record came from, and, unless the agent said it itself, who said it.
+
+    The channel fields are left out where they say nothing (not recorded, not claimed): a
+    packet has a byte budget, and most records are an agent's own.
+    """
+    source: Data = msgspec.to_builtins(record.source)
+    if source.get("via") is None:
+        source.pop("via", None)
+    if not source.get("claimedByAgent"):
+        source.pop("claimedByAgent", None)
+    origin = shown(record.source)
+    if origin != "agent":
+        source["shown"] = origin
+    return source
 
 
 def redact_all(value: Any, redactor: Redactor) -> Any:

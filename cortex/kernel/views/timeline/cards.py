@@ -20,6 +20,8 @@ from cortex.cases.documents import Batch, Decision, Decisions, Receipt, Verifica
 from cortex.cases.errors import NotFoundError
 from cortex.cases.records import CaseFile, Command, Evidence, PhaseChange
 from cortex.cases.store import CaseStore
+from cortex.kernel.assessment import acknowledged
+from cortex.kernel.provenance import shown
 
 KINDS = ("phase", "evidence", "command", "decision", "receipt", "batch")
 """Entry kinds, in the order `--kind` lists them."""
@@ -199,6 +201,7 @@ def card(entry: Entry, context: Context) -> dict[str, object]:
             "evidenceKind": record.kind,
             "confidence": record.confidence,
             "tool": record.source.tool,
+            "origin": shown(record.source),
             "sensitive": sensitive,
             "hasRaw": record.raw_ref is not None,
         }
@@ -241,6 +244,8 @@ def _receipt(receipt: Receipt, context: Context) -> dict[str, object]:
         "requirement": receipt.requirement,
         "claimId": receipt.claim_id,
         "sensitive": receipt.sensitive,
+        # A pass by acknowledgement is its own state here too (absent for every other receipt).
+        **({"acknowledged": ack} if (ack := acknowledged(receipt)) else {}),
     }
 
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The merge gate in CI: fetch the cases a pull request names, then ask Cortex for the verdict.
+#
+#   examples/ci/review.sh BASE HEAD [PR]
+#
+# BASE  the branch the pull request merges into, as this clone names it (origin/main)
+# HEAD  the pull request's head commit (not the merge commit CI may have checked out: its
+#       tree is not the tree the agent verified)
+# PR    the pull request's number: the cases its commits' Cortex-Case trailers name are
+#       fetched from the remote first (`cortex case fetch --pr`); without it nothing is fetched
+#
+# Environment: CORTEX (the cortex program, default `cortex`), CORTEX_REMOTE (default origin),
+# CORTEX_REPORTS (a folder: each case's HTML report is written there, for an artifact),
+# GITHUB_STEP_SUMMARY (when set, the Markdown verdict is appended to it).
+#
+# Exit status: 0 approve; 5 needs_verification or request_changes; anything else is an error
+# (4 bad input, 3 a missing case or pull request, 6 a busy or unreachable remote).
+set -euo pipefail
+
+cortex=${CORTEX:-cortex}
+remote=${CORTEX_REMOTE:-origin}
+base=${1:?usage: review.sh BASE HEAD [PR]}
+head=${2:?usage: review.sh BASE HEAD [PR]}
+pr=${3:-}
+
+if [ -n "$pr" ]; then
+    "$cortex" case fetch --pr "$pr" --remote "$remote" --base "${base#"$remote"/}" >&2
+fi
+
+answer=$(mktemp)
+trap 'rm -f "$answer"' EXIT
+status=0
+"$cortex" review --base "$base" --head "$head" --format md --json >"$answer" || status=$?
+if [ "$status" != 0 ] && [ "$status" != 5 ]; then
+    cat "$answer" >&2
+    exit "$status"
+fi
+
+python3 - "$answer" "${GITHUB_STEP_SUMMARY:-}" <<'PY'
+import json, sys
+
+envelope = json.load(open(sys.argv[1], encoding="utf-8"))
+document = envelope["data"]["document"]
+sys.stdout.write(document)
+if sys.argv[2]:
+    with open(sys.argv[2], "a", encoding="utf-8") as summary:
+        summary.write(document)
+PY
+
+if [ -n "${CORTEX_REPORTS:-}" ]; then
+    mkdir -p "$CORTEX_REPORTS"
+    python3 -c 'import json, sys; [print(c["taskId"]) for c in json.load(open(sys.argv[1]))["data"]["cases"] if c["phase"]]' "$answer" |
+        while read -r task; do
+            "$cortex" case report "$task" --html "$CORTEX_REPORTS/$task.html" >/dev/null
+        done
+fi
+exit "$status"
