@@ -87,9 +87,11 @@ def receipt(
     binding: str = "bound",
     tree: str | None = TREE_X,
     batch_id: str = "vb_1",
+    **more: Any,
 ) -> Receipt:
     return msgspec.convert(
-        {
+        more
+        | {
             "id": rid,
             "batchId": batch_id,
             "purpose": purpose,
@@ -124,7 +126,7 @@ def plain(result: Assessment) -> dict[str, Any]:
 
 def view(rid: str, *, proof: bool = True, stale: bool = False, **fields: Any) -> dict[str, Any]:
     """A receipt view as `plain` gives it, for a passed, bound verifier run by default."""
-    out = {
+    out: dict[str, Any] = {
         "id": rid,
         "purpose": "verifier_run",
         "requirement": None,
@@ -133,6 +135,9 @@ def view(rid: str, *, proof: bool = True, stale: bool = False, **fields: Any) ->
         "binding": "bound",
         "proof": proof,
         "stale": stale,
+        "failing": [],
+        "failingTotal": 0,
+        "acknowledged": None,
     }
     out.update(fields)
     return out
@@ -157,6 +162,7 @@ class TestNothingVerified:
             "unbound": [],
             "reasons": ["nothing has been verified yet"],
             "currency": None,
+            "acknowledged": [],
         }
 
     def test_a_file_without_batches(self) -> None:
@@ -204,6 +210,7 @@ class TestVerdict:
                 "committed": False,
                 "summary": f"verified at {HEAD_A[:7]}; unchanged since",
             },
+            "acknowledged": [],
         }
 
     def test_only_a_missing_requirement_is_partial(self) -> None:
@@ -640,3 +647,56 @@ class TestSurvivors:
         result = assess(case(), doc(receipt("vr_1")), committed)
         assert result.stale == []
         assert result.status == "verified"
+
+
+class TestAcknowledged:
+    """A pass by acknowledgement (`--ack-drift`) counts, and is named as one (issue 19)."""
+
+    def test_an_acknowledged_pass_is_named(self) -> None:
+        result = assess(
+            case(["scope"]),
+            doc(
+                receipt("vr_1", requirement="scope", acknowledged="drift"),
+                receipt("vr_2", purpose="marker", acknowledged="drift"),
+                receipt("vr_3", acknowledged="drift", status="failed", requirement="unit"),
+            ),
+            LIVE,
+        )
+        assert [v.acknowledged for v in result.receipts] == ["drift", "drift", None]
+        assert result.acknowledged == ["scope (drift)", "vr_2 (drift)"]
+        assert result.status == "failed"
+        assert result.reasons == [
+            "failed: unit",
+            "passed only by acknowledgement: scope (drift), vr_2 (drift)",
+        ]
+
+    def test_an_older_scope_receipt_says_so_in_its_note(self) -> None:
+        from cortex.verifiers.scope import ACK_NOTE
+
+        noted = receipt("vr_1", requirement="scope", notes=["x", ACK_NOTE])
+        plain_pass = receipt("vr_2", requirement="unit", notes=["x"])
+        result = assess(case(["scope", "unit"]), doc(noted, plain_pass), LIVE)
+        assert [v.acknowledged for v in result.receipts] == ["drift", None]
+        assert result.acknowledged == ["scope (drift)"]
+        assert result.status == "verified"
+        assert result.reasons == ["passed only by acknowledgement: scope (drift)"]
+
+    def test_a_stale_acknowledged_pass_is_not_listed(self) -> None:
+        moved = Capture(head=HEAD_A, digest="sha256:e", tree=TREE_Y)
+        result = assess(case(), doc(receipt("vr_1", acknowledged="drift")), moved)
+        assert result.receipts[0].acknowledged == "drift"
+        assert result.acknowledged == []
+
+    def test_failing_names_and_their_total(self) -> None:
+        result = assess(
+            case(),
+            doc(
+                receipt("vr_1", status="failed", failing=["t1", "t2"], failingTotal=5),
+                receipt("vr_2", status="failed", failing=["t3"], failingTotal=0),
+            ),
+            LIVE,
+        )
+        assert [(v.failing, v.failing_total) for v in result.receipts] == [
+            (["t1", "t2"], 5),
+            (["t3"], 1),
+        ]

@@ -10,6 +10,8 @@ module's settings, from `[tool.cortex.mutation.<module>]` of pyproject.toml:
     args       more pytest arguments (deselections)
     wider      the wider set survivors are re-run against in place (tests/mutation/survivors.py)
     functions  optional: mutant-name globs, when only some functions of the file are meant
+    settings   optional: more [tool.mutmut] settings (`timeout_multiplier = 3`: a mutant that
+               loops is stopped sooner)
 
     .venv/bin/python tests/mutation/run.py MODULE [--max-children N] [--sample K] [--seed S]
     .venv/bin/python tests/mutation/run.py MODULE --score          # counts from the last runs
@@ -53,6 +55,7 @@ class Module:
     args: list[str] = field(default_factory=list)
     wider: list[str] = field(default_factory=list)
     functions: list[str] = field(default_factory=list)
+    settings: dict[str, object] = field(default_factory=dict)
 
     @property
     def dotted(self) -> str:
@@ -73,7 +76,7 @@ def scratch_dir(module: Module) -> Path:
 
 
 def _toml(value: object) -> str:
-    # Strings and lists of strings only: JSON's quoting is TOML's basic string.
+    # Strings, numbers and lists of strings only: JSON's quoting is TOML's basic string.
     return json.dumps(value)
 
 
@@ -86,6 +89,7 @@ def mutmut_table(module: Module) -> str:
         f"pytest_add_cli_args_test_selection = {_toml(module.tests)}",
         f"pytest_add_cli_args = {_toml(['-p', 'no:cacheprovider', *module.args])}",
     ]
+    lines += [f"{key} = {_toml(value)}" for key, value in module.settings.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,371 @@
+"""cortex/kernel/lease.py on its own: parsing, states, holders, fences, and each use case's
+answer, with a clock the test sets.
+
+test_lifecycle.py (TestLease) and test_trust.py (TestLeaseTokens) drive the lease through the
+CLI in real time; here time is a number the test chooses, so that the exact expiry instant, a
+lease that lapsed between the check and the commit, and every key of each answer are pinned,
+and a mutation run of lease.py (docs/testing.md) sees every change. A test written for a mutant
+that survived names it in its docstring (`function` number: the change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from conftest import Cli
+from test_lifecycle import planned
+
+from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
+from cortex.cases.digest import sha256_hex
+from cortex.cases.errors import ArgumentError
+from cortex.cases.records import Lease
+from cortex.kernel import lease
+from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.kernel import Kernel, format_time, parse_time
+
+T0 = parse_time("2026-12-01T10:00:00.000Z")
+TOKEN = "cortex-lease-" + "t" * 43
+OTHER = "cortex-lease-" + "o" * 43
+
+
+def held(
+    actor: str = "a1",
+    *,
+    expires: float = T0 + 60,
+    released: str | None = None,
+    token: str | None = TOKEN,
+) -> Lease:
+    return Lease(
+        actor=actor,
+        acquired_at=format_time(T0),
+        renewed_at=format_time(T0 + 1),
+        expires_at=format_time(expires),
+        released_at=released,
+        token_sha256=None if token is None else lease.token_digest(token),
+    )
+
+
+class FakeCase:
+    def __init__(self, change_lease: Lease | None) -> None:
+        self.change_lease = change_lease
+
+
+class FakeTxn:
+    """What `require_lease_holder` and `_fence_renewal` use of a transaction."""
+
+    def __init__(self, change_lease: Lease | None) -> None:
+        self.case = FakeCase(change_lease)
+        self.fences: list[Callable[[], None]] = []
+
+    def fence(self, check: Callable[[], None]) -> None:
+        self.fences.append(check)
+
+
+class Clock:
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeKernel:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+
+def require(
+    txn: FakeTxn, clock: Clock, actor: str = "a1", *, required: bool, token: str | None = TOKEN
+) -> None:
+    lease.require_lease_holder(
+        cast("Any", txn),
+        actor,
+        cast("Any", FakeKernel(clock)),
+        doing="edit",
+        required=required,
+        token=token,
+    )
+
+
+class TestParseTtl:
+    def test_units_and_bounds(self) -> None:
+        assert lease.parse_ttl(None) == LEASE_TTL_DEFAULT
+        assert lease.parse_ttl("90") == 90
+        assert lease.parse_ttl("90s") == 90
+        assert lease.parse_ttl("15m") == 900
+        assert lease.parse_ttl("1h") == 3600
+        assert lease.parse_ttl(f"{LEASE_TTL_MIN}s") == LEASE_TTL_MIN
+        assert lease.parse_ttl(f"{LEASE_TTL_MAX}s") == LEASE_TTL_MAX
+        assert lease.parse_ttl("00060") == 60
+
+    @pytest.mark.parametrize("text", ["", "1d", "-5", "1.5m", "m", "123456", "15 m", "1hh"])
+    def test_a_malformed_ttl(self, text: str) -> None:
+        with pytest.raises(ArgumentError) as caught:
+            lease.parse_ttl(text)
+        assert caught.value.template == f"{{ttl}} must look like 90s, 15m or 1h, not {text!r}"
+
+    @pytest.mark.parametrize("text", ["0", "0s", "3601", "61m", "2h"])
+    def test_out_of_bounds(self, text: str) -> None:
+        with pytest.raises(ArgumentError) as caught:
+            lease.parse_ttl(text)
+        assert caught.value.template == (
+            f"{{ttl}} must be between {LEASE_TTL_MIN}s and {LEASE_TTL_MAX}s"
+        )
+
+
+class TestState:
+    def test_states(self) -> None:
+        assert lease.state(None, T0) is None
+        assert lease.state(held(), T0) == "active"
+        assert lease.state(held(), T0 + 59.999) == "active"
+        assert lease.state(held(released=format_time(T0)), T0) == "released"
+        assert lease.state(held(released=format_time(T0)), T0 + 600) == "released"
+
+    def test_a_lease_is_expired_at_its_expiry_instant(self) -> None:
+        """Kills `now < expires` -> `<=` in `state`."""
+        assert lease.state(held(), T0 + 60) == "expired"
+
+    def test_describe(self) -> None:
+        """Kills each key of `describe` renamed or its value changed (`renewedAt` among them,
+        issue 21)."""
+        assert lease.describe(None, T0) is None
+        assert lease.describe(held(), T0) == {
+            "actor": "a1",
+            "state": "active",
+            "acquiredAt": "2026-12-01T10:00:00.000Z",
+            "renewedAt": "2026-12-01T10:00:01.000Z",
+            "expiresAt": "2026-12-01T10:01:00.000Z",
+            "releasedAt": None,
+        }
+
+
+class TestTokens:
+    def test_digest_and_mint(self) -> None:
+        assert lease.token_digest("abc") == sha256_hex(b"abc")
+        assert lease.token_digest("\udcff") == sha256_hex("\udcff".encode("utf-8", "surrogatepass"))
+        minted = {lease.mint() for _ in range(3)}
+        assert len(minted) == 3
+        for token in minted:
+            assert token.startswith("cortex-lease-")
+            assert len(token) == len("cortex-lease-") + 43
+
+    def test_holds(self) -> None:
+        assert lease.holds(held(), "a1", TOKEN)
+        assert not lease.holds(held(), "a2", TOKEN)
+        assert not lease.holds(held(), "a1", None)
+        assert not lease.holds(held(), "a1", TOKEN + "x")
+        assert lease.holds(held(token=None), "a1", None)
+        assert lease.holds(held(token=None), "a1", "anything")
+        assert not lease.holds(held(token=None), "a2", None)
+
+    def test_check_holder(self) -> None:
+        lease.check_holder(None, "a1", None, T0)
+        lease.check_holder(held("a2"), "a1", None, T0 + 60)  # expired: anyone may go on
+        lease.check_holder(held("a2", released=format_time(T0)), "a1", None, T0)
+        lease.check_holder(held(), "a1", TOKEN, T0)
+        with pytest.raises(LeaseConflictError) as other:
+            lease.check_holder(held("a2"), "a1", TOKEN, T0)
+        assert str(other.value) == (
+            "the change lease is held by a2 until 2026-12-01T10:01:00.000Z; wait for it to be "
+            "released or to expire"
+        )
+        with pytest.raises(LeaseConflictError) as tokenless:
+            lease.check_holder(held(), "a1", "cortex-lease-other", T0)
+        assert tokenless.value.template == (
+            "the change lease is held by a1 until 2026-12-01T10:01:00.000Z under a lease token "
+            "this call did not give ({lease_token}); a caller of the same name that was not "
+            "given the token does not hold it: wait for the lease to be released or to expire"
+        )
+        assert tokenless.value.arguments == ("lease_token",)
+
+
+class TestRequireLeaseHolder:
+    def test_the_holder_is_fenced(self) -> None:
+        txn, clock = FakeTxn(held()), Clock()
+        require(txn, clock, required=True)
+        assert len(txn.fences) == 1
+        txn.fences[0]()
+        clock.now = T0 + 60
+        with pytest.raises(LeaseConflictError) as caught:
+            txn.fences[0]()
+        assert str(caught.value) == (
+            "cannot edit: a1 holds no active change lease (it expired or was released); take it "
+            "again with begin-change"
+        )
+
+    def test_a_required_lease_nobody_holds(self) -> None:
+        with pytest.raises(LeaseConflictError, match=r"^cannot edit: a1 holds no active"):
+            require(FakeTxn(None), Clock(), required=True)
+        with pytest.raises(LeaseConflictError, match=r"^cannot edit: a1 holds no active"):
+            require(FakeTxn(held(expires=T0)), Clock(), required=True)
+
+    def test_someone_elses_lease_refuses_even_an_optional_write(self) -> None:
+        with pytest.raises(LeaseConflictError, match=r"^the change lease is held by a2"):
+            require(FakeTxn(held("a2")), Clock(), required=False)
+
+    def test_an_optional_write_without_a_lease_is_not_fenced(self) -> None:
+        txn = FakeTxn(None)
+        require(txn, Clock(), required=False)
+        assert txn.fences == []
+        released = FakeTxn(held(released=format_time(T0)))
+        require(released, Clock(), required=False)
+        assert released.fences == []
+
+    def test_an_optional_write_by_the_holder_is_fenced(self) -> None:
+        """Kills `ours and state(...) == "active"` with `ours` dropped or `== "active"`
+        changed: the holder's optional write is fenced, so a lapse before the commit stops it."""
+        txn, clock = FakeTxn(held()), Clock()
+        require(txn, clock, required=False)
+        assert len(txn.fences) == 1
+        clock.now = T0 + 61
+        with pytest.raises(LeaseConflictError, match=r"^cannot edit"):
+            txn.fences[0]()
+
+    def test_an_optional_write_after_ones_own_lease_expired(self) -> None:
+        """Kills `require_lease_holder`'s `ours and state(...) == "active"` -> `ours or
+        state(...) == "active"` (issue 21): after the actor's own lease expired, a write that
+        does not need the lease is not fenced on it, so it is not refused at the commit."""
+        txn = FakeTxn(held())
+        require(txn, Clock(T0 + 120), required=False)
+        assert txn.fences == []
+
+    def test_an_optional_write_by_a_namesake_without_the_token(self) -> None:
+        """Kills `ours = lease is not None and holds(...)` -> `or`, and `holds` dropped: a
+        caller of the holder's name without its token is refused, not fenced as the holder."""
+        with pytest.raises(LeaseConflictError, match="under a lease token"):
+            require(FakeTxn(held()), Clock(), required=False, token=None)
+        legacy = FakeTxn(held(token=None))
+        require(legacy, Clock(), required=False, token=None)
+        assert len(legacy.fences) == 1
+
+
+class TestFenceRenewal:
+    def test_the_renewal_fence_at_the_exact_expiry(self) -> None:
+        """Kills `_fence_renewal`'s `kernel.clock() >= expires` -> `>` (issue 21): at the old
+        expiry instant the lease has lapsed, so the renewal is refused."""
+        txn, clock = FakeTxn(held()), Clock(T0 + 59.999)
+        lease._fence_renewal(
+            cast("Any", txn), cast("Any", FakeKernel(clock)), "a1", expires=T0 + 60
+        )
+        assert len(txn.fences) == 1
+        txn.fences[0]()
+        clock.now = T0 + 60
+        with pytest.raises(LeaseConflictError) as caught:
+            txn.fences[0]()
+        assert str(caught.value) == (
+            "the lease of a1 expired before the renewal could be committed; take it again with "
+            "begin-change"
+        )
+
+
+class TestUseCases:
+    """begin-change, renew and release through a kernel whose clock the test sets."""
+
+    @pytest.fixture
+    def kernel(self, env: dict[str, str], repo: Path) -> tuple[Kernel, Clock]:
+        clock = Clock(T0)
+        return Kernel(str(repo), env, default_actor="cli", clock=clock), clock
+
+    def test_begin_change_renew_release(self, cli: Cli, kernel: tuple[Kernel, Clock]) -> None:
+        """Kills the answer's keys renamed (`taskId` among them, issue 21), the verbs changed,
+        and the release's `unchanged` for an idempotent retry (issue 21)."""
+        k, clock = kernel
+        task = planned(cli)
+        taken = lease.begin_change(k, task, actor="a1", ttl="60s")
+        token = taken.data["leaseToken"]
+        assert isinstance(token, str)
+        assert token.startswith("cortex-lease-")
+        revision = taken.data["revision"]
+        assert taken.data == {
+            "taskId": task,
+            "revision": revision,
+            "status": "changing",
+            "lease": {
+                "actor": "a1",
+                "state": "active",
+                "acquiredAt": "2026-12-01T10:00:00.000Z",
+                "renewedAt": "2026-12-01T10:00:00.000Z",
+                "expiresAt": "2026-12-01T10:01:00.000Z",
+                "releasedAt": None,
+            },
+            "result": "acquired",
+            "leaseToken": token,
+        }
+        clock.now = T0 + 30
+        renewed = lease.renew(k, task, actor="a1", ttl="2m", lease_token=token)
+        assert renewed.data["result"] == "renewed"
+        assert renewed.data["leaseToken"] is None
+        assert renewed.data["revision"] == revision + 1
+        assert renewed.data["lease"]["renewedAt"] == "2026-12-01T10:00:30.000Z"
+        assert renewed.data["lease"]["expiresAt"] == "2026-12-01T10:02:30.000Z"
+        again = lease.begin_change(k, task, actor="a1", ttl="60s", lease_token=token)
+        assert again.data["result"] == "renewed"
+        assert again.data["leaseToken"] is None
+        assert again.data["lease"]["expiresAt"] == "2026-12-01T10:01:30.000Z"
+        clock.now = T0 + 40
+        released = lease.release(k, task, actor="a1", lease_token=token)
+        assert released.data["result"] == "released"
+        assert released.data["lease"]["state"] == "released"
+        assert released.data["lease"]["releasedAt"] == "2026-12-01T10:00:40.000Z"
+        assert released.data["revision"] == revision + 3
+        retry = lease.release(k, task, actor="a1", lease_token=token)
+        assert retry.data["result"] == "unchanged"
+        assert retry.data["revision"] == revision + 3
+        assert retry.data["taskId"] == task
+
+    def test_renew_at_the_exact_expiry_is_refused(
+        self, cli: Cli, kernel: tuple[Kernel, Clock]
+    ) -> None:
+        k, clock = kernel
+        task = planned(cli)
+        token = lease.begin_change(k, task, actor="a1", ttl="60s").data["leaseToken"]
+        clock.now = T0 + 60
+        with pytest.raises(LeaseConflictError) as caught:
+            lease.renew(k, task, actor="a1", lease_token=token)
+        assert str(caught.value) == (
+            "the lease of a1 expired at 2026-12-01T10:01:00.000Z; take it again with begin-change"
+        )
+
+    def test_an_expired_lease_is_replaced_with_the_next_epoch(
+        self, cli: Cli, kernel: tuple[Kernel, Clock]
+    ) -> None:
+        k, clock = kernel
+        task = planned(cli)
+        lease.begin_change(k, task, actor="a1", ttl="60s")
+        clock.now = T0 + 61
+        taken = lease.begin_change(k, task, actor="a2", ttl="60s")
+        assert taken.data["result"] == "acquired"
+        assert taken.data["lease"]["actor"] == "a2"
+        assert taken.data["lease"]["acquiredAt"] == "2026-12-01T10:01:01.000Z"
+        case = k.store.read_case(task)
+        assert case.change_lease is not None
+        assert case.change_lease.epoch == 2
+
+    def test_renew_and_release_refusals(self, cli: Cli, kernel: tuple[Kernel, Clock]) -> None:
+        k, clock = kernel
+        task = planned(cli)
+        with pytest.raises(GateRefusedError, match="there is no lease to renew"):
+            lease.renew(k, task, actor="a1")
+        assert lease.release(k, task, actor="a1").data["result"] == "unchanged"
+        token = lease.begin_change(k, task, actor="a1", ttl="60s").data["leaseToken"]
+        with pytest.raises(LeaseConflictError, match=r"^the change lease is held by a1 until"):
+            lease.renew(k, task, actor="a2")
+        with pytest.raises(LeaseConflictError, match="under a lease token"):
+            lease.renew(k, task, actor="a1")
+        with pytest.raises(LeaseConflictError, match="under a lease token"):
+            lease.release(k, task, actor="a1", lease_token=OTHER)
+        with pytest.raises(LeaseConflictError, match=r"^the change lease is held by a1 until"):
+            lease.release(k, task, actor="a2")
+        clock.now = T0 + 61
+        with pytest.raises(LeaseConflictError) as renewing:
+            lease.renew(k, task, actor="a2")
+        assert str(renewing.value) == "the lease belongs to a1; take it with begin-change"
+        with pytest.raises(LeaseConflictError) as releasing:
+            lease.release(k, task, actor="a2")
+        assert str(releasing.value) == "the lease belongs to a1; only its holder releases it"
+        assert lease.release(k, task, actor="a1", lease_token=token).data["result"] == "released"
+        with pytest.raises(GateRefusedError, match="there is no lease to renew"):
+            lease.renew(k, task, actor="a1", lease_token=token)
