@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 from conftest import Cli
-from test_lifecycle import planned
+from test_lifecycle import action_commands, investigating, ledger, planned
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from cortex.cases.digest import sha256_hex
@@ -369,3 +369,136 @@ class TestUseCases:
         assert lease.release(k, task, actor="a1", lease_token=token).data["result"] == "released"
         with pytest.raises(GateRefusedError, match="there is no lease to renew"):
             lease.renew(k, task, actor="a1", lease_token=token)
+
+
+class TestRecords:
+    """What each use case writes besides the lease: the audit line, the phase, the actions."""
+
+    @pytest.fixture
+    def kernel(self, env: dict[str, str], repo: Path) -> tuple[Kernel, Clock]:
+        clock = Clock(T0)
+        return Kernel(str(repo), env, default_actor="cli", clock=clock), clock
+
+    def test_each_use_case_audits_as_its_actor_and_operation(
+        self, cli: Cli, env: dict[str, str], kernel: tuple[Kernel, Clock]
+    ) -> None:
+        """Kills `begin_change` 10, 11, 15, 16, 106, `renew` 9, 10, 14, 15 and `release` 7, 8,
+        12, 13: the transaction's actor or operation, or the phase's actor, changed."""
+        k, _ = kernel
+        task = planned(cli)
+        token = lease.begin_change(k, task, actor="a1", ttl="60s").data["leaseToken"]
+        assert ledger(env, task, "phases")[-1]["actor"] == "a1"
+        lease.renew(k, task, actor="a1", lease_token=token)
+        lease.release(k, task, actor="a1", lease_token=token)
+        audit = [(line["actor"], line["operation"]) for line in ledger(env, task, "commands")]
+        assert audit[-3:] == [
+            ("a1", "case.begin-change"),
+            ("a1", "case.lease.renew"),
+            ("a1", "case.lease.release"),
+        ]
+
+    def test_begin_change_refusals_say_why(self, cli: Cli, kernel: tuple[Kernel, Clock]) -> None:
+        """Kills `begin_change` 21-26 (the mode refusal's message or actions dropped), 34
+        (`check_holder(None, ...)`: another actor's active lease ignored) and 47, 48, 52, 55,
+        56 (the phase gate's wording or its transaction dropped)."""
+        k, _ = kernel
+        review = investigating(cli, "--mode", "review")
+        with pytest.raises(GateRefusedError) as mode:
+            lease.begin_change(k, review, actor="a1")
+        assert str(mode.value) == "begin-change is for change tasks; this one is a review task"
+        assert mode.value.actions
+        early = investigating(cli)
+        with pytest.raises(GateRefusedError) as phase:
+            lease.begin_change(k, early, actor="a1")
+        assert str(phase.value).startswith("cannot begin changing")
+        assert any(a.command.startswith(f"cortex case plan {early} ") for a in phase.value.actions)
+        task = planned(cli)
+        lease.begin_change(k, task, actor="a1", ttl="60s")
+        with pytest.raises(LeaseConflictError, match=r"^the change lease is held by a1 until"):
+            lease.begin_change(k, task, actor="a2")
+
+    def test_renewing_names_the_holder_in_the_fence(
+        self, cli: Cli, kernel: tuple[Kernel, Clock]
+    ) -> None:
+        """Kills `begin_change` 75 and `renew` 68: `_fence_renewal(txn, kernel, None, ...)`.
+
+        The fence is run as the transaction commits; the clock is moved past the old expiry
+        between the check and the fence by a clock that advances when the fence reads it.
+        """
+        k, _ = kernel
+        task = planned(cli)
+        token = lease.begin_change(k, task, actor="a1", ttl="60s").data["leaseToken"]
+        reads = iter([T0 + 59, T0 + 59, T0 + 59, T0 + 61])
+
+        def lapsing() -> float:
+            return next(reads, T0 + 61)
+
+        k.clock = lapsing
+        with pytest.raises(LeaseConflictError) as caught:
+            lease.renew(k, task, actor="a1", lease_token=token)
+        assert str(caught.value).startswith("the lease of a1 expired before the renewal")
+        reads = iter([T0 + 59, T0 + 59, T0 + 59, T0 + 61])
+        with pytest.raises(LeaseConflictError) as again:
+            lease.begin_change(k, task, actor="a1", lease_token=token)
+        assert str(again.value).startswith("the lease of a1 expired before the renewal")
+
+    def test_a_lease_from_before_tokens(self, cli: Cli, kernel: tuple[Kernel, Clock]) -> None:
+        """Kills `begin_change` 70-72 (the old lease not given a token when its holder renews
+        it) and `renew` 49, 50 (the refusal to renew it by name, and its message)."""
+        k, _ = kernel
+        task = planned(cli)
+        lease.begin_change(k, task, actor="a1", ttl="60s")
+        with k.store.transaction(task, actor="a1", operation="test") as txn:
+            assert txn.case.change_lease is not None
+            txn.case.change_lease.token_sha256 = None
+        with pytest.raises(LeaseConflictError) as by_name:
+            lease.renew(k, task, actor="a1")
+        assert str(by_name.value) == (
+            "the lease of a1 was taken before lease tokens and is honoured by name only until "
+            "2026-12-01T10:01:00.000Z; renew it with begin-change, which returns a token"
+        )
+        upgraded = lease.begin_change(k, task, actor="a1", ttl="60s")
+        assert upgraded.data["result"] == "renewed"
+        token = upgraded.data["leaseToken"]
+        assert isinstance(token, str)
+        assert token.startswith("cortex-lease-")
+        stored = k.store.read_case(task).change_lease
+        assert stored is not None
+        assert stored.token_sha256 == lease.token_digest(token)
+
+    def test_renew_without_a_lease_offers_actions(
+        self, cli: Cli, kernel: tuple[Kernel, Clock]
+    ) -> None:
+        """Kills `renew` 29, 31, 32: the refusal's actions dropped or its message changed."""
+        k, _ = kernel
+        task = planned(cli)
+        with pytest.raises(GateRefusedError) as caught:
+            lease.renew(k, task, actor="a1")
+        assert str(caught.value) == "there is no lease to renew; run begin-change"
+        assert any("begin-change" in a.command for a in caught.value.actions)
+
+    def test_the_answer_offers_next_steps_and_names_the_minted_token(
+        self, cli: Cli, kernel: tuple[Kernel, Clock]
+    ) -> None:
+        """Kills `_lease_result` 3, 4, 6, 7: `actions` or `minted` dropped (a minted token is
+        what lets the answer return the token unredacted)."""
+        k, _ = kernel
+        task = planned(cli)
+        taken = lease.begin_change(k, task, actor="a1", ttl="60s")
+        assert taken.minted == ("leaseToken",)
+        assert taken.actions
+        assert action_commands({"actions": [{"command": a.command} for a in taken.actions]})
+
+
+class TestReleaseForClose:
+    def test_closing_ends_an_active_lease_and_keeps_a_released_one(self) -> None:
+        """Kills `release_for_close` 1-5."""
+        active = FakeTxn(held())
+        lease.release_for_close(cast("Any", active), "2026-12-01T10:00:30.000Z")
+        assert active.case.change_lease is not None
+        assert active.case.change_lease.released_at == "2026-12-01T10:00:30.000Z"
+        done = FakeTxn(held(released="2026-12-01T10:00:10.000Z"))
+        lease.release_for_close(cast("Any", done), "2026-12-01T10:00:30.000Z")
+        assert done.case.change_lease is not None
+        assert done.case.change_lease.released_at == "2026-12-01T10:00:10.000Z"
+        lease.release_for_close(cast("Any", FakeTxn(None)), "2026-12-01T10:00:30.000Z")

@@ -422,3 +422,187 @@ class TestTail:
             b'{"id":"c","revision":0}',
         ]
         assert len(ledger.tail_lines(str(path), len(data), 9)) == 3
+
+
+class TestSurvivors:
+    """Tests for the mutants the first mutation run of ledger.py left alive (docs/testing.md)."""
+
+    def test_append_names_the_linked_file(self, path: Path, tmp_path: Path) -> None:
+        """Kills `append` 9: `check_single_link(fd, path)` -> `(fd, None)`."""
+        path.write_bytes(b"")
+        os.link(path, tmp_path / "other")
+        with pytest.raises(IntegrityError) as caught:
+            ledger.append(str(path), b"x\n")
+        assert str(path) in str(caught.value)
+
+    def test_a_region_one_byte_past_a_chunk(
+        self, path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `iter_lines` 19: `while remaining > 0` -> `> 1` (the last byte unread)."""
+        monkeypatch.setattr(ledger, "_CHUNK", 7)
+        path.write_bytes(b"abcdef\nx\n")
+        assert list(ledger.iter_lines(str(path), 9)) == [(0, b"abcdef"), (7, b"x")]
+
+    def test_an_empty_first_line(self, path: Path) -> None:
+        """Kills `iter_lines` 48, 49: `end < 0` -> `<= 0` or `< 1`."""
+        path.write_bytes(b"\nab\n")
+        assert list(ledger.iter_lines(str(path), 4)) == [(0, b""), (1, b"ab")]
+
+    def test_every_refusal_names_its_file(
+        self, path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `iter_lines` 31, 33, 72, 74, `tail_lines` 13, 15, 29, 31, 81, 83 and
+        `check_tail` 14, 16: the IntegrityError's `path` dropped (audit reports it)."""
+        where = str(path)
+        path.write_bytes(b"ab\ncd\n")
+        real = os.read
+        monkeypatch.setattr(os, "read", lambda fd, n: real(fd, min(n, 3)) if n > 3 else b"")
+        monkeypatch.setattr(ledger, "_CHUNK", 3)
+        with pytest.raises(IntegrityError) as early:
+            list(ledger.iter_lines(where, 6))
+        assert early.value.path == where
+        monkeypatch.undo()
+        monkeypatch.setattr(ledger, "LEDGER_RECORD_MAX", 4)
+        monkeypatch.setattr(ledger, "_CHUNK", 4)
+        path.write_bytes(b"ab\nabcde")
+        with pytest.raises(IntegrityError) as pending:
+            list(ledger.iter_lines(where, 8))
+        assert pending.value.path == where
+        path.write_bytes(b"abcdefg\nab\n")
+        with pytest.raises(IntegrityError) as long:
+            ledger.tail_lines(where, 11, 5)
+        assert str(long.value) == f"{where}: a line before byte 7 exceeds the record limit"
+        assert long.value.path == where
+        monkeypatch.undo()
+        path.write_bytes(b"ab\n")
+        for call in (
+            lambda: ledger.tail_lines(where, 9, 1),
+            lambda: ledger.check_tail(where, 9, 1),
+        ):
+            with pytest.raises(IntegrityError) as short:
+                call()
+            assert short.value.path == where
+        path.write_bytes(b"ab\ncd")
+        with pytest.raises(IntegrityError) as torn:
+            ledger.tail_lines(where, 5, 1)
+        assert torn.value.path == where
+
+    def test_a_torn_region_of_exactly_the_limit(
+        self, path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `iter_lines` 69: `len(pending) > MAX` -> `>=`: a torn end of exactly the limit
+        is reported as torn, not as a line over the limit."""
+        monkeypatch.setattr(ledger, "LEDGER_RECORD_MAX", 4)
+        monkeypatch.setattr(ledger, "_CHUNK", 4)
+        path.write_bytes(b"abcd")
+        with pytest.raises(IntegrityError, match="does not end with a complete line"):
+            list(ledger.iter_lines(str(path), 4))
+
+    def test_occurrences_start_with_nothing_carried(self, path: Path) -> None:
+        """Kills `_occurrences` 3: the carry starts as b"XXXX", not b""."""
+        path.write_bytes(b"Nab")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert list(ledger._occurrences(fd, 3, b"XXN")) == []
+        finally:
+            os.close(fd)
+
+    @pytest.mark.usefixtures("small")
+    def test_line_around_short_lines(self, path: Path) -> None:
+        """Kills `_line_around` 22 (`rfind` -> `find` backwards), 24, 25 (a newline at a
+        window's start missed), 65 (`find` -> `rfind` forwards), 69, 70 (an empty line)."""
+        short = b"a\nb\nccc\n"
+        path.write_bytes(short)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert ledger._line_around(fd, len(short), 0) == (0, b"a")
+            assert ledger._line_around(fd, len(short), 4) == (4, b"ccc")
+        finally:
+            os.close(fd)
+        edge = b"\nabcdefghi\n"
+        path.write_bytes(edge)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert ledger._line_around(fd, len(edge), 6) == (1, b"abcdefghi")
+        finally:
+            os.close(fd)
+        empty = b"a\n\nb\n"
+        path.write_bytes(empty)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert ledger._line_around(fd, len(empty), 2) == (2, b"")
+        finally:
+            os.close(fd)
+
+    def test_line_around_limits_exactly(self, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Kills `_line_around` 35 (`at - line_start > MAX` -> `>=`), 59 and 60 (the forward
+        read's `len(data) > MAX + 1` -> `>=`, or `> MAX - 1`)."""
+        monkeypatch.setattr(ledger, "_SCAN_BACK", 5)
+        monkeypatch.setattr(ledger, "LEDGER_RECORD_MAX", 10)
+        data = b"a\n" + b"z" * 30 + b"\n"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert ledger._line_around(fd, len(data), 25)[0] == 10
+        finally:
+            os.close(fd)
+        monkeypatch.setattr(ledger, "_SCAN_BACK", 3)
+        monkeypatch.setattr(ledger, "LEDGER_RECORD_MAX", 8)
+        data = b"z" * 30 + b"\n"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert ledger._line_around(fd, len(data), 0) == (0, b"z" * 12)
+        finally:
+            os.close(fd)
+
+    def test_nothing_committed_opens_nothing(self, tmp_path: Path) -> None:
+        """Kills `find_lines` 1, 3 and `ids_beginning` 2: with nothing committed the file is
+        not opened (it may not exist yet)."""
+        absent = str(tmp_path / "absent.jsonl")
+        assert ledger.find_lines(absent, 0, ["a"]) == {}
+        assert ledger.ids_beginning(absent, 0, "ev_", 5) == ([], 0)
+        assert ledger.line_containing(absent, 0, b"a") is None
+
+    def test_an_id_that_is_not_ascii(self, path: Path) -> None:
+        """Kills `ids_beginning` 59, 70, 71: `decode("ascii", "replace")` with the handler
+        dropped or changed (a stray byte raised instead of showing as U+FFFD)."""
+        data = '{"id":"ev_\u00e9"}\n'.encode()
+        path.write_bytes(data)
+        assert ledger.ids_beginning(str(path), len(data), "ev_", 5) == (["ev_\ufffd\ufffd"], 1)
+
+    def test_tail_of_zero_lines_reads_nothing(self, path: Path) -> None:
+        """Kills `tail_lines` 4: `count <= 0` -> `< 0` (zero lines asked still read the file)."""
+        path.write_bytes(b"ab\ncd")
+        assert ledger.tail_lines(str(path), 5, 0) == []
+
+    def test_check_tail_one_byte_and_garbage_at_revision_zero(self, path: Path) -> None:
+        """Kills `check_tail` 20 (`extra == 0` -> `== 1`: a one-byte torn tail kept) and 45 (an
+        undecodable line counted as revision 1, so cut at revision 0)."""
+        path.write_bytes(b"ab\nx")
+        assert ledger.check_tail(str(path), 3, 1) == 1
+        path.write_bytes(b"ab\nnot json\n")
+        with pytest.raises(IntegrityError, match="refusing to truncate"):
+            ledger.check_tail(str(path), 3, 0)
+
+    @pytest.mark.usefixtures("small")
+    def test_occurrences_of_short_needles(self, path: Path) -> None:
+        """Kills `_occurrences` 50 (a two-byte needle split by a chunk edge lost: `len(needle)
+        > 1` -> `> 2`) and 51 (a one-byte needle's carry b"XXXX", not b"")."""
+        data = b"abcdefXXhijklXnXpqrstX"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for needle in (b"X", b"XX", b"fX", b"Xh", b"lX"):
+                expected = [i for i in range(len(data)) if data.startswith(needle, i)]
+                assert list(ledger._occurrences(fd, len(data), needle)) == expected, needle
+        finally:
+            os.close(fd)
+
+    def test_a_region_ending_one_byte_past_a_chunk(
+        self, path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `iter_lines` 19: `while remaining > 0` -> `> 1` (the last byte never read)."""
+        monkeypatch.setattr(ledger, "_CHUNK", 7)
+        path.write_bytes(b"abcdef\n\n")
+        assert list(ledger.iter_lines(str(path), 8)) == [(0, b"abcdef"), (7, b"")]

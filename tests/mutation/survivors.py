@@ -17,7 +17,8 @@ which `run.py MODULE --score` counts.
     .venv/bin/python tests/mutation/survivors.py MODULE --mutant NAME... --tests TEST...
 
 checks that the given tests fail against each given mutant (how a test written for a mutant is
-shown to kill it); nothing is recorded.
+shown to kill it); nothing is recorded, unless `--record` (survivors re-run against the tests
+that reach them through a subprocess, such as the crash tests for crash points).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--mutant", nargs="+", help="with MODULE: just these mutants (globs)")
     parser.add_argument("--tests", nargs="+", help="with --mutant: run these tests instead")
+    parser.add_argument("--record", action="store_true", help="with --mutant: record results")
     options = parser.parse_args()
     if options.module is None:
         where, wider = ROOT, REDACT_WIDER
@@ -100,7 +102,8 @@ def main() -> int:
         record = where / "survivors.json"
         if options.mutant:
             names = sorted(k for k in codes if any(fnmatch(k, p) for p in options.mutant))
-            wider, record = options.tests or wider, None
+            wider = options.tests or wider
+            record = record if options.record else None
     results = rerun(where, target, names, wider)
     kept = [name for name, status in results.items() if status == "survived"]
     print(f"\n{len(results) - len(kept)} of {len(results)} survivors killed in place")
