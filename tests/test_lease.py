@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 from conftest import Cli
-from test_lifecycle import action_commands, investigating, ledger, planned
+from test_lifecycle import action_commands, investigating, ledger, planned, request_decision
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from cortex.cases.digest import sha256_hex
@@ -103,17 +103,21 @@ class TestParseTtl:
 
     @pytest.mark.parametrize("text", ["", "1d", "-5", "1.5m", "m", "123456", "15 m", "1hh"])
     def test_a_malformed_ttl(self, text: str) -> None:
+        """Kills `parse_ttl` 13-15: the argument the message names dropped or changed."""
         with pytest.raises(ArgumentError) as caught:
             lease.parse_ttl(text)
         assert caught.value.template == f"{{ttl}} must look like 90s, 15m or 1h, not {text!r}"
+        assert caught.value.arguments == ("ttl",)
 
     @pytest.mark.parametrize("text", ["0", "0s", "3601", "61m", "2h"])
     def test_out_of_bounds(self, text: str) -> None:
+        """Kills `parse_ttl` 32-34: the argument the message names dropped or changed."""
         with pytest.raises(ArgumentError) as caught:
             lease.parse_ttl(text)
         assert caught.value.template == (
             f"{{ttl}} must be between {LEASE_TTL_MIN}s and {LEASE_TTL_MAX}s"
         )
+        assert caught.value.arguments == ("ttl",)
 
 
 class TestState:
@@ -129,8 +133,8 @@ class TestState:
         assert lease.state(held(), T0 + 60) == "expired"
 
     def test_describe(self) -> None:
-        """Kills each key of `describe` renamed or its value changed (`renewedAt` among them,
-        issue 21)."""
+        """Kills each key of `describe` renamed or its value changed (`describe` 13-15:
+        `renewedAt`, issue 21)."""
         assert lease.describe(None, T0) is None
         assert lease.describe(held(), T0) == {
             "actor": "a1",
@@ -225,7 +229,7 @@ class TestRequireLeaseHolder:
             txn.fences[0]()
 
     def test_an_optional_write_after_ones_own_lease_expired(self) -> None:
-        """Kills `require_lease_holder`'s `ours and state(...) == "active"` -> `ours or
+        """Kills `require_lease_holder` 41: `ours and state(...) == "active"` -> `ours or
         state(...) == "active"` (issue 21): after the actor's own lease expired, a write that
         does not need the lease is not fenced on it, so it is not refused at the commit."""
         txn = FakeTxn(held())
@@ -244,7 +248,7 @@ class TestRequireLeaseHolder:
 
 class TestFenceRenewal:
     def test_the_renewal_fence_at_the_exact_expiry(self) -> None:
-        """Kills `_fence_renewal`'s `kernel.clock() >= expires` -> `>` (issue 21): at the old
+        """Kills `_fence_renewal` 1: `kernel.clock() >= expires` -> `>` (issue 21): at the old
         expiry instant the lease has lapsed, so the renewal is refused."""
         txn, clock = FakeTxn(held()), Clock(T0 + 59.999)
         lease._fence_renewal(
@@ -270,8 +274,9 @@ class TestUseCases:
         return Kernel(str(repo), env, default_actor="cli", clock=clock), clock
 
     def test_begin_change_renew_release(self, cli: Cli, kernel: tuple[Kernel, Clock]) -> None:
-        """Kills the answer's keys renamed (`taskId` among them, issue 21), the verbs changed,
-        and the release's `unchanged` for an idempotent retry (issue 21)."""
+        """Kills the answer's keys renamed (`_lease_result` 8: `taskId`, `describe` 13, 14:
+        `renewedAt`; issue 21), the verbs changed, and `release` 54, 55: the release's
+        `unchanged` for an idempotent retry changed (issue 21)."""
         k, clock = kernel
         task = planned(cli)
         taken = lease.begin_change(k, task, actor="a1", ttl="60s")
@@ -416,6 +421,20 @@ class TestRecords:
         lease.begin_change(k, task, actor="a1", ttl="60s")
         with pytest.raises(LeaseConflictError, match=r"^the change lease is held by a1 until"):
             lease.begin_change(k, task, actor="a2")
+
+    def test_begin_change_in_a_pause_names_the_decision(
+        self, cli: Cli, kernel: tuple[Kernel, Clock]
+    ) -> None:
+        """Kills `begin_change` 48, 52: the phase gate without the transaction, whose actions
+        then cannot name the pending decision a person must answer."""
+        k, _ = kernel
+        task = planned(cli)
+        token = lease.begin_change(k, task, actor="a1", ttl="60m").data["leaseToken"]
+        decision = request_decision(cli, task)["decision"]["id"]
+        with pytest.raises(GateRefusedError) as caught:
+            lease.begin_change(k, task, actor="a1", lease_token=token)
+        assert str(caught.value).startswith("cannot begin changing: the case is ")
+        assert any(decision in a.command for a in caught.value.actions), caught.value.actions
 
     def test_renewing_names_the_holder_in_the_fence(
         self, cli: Cli, kernel: tuple[Kernel, Clock]
