@@ -70,6 +70,12 @@ def rerun(where: Path, target: Path, names: list[str], wider: list[str]) -> dict
                 capture_output=True,
                 check=False,
             )
+            if proc.returncode not in (0, 1):
+                # 1 is a failed test; anything else (no tests collected, a usage error, an
+                # interrupted run) says nothing about the mutant.
+                tail = proc.stdout.decode(errors="replace").strip().splitlines()[-3:]
+                msg = f"pytest exited {proc.returncode} on {name}: " + " / ".join(tail)
+                raise SystemExit(msg)
             results[name] = "survived" if proc.returncode == 0 else "killed"
             print(f"{results[name]:9} {name}", flush=True)
             target.write_bytes(original)
@@ -96,6 +102,7 @@ def main() -> int:
     else:
         module = known[options.module]
         where = options.dir or run.scratch_dir(module)
+        run.prepare(module, where)  # tests written since the mutmut run are there too
         target, wider = where / module.mutate, module.wider
         codes = run.exit_codes(module, where)
         names = sorted(k for k, v in codes.items() if run.status(v) in {"survived", "no tests"})
