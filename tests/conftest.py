@@ -32,6 +32,17 @@ __all__ = ["without_answer_opt_in"]
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
 
+if "MUTANT_UNDER_TEST" in os.environ:
+    # A mutation run (docs/testing.md) calls pytest many times in one process, so hypothesis
+    # sees a test method run from different class instances, and its instrumentation makes
+    # each example slower: neither is a fault of the code under test.
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "mutation", suppress_health_check=[HealthCheck.differing_executors], deadline=None
+    )
+    settings.load_profile("mutation")
+
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     # A suite started in the background by a shell (`.ci/run &`, nohup) inherits SIGINT
     # ignored, and an ignored signal stays ignored across exec: every cortex the tests start

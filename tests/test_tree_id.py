@@ -383,3 +383,121 @@ def test_any_consistent_change_builds_the_tree_from_scratch(
     ):
         return  # a state with a file and a directory at one name: refused elsewhere
     assert build_on(base, listed) == from_scratch(target)
+
+
+# -- what the first mutation run left alive (docs/testing.md) --------------------------------
+
+
+def _refusal(call: object, *args: object, **kwargs: object) -> str:
+    assert callable(call)
+    with pytest.raises(TreeError) as caught:
+        call(*args, **kwargs)
+    return str(caught.value)
+
+
+def test_each_refusal_says_why() -> None:
+    """Kills `_build` 3-6 and 21-24, `_trie` 8, 9, 18, 32, `build` 32, 33 and `ParsedTree`
+    32-35: each message set to None, changed, or dropped from the TreeError. The reason is
+    what a capture shows as its `tree_reason`."""
+    both = {b"lib": file_entry(b"f"), b"lib/new.py": file_entry(b"n")}
+    assert _refusal(build_on, BASE, both) == "a file and a directory at one name"
+    under = {b"app.py/inner": file_entry(b"in\n")}
+    assert _refusal(build_on, BASE, under) == "a file and a directory at one name"
+    deep = b"/".join([b"d"] * (tree_id.MAX_DEPTH + 2))
+    assert _refusal(from_scratch, {deep: file_entry(b"x")}) == (
+        f"a path is nested more than {tree_id.MAX_DEPTH} directories deep"
+    )
+    assert _refusal(from_scratch, {b"a//b": file_entry(b"x")}) == (
+        "not a path git can store: 'a//b'"
+    )
+    store = Store()
+    root = store.write_state(BASE)
+    del store.objects[root]
+    assert _refusal(tree_id.build, root, {b"app.py": None}, store.read) == (
+        f"the tree {root.hex()} could not be read"
+    )
+    assert _refusal(tree_id.ParsedTree, b"100644 a\0short", 20) == (
+        "a tree object is truncated or malformed"
+    )
+
+
+def test_a_bad_path_is_quoted_readably_and_clipped() -> None:
+    """Kills `_trie` 26, 29, 30 (`decode('utf-8', 'replace')` with the error handler dropped
+    or changed: a path that is not UTF-8 raised UnicodeDecodeError or LookupError instead of
+    TreeError) and 31 (the quote clipped at 81 characters, not 80)."""
+    assert _refusal(from_scratch, {b"\xff/../x": file_entry(b"x")}) == (
+        "not a path git can store: '\ufffd/../x'"
+    )
+    long = b" ".join([b"ab"] * 40) + b"//x"
+    assert _refusal(from_scratch, {long: file_entry(b"x")}) == (
+        "not a path git can store: '" + " ".join(["ab"] * 26) + "...'"
+    )
+
+
+def test_sha256_nested_trees_and_an_emptied_root() -> None:
+    """Kills `_build` 39 (`_build(child, ..., None)`), 84 and 87 (`object_id(b"tree", body,
+    None)` or without the algorithm), and `build` 56 and 68 (`None` for the algorithm): a
+    SHA-256 repository's nested trees are hashed with SHA-256, and deleting everything gives
+    its empty tree."""
+    state = {
+        b"a/b/c": (REGULAR, blob(b"x", "sha256")),
+        b"a/d": (REGULAR, blob(b"y", "sha256")),
+        b"e": (REGULAR, blob(b"z", "sha256")),
+    }
+    store = Store("sha256")
+    root = store.write_state(state)
+    changes = {b"a/b/f": (REGULAR, blob(b"w", "sha256")), b"a/d": None}
+    built = tree_id.build(root, changes, store.read, algorithm="sha256")
+    final = {
+        b"a/b/c": state[b"a/b/c"],
+        b"a/b/f": (REGULAR, blob(b"w", "sha256")),
+        b"e": state[b"e"],
+    }
+    # The oracle is the store's own writer (`object_id` with the algorithm given), not `build`.
+    assert built == Store("sha256").write_state(final)
+    gone = tree_id.build(root, dict.fromkeys(state), store.read, algorithm="sha256")
+    assert gone.hex() == EMPTY_SHA256
+
+
+def test_a_directory_becoming_a_file_moves_in_gits_order() -> None:
+    """Kills `_build` 52: `_is_tree(old) == _is_tree(entry)` -> `_is_tree(None) == ...`. The
+    directory `a` sorts as `a/`, after `a.b`; the file `a` sorts before it, so the tree cannot
+    be spliced in place."""
+    base = {b"a/x": file_entry(b"x"), b"a.b": file_entry(b"ab")}
+    changes = {b"a/x": None, b"a": file_entry(b"now a file")}
+    assert build_on(base, changes) == from_scratch(applied(base, changes))
+
+
+def test_a_directory_replaced_by_a_file_is_not_read() -> None:
+    """Kills `_needs_read` 1 (`explicit_file = None`): the tree of a directory that is now a
+    file is never read, so its absence cannot refuse the build."""
+    base = {b"a/x": file_entry(b"x"), b"b": file_entry(b"b")}
+    store = Store()
+    root = store.write_state(base)
+    inner = _entries(store, root)[b"a"][1]
+    del store.objects[inner]
+    changes = {b"a/x": None, b"a": file_entry(b"file")}
+    assert tree_id.build(root, changes, store.read) == from_scratch(applied(base, changes))
+
+
+def test_trees_the_caller_has_are_not_read() -> None:
+    """Kills `build` 23 (`read(wanted) if wanted or True`: a read of nothing), 26 (`tree =
+    None`) and 27 (`known.get(None)`): a tree given in `parsed` is used, not read again."""
+    store = Store()
+    root = store.write_state(BASE)
+    parsed = {root: tree_id.ParsedTree(store.objects[root], 20)}
+    store.calls.clear()
+    changes = {b"app.py": file_entry(b"changed\n")}
+    built = tree_id.build(root, changes, store.read, parsed=parsed)
+    assert built == from_scratch(applied(BASE, changes))
+    assert store.calls == []
+
+
+def test_odd_regular_modes_are_canonical() -> None:
+    """Kills `canonical` 12 (`value & 0o170000` -> `& 0o170001`), 17 (the executable test
+    always false) and 20 (`value & 0o100` -> `& 0o101`): git's index keeps only whether the
+    owner may execute a regular file."""
+    assert tree_id.canonical(b"100775") == EXECUTABLE
+    assert tree_id.canonical(b"100601") == REGULAR
+    assert tree_id.canonical(b"100664") == REGULAR
+    assert tree_id.canonical(b"040000") == TREE

@@ -1,26 +1,42 @@
 """Re-run mutmut's surviving mutants in place, against a wider set of tests.
 
-mutmut runs each mutant against the in-process tests that reach it; tests that reach redaction
-through a subprocess (the CLI as a real process, `cortex serve`, the campaign) cannot see its
-mutants, since a child process runs the original code. This script applies each survivor to
-cortex/cases/redact.py (`mutmut apply`), runs the wider set, and puts the file back.
+mutmut runs each mutant against the in-process tests that reach it; tests that reach the code
+through a subprocess (the CLI as a real process, `cortex serve`, the campaigns) cannot see its
+mutants, since a child process runs the original code. This script applies each survivor
+(`mutmut apply`) to the mutated file, runs the wider set, and puts the file back.
 
-    .venv/bin/mutmut run && .venv/bin/python tests/mutation/survivors.py [--json FILE]
+    .venv/bin/mutmut run && .venv/bin/python tests/mutation/survivors.py      # redact, here
+    .venv/bin/python tests/mutation/survivors.py MODULE                         # a scratch run
 
-Run it from the checkout root after `mutmut run`; it restores redact.py whatever happens.
+Without MODULE it works on the checkout itself, after `mutmut run` there ([tool.mutmut] is
+redact's); it restores the file whatever happens. With MODULE it works in that module's scratch
+checkout (tests/mutation/run.py), on the mutants that survived or that no test in mutmut's set
+reached, against the table's `wider` list, and records the results in `survivors.json` there,
+which `run.py MODULE --score` counts.
+
+    .venv/bin/python tests/mutation/survivors.py MODULE --mutant NAME... --tests TEST...
+
+checks that the given tests fail against each given mutant (how a test written for a mutant is
+shown to kill it); nothing is recorded, unless `--record` (survivors re-run against the tests
+that reach them through a subprocess, such as the crash tests for crash points).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-TARGET = ROOT / "cortex" / "cases" / "redact.py"
-WIDER = [
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run  # tests/mutation/run.py, beside this file
+
+ROOT = run.ROOT
+REDACT_WIDER = [
     "tests/test_redact.py",
     "tests/test_secret_corpus.py",
     "tests/test_mcp_adversarial.py::test_secrets_come_back_redacted_on_both_surfaces",
@@ -28,39 +44,79 @@ WIDER = [
     "tests/test_audit.py",
     "tests/test_tree_artifacts.py",
 ]
-MUTMUT = str(Path(sys.executable).parent / "mutmut")
+MUTMUT = run.MUTMUT
 
 
-def survivors() -> list[str]:
-    """The names `mutmut results` reports as survived."""
+def survivors(where: Path) -> list[str]:
+    """The names `mutmut results` reports as survived (redact, in the checkout)."""
     out = subprocess.run(
-        [MUTMUT, "results"], cwd=ROOT, capture_output=True, text=True, check=True
+        [MUTMUT, "results"], cwd=where, capture_output=True, text=True, check=True
     ).stdout
     return [line.split(":")[0].strip() for line in out.splitlines() if line.endswith("survived")]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
-    options = parser.parse_args()
-    original = TARGET.read_text()
+def rerun(where: Path, target: Path, names: list[str], wider: list[str]) -> dict[str, str]:
+    """Apply each mutant in turn, run `wider` in `where`, restore `target`; name -> status."""
+    original = target.read_bytes()
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "MUTANT_UNDER_TEST"}}
     results: dict[str, str] = {}
     try:
-        for name in survivors():
-            subprocess.run([MUTMUT, "apply", name], cwd=ROOT, check=True, capture_output=True)
+        for name in names:
+            subprocess.run([MUTMUT, "apply", name], cwd=where, check=True, capture_output=True)
             proc = subprocess.run(
-                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *WIDER],
-                cwd=ROOT,
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *wider],
+                cwd=where,
+                env=env,
                 capture_output=True,
                 check=False,
             )
+            if proc.returncode not in (0, 1):
+                # 1 is a failed test; anything else (no tests collected, a usage error, an
+                # interrupted run) says nothing about the mutant.
+                tail = proc.stdout.decode(errors="replace").strip().splitlines()[-3:]
+                msg = f"pytest exited {proc.returncode} on {name}: " + " / ".join(tail)
+                raise SystemExit(msg)
             results[name] = "survived" if proc.returncode == 0 else "killed"
-            print(f"{results[name]:9} {name}")
-            TARGET.write_text(original)
+            print(f"{results[name]:9} {name}", flush=True)
+            target.write_bytes(original)
     finally:
-        TARGET.write_text(original)
+        target.write_bytes(original)
+    return results
+
+
+def main() -> int:
+    known = run.modules()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("module", nargs="?", choices=sorted(known))
+    parser.add_argument("--dir", type=Path, help="the scratch checkout (default: run.py's)")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--mutant", nargs="+", help="with MODULE: just these mutants (globs)")
+    parser.add_argument("--tests", nargs="+", help="with --mutant: run these tests instead")
+    parser.add_argument("--record", action="store_true", help="with --mutant: record results")
+    options = parser.parse_args()
+    if options.module is None:
+        where, wider = ROOT, REDACT_WIDER
+        target = ROOT / "cortex" / "cases" / "redact.py"
+        names = survivors(where)
+        record = None
+    else:
+        module = known[options.module]
+        where = options.dir or run.scratch_dir(module)
+        run.prepare(module, where)  # tests written since the mutmut run are there too
+        target, wider = where / module.mutate, module.wider
+        codes = run.exit_codes(module, where)
+        names = sorted(k for k, v in codes.items() if run.status(v) in {"survived", "no tests"})
+        record = where / "survivors.json"
+        if options.mutant:
+            names = sorted(k for k in codes if any(fnmatch(k, p) for p in options.mutant))
+            wider = options.tests or wider
+            record = record if options.record else None
+    results = rerun(where, target, names, wider)
     kept = [name for name, status in results.items() if status == "survived"]
     print(f"\n{len(results) - len(kept)} of {len(results)} survivors killed in place")
+    if record is not None:
+        previous = json.loads(record.read_text()) if record.is_file() else {}
+        record.write_text(json.dumps(previous | results, indent=1, sort_keys=True) + "\n")
     if options.json:
         options.json.write_text(json.dumps(results, indent=1) + "\n")
     return 0
