@@ -10,9 +10,9 @@ mutants, since a child process runs the original code. This script applies each 
 
 Without MODULE it works on the checkout itself, after `mutmut run` there ([tool.mutmut] is
 redact's); it restores the file whatever happens. With MODULE it works in that module's scratch
-checkout (tests/mutation/run.py), on the mutants that survived or that no test in mutmut's set
+checkout (tests/mutation/mutate.py), on the mutants that survived or that no test in mutmut's set
 reached, against the table's `wider` list, and records the results in `survivors.json` there,
-which `run.py MODULE --score` counts.
+which `mutate.py MODULE --score` counts.
 
     .venv/bin/python tests/mutation/survivors.py MODULE --mutant NAME... --tests TEST...
 
@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run  # tests/mutation/run.py, beside this file
+import mutate  # tests/mutation/mutate.py, beside this file
 
-ROOT = run.ROOT
+ROOT = mutate.ROOT
 REDACT_WIDER = [
     "tests/test_redact.py",
     "tests/test_secret_corpus.py",
@@ -44,7 +44,7 @@ REDACT_WIDER = [
     "tests/test_audit.py",
     "tests/test_tree_artifacts.py",
 ]
-MUTMUT = run.MUTMUT
+MUTMUT = mutate.MUTMUT
 
 
 def survivors(where: Path) -> list[str]:
@@ -85,10 +85,10 @@ def rerun(where: Path, target: Path, names: list[str], wider: list[str]) -> dict
 
 
 def main() -> int:
-    known = run.modules()
+    known = mutate.modules()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("module", nargs="?", choices=sorted(known))
-    parser.add_argument("--dir", type=Path, help="the scratch checkout (default: run.py's)")
+    parser.add_argument("--dir", type=Path, help="the scratch checkout (default: mutate.py's)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--mutant", nargs="+", help="with MODULE: just these mutants (globs)")
     parser.add_argument("--tests", nargs="+", help="with --mutant: run these tests instead")
@@ -101,11 +101,11 @@ def main() -> int:
         record = None
     else:
         module = known[options.module]
-        where = options.dir or run.scratch_dir(module)
-        run.prepare(module, where)  # tests written since the mutmut run are there too
+        where = options.dir or mutate.scratch_dir(module)
+        mutate.prepare(module, where)  # tests written since the mutmut run are there too
         target, wider = where / module.mutate, module.wider
-        codes = run.exit_codes(module, where)
-        names = sorted(k for k, v in codes.items() if run.status(v) in {"survived", "no tests"})
+        codes = mutate.exit_codes(module, where)
+        names = sorted(k for k, v in codes.items() if mutate.status(v) in {"survived", "no tests"})
         record = where / "survivors.json"
         if options.mutant:
             names = sorted(k for k in codes if any(fnmatch(k, p) for p in options.mutant))

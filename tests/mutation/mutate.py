@@ -13,9 +13,9 @@ module's settings, from `[tool.cortex.mutation.<module>]` of pyproject.toml:
     settings   optional: more [tool.mutmut] settings (`timeout_multiplier = 3`: a mutant that
                loops is stopped sooner)
 
-    .venv/bin/python tests/mutation/run.py MODULE [--max-children N] [--sample K] [--seed S]
-    .venv/bin/python tests/mutation/run.py MODULE --score          # counts from the last runs
-    .venv/bin/python tests/mutation/run.py MODULE --only GLOB...    # (re-)run these mutants
+    .venv/bin/python tests/mutation/mutate.py MODULE [--max-children N] [--sample K] [--seed S]
+    .venv/bin/python tests/mutation/mutate.py MODULE --score          # counts from the last runs
+    .venv/bin/python tests/mutation/mutate.py MODULE --only GLOB...    # (re-)run these mutants
 
 The scratch copy lives under the temporary directory (`--dir` elsewhere) and is kept, so runs
 resume and `mutmut results`, `show` and `apply` work there. The checkout itself is never
