@@ -15,6 +15,7 @@ from typing import Any
 
 from cortex.report import links
 from cortex.report.escape import json_data, text
+from cortex.report.words import STATUS, tally
 
 Data = dict[str, Any]
 
@@ -68,14 +69,6 @@ POLICY = (
 
 _OK = frozenset({"passed", "verified", "current", "approve", "bound"})
 _BAD = frozenset({"failed", "unbound", "request_changes"})
-_STATUS: dict[str, str] = {
-    "passed": "PASSED",
-    "failed": "FAILED",
-    "inconclusive": "INCONCLUSIVE",
-    "blocked": "BLOCKED",
-    "not_applicable": "NOT APPLICABLE",
-    "not_run": "NOT RUN",
-}
 
 
 def marker(word: str, *, detail: str | None = None, tone: str | None = None) -> str:
@@ -113,7 +106,7 @@ def _list(items: Iterable[str], *, empty: str = "None.") -> str:
 
 
 def _receipt_marks(receipt: Data) -> str:
-    status = str(_STATUS.get(receipt["status"], receipt["status"]))
+    status = str(STATUS.get(receipt["status"], receipt["status"]))
     marks = [marker(status)]
     if receipt["standing"] == "current":
         marks.append(marker("proof", tone="ok"))
@@ -148,14 +141,8 @@ def _verdict(data: Data) -> str:
     if not v["bindingPossible"]:
         reason = v.get("bindingReason") or "the workspace could not be captured"
         parts.append(f"<p>Nothing can be bound here now: {text(reason)}.</p>")
-    counts: dict[str, int] = {}
-    for receipt in data["receipts"]:
-        key = _STATUS.get(receipt["status"], receipt["status"])
-        if receipt["status"] == "passed":
-            key = "PASSED (proof)" if receipt["proof"] else "PASSED (not proof)"
-        counts[key] = counts.get(key, 0) + 1
-    if counts:
-        shown = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    shown = tally(data["receipts"])
+    if shown:
         parts.append(f"<p>Receipts of the latest batch: {text(shown)}.</p>")
     parts.append(_list(text(reason) for reason in v["reasons"]))
     if v.get("completedOn"):

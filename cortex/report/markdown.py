@@ -11,17 +11,9 @@ from typing import Any
 
 from cortex.kernel.views.markdown import code, inline, quote
 from cortex.report import links
+from cortex.report.words import STATUS, tally
 
 Data = dict[str, Any]
-
-_STATUS = {
-    "passed": "PASSED",
-    "failed": "FAILED",
-    "inconclusive": "INCONCLUSIVE",
-    "blocked": "BLOCKED",
-    "not_applicable": "NOT APPLICABLE",
-    "not_run": "NOT RUN",
-}
 
 
 def _mark(word: str, detail: str | None = None) -> str:
@@ -51,14 +43,8 @@ def _verdict(data: Data) -> list[str]:
     if not v["bindingPossible"]:
         reason = v.get("bindingReason") or "the workspace could not be captured"
         lines.append(f"Nothing can be bound here now: {inline(reason)}.")
-    counts: dict[str, int] = {}
-    for r in data["receipts"]:
-        key = _STATUS.get(r["status"], r["status"])
-        if r["status"] == "passed":
-            key = "PASSED (proof)" if r["proof"] else "PASSED (not proof)"
-        counts[key] = counts.get(key, 0) + 1
-    if counts:
-        shown = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    shown = tally(data["receipts"])
+    if shown:
         lines.append(f"Receipts of the latest batch: {inline(shown)}.")
     if lines[-1]:
         lines.append("")
@@ -119,7 +105,7 @@ def _receipts(data: Data) -> list[str]:
     lines.append("")
     for r in data["receipts"]:
         name = f"claim {code(r['claimId'])}" if r["claimId"] else code(r["requirement"] or r["id"])
-        status = _mark(_STATUS.get(r["status"], r["status"]))
+        status = _mark(STATUS.get(r["status"], r["status"]))
         if r["standing"] == "current":
             standing = _mark("proof")
         elif r["standing"] == "stale":

@@ -48,9 +48,8 @@ from cortex.cases.records import (
 )
 from cortex.cases.store import CaseStore
 from cortex.kernel import provenance
-from cortex.kernel.decisions import rejected_options
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.views.handoff.read import redact_all
+from cortex.kernel.views.handoff.read import decision_views, redact_all
 from cortex.kernel.views.timeline.cards import (
     KINDS,
     Context,
@@ -180,7 +179,7 @@ def gather(
         "criteria": [{"id": c.id, "statement": c.statement} for c in case.acceptance_criteria],
         "plan": _plan(documents.get("plan.json")),
         "hypotheses": _hypotheses(documents.get("hypotheses.json")),
-        "decisions": _decisions(decisions, found),
+        "decisions": decision_views(decisions, found),
         "evidence": {
             "total": _total(store, case, documents, "evidence"),
             "records": [_evidence(r, found.get(r.id, [])) for r in reversed(records)],
@@ -496,21 +495,6 @@ def _hypotheses(doc: Hypotheses | None) -> list[Data]:
             }
         )
     return shown
-
-
-def _decisions(doc: Decisions | None, found: dict[str, list[str]]) -> list[Data]:
-    """Every decision, pending first, then the others newest first, with their labels."""
-    items = doc.decisions if doc else []
-    pending = [d for d in items if d.status == "pending"]
-    others = [d for d in reversed(items) if d.status != "pending"]
-    return [
-        {
-            **msgspec.to_builtins(d),
-            "alreadyRejected": rejected_options(d),
-            "labels": found.get(d.id, []),
-        }
-        for d in (*pending, *others)
-    ]
 
 
 def _evidence(record: Evidence, labels: list[str]) -> Data:

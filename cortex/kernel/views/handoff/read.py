@@ -50,7 +50,7 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
         "hypotheses": [_hypothesis(h) for h in hypotheses.hypotheses if not h.retired],
         "retiredHypotheses": sum(1 for h in hypotheses.hypotheses if h.retired),
         "verification": _verification(kernel, case, documents.get("verification.json")),
-        "decisions": _decisions(decisions, found),
+        "decisions": decision_views(decisions, found),
         "lease": describe(case.change_lease, kernel.clock()),
         "evidence": {
             "total": total,
@@ -215,8 +215,11 @@ def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> D
     return data
 
 
-def _decisions(decisions: Decisions | None, found: dict[str, list[str]]) -> list[Data]:
-    """Pending first (the case waits on it), then the others, newest first."""
+def decision_views(decisions: Decisions | None, found: dict[str, list[str]]) -> list[Data]:
+    """Pending first (the case waits on it), then the others newest first; with labels.
+
+    Each carries the options it did not choose. The handoff and the report show them so.
+    """
     items = decisions.decisions if decisions else []
     pending = [d for d in items if d.status == "pending"]
     others = [d for d in reversed(items) if d.status != "pending"]
