@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from run import grow_ledger  # noqa: E402 - the sibling script, not a package
-from views import measure  # noqa: E402
+from views import measure, print_rss_table  # noqa: E402
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, object]:
@@ -101,18 +100,11 @@ def main() -> None:
         }  # fmt: skip
         results = measure(commands, options.runs, env, workspace)
         size = (out / "r.html").stat().st_size
-    times = {name: [t for t, _ in values] for name, values in results.items()}
-    rss = {name: max(r for _, r in values) for name, values in results.items()}
-    floor = statistics.median(times["case show --json"])
     print(
         f"### report and show on {options.lines:,} evidence lines ({size_mb:.0f} MB, grown in "
         f"{grown:.0f} s; {options.runs} interleaved runs; the HTML file: {size:,} bytes)\n"
     )
-    print("| command | median ms | ratio to show --json | peak RSS MB |")
-    print("|---|---|---|---|")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"| {name} | {median * 1000:.1f} | {median / floor:.2f}x | {rss[name] / 1024:.1f} |")
+    print_rss_table(results, "case show --json", "ratio to show --json")
 
 
 if __name__ == "__main__":

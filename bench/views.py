@@ -128,18 +128,25 @@ def main() -> None:
             "timeline --cursor (page 2)": [*timeline, "--cursor", page_two],
         }
         results = measure(commands, options.runs, env, workspace)
-    times = {name: [t for t, _ in values] for name, values in results.items()}
-    rss = {name: max(r for _, r in values) for name, values in results.items()}
-    floor = statistics.median(times["wc -l (floor)"])
     print(
         f"### show and timeline on {options.lines:,} ledger lines ({size_mb:.0f} MB, "
         f"grown in {grown:.0f} s; {options.runs} interleaved runs)\n"
     )
-    print("| command | median ms | ratio to floor | peak RSS MB |")
+    print_rss_table(results, "wc -l (floor)", "ratio to floor")
+
+
+def print_rss_table(
+    results: dict[str, list[tuple[float, int]]], floor: str, ratio_heading: str
+) -> None:
+    """Median time, its ratio to `floor`'s and the peak RSS of each command, as Markdown."""
+    times = {name: [t for t, _ in values] for name, values in results.items()}
+    rss = {name: max(r for _, r in values) for name, values in results.items()}
+    base = statistics.median(times[floor])
+    print(f"| command | median ms | {ratio_heading} | peak RSS MB |")
     print("|---|---|---|---|")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"| {name} | {median * 1000:.1f} | {median / floor:.2f}x | {rss[name] / 1024:.1f} |")
+        print(f"| {name} | {median * 1000:.1f} | {median / base:.2f}x | {rss[name] / 1024:.1f} |")
 
 
 if __name__ == "__main__":
