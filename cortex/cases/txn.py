@@ -342,17 +342,11 @@ class Transaction:
                 _crash.point("txn.appended")
                 self._publish(journal)
                 _crash.point("txn.published")
-            write_atomic(os.path.join(self.path, CASE_FILE), snapshot)
-        except UnsyncedReplaceError as exc:
-            # The rename is done, so the commit is visible: report it as made, and say what is
-            # uncertain, rather than invite a retry that would record everything twice.
-            self.warnings.append(
-                f"committed, but the directory could not be flushed to disk ({exc.strerror}); "
-                "the change may not survive a power loss"
-            )
+            self._replace_case(snapshot)
         except BaseException:
-            # Leave no debris behind a failed write (a full disk, a refused link): undo it now,
-            # while we still hold the lock. If this fails too, the next writer will.
+            # Leave no debris behind a failed write (a full disk, a refused link, a journal
+            # whose directory could not be synced): undo it now, while we still hold the lock.
+            # If this fails too, the next writer will.
             self._undo_quietly()
             raise
         _crash.point("txn.case_replaced" if journal else "commit.case_replaced")
@@ -362,6 +356,19 @@ class Transaction:
                 self._finish(journal)
             except OSError as exc:
                 self.warnings.append(f"committed; cleanup is left to the next write ({exc})")
+
+    def _replace_case(self, snapshot: bytes) -> None:
+        """The commit point: case.json's rename. Only this rename unsynced is a warning."""
+        try:
+            write_atomic(os.path.join(self.path, CASE_FILE), snapshot)
+        except UnsyncedReplaceError as exc:
+            # The rename is done, so the commit is visible: report it as made, and say what is
+            # uncertain, rather than invite a retry that would record everything twice. (The
+            # journal's own rename unsynced is a plain failure: nothing was committed yet.)
+            self.warnings.append(
+                f"committed, but the directory could not be flushed to disk ({exc.strerror}); "
+                "the change may not survive a power loss"
+            )
 
     def _append_replicas(self) -> None:
         created: set[str] = set()
