@@ -23,7 +23,12 @@ from test_txn_recovery import dies_at, directory, files, read_journal, recover
 from cortex.cases import fsio, ids, ledger
 from cortex.cases import txn as txn_module
 from cortex.cases.digest import sha256_hex
-from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
+from cortex.cases.errors import (
+    BusyError,
+    IntegrityError,
+    InvalidInputError,
+    RevisionConflictError,
+)
 from cortex.cases.layout import JOURNAL_FILE, REPLICAS_FILE, replica_ledger
 from cortex.cases.records import (
     Command,
@@ -96,6 +101,26 @@ class TestTransactionState:
             done.append("evidence", evidence())
         assert done.outcome is done.committed
         assert done.outcome.revision == 2
+
+
+class TestTheLock:
+    def test_the_case_lock_is_held_and_names_its_holder(
+        self, store: CaseStore, task: str, tmp_path: Path
+    ) -> None:
+        """Kills `__init__` 41, 42, 49, 51, 52: the transaction holds the case's own lock file
+        (not one relative to the working directory), and a writer that gives up waiting is
+        told which case is busy and who holds it, doing what."""
+        impatient = CaseStore(store.root, redactor=store.redactor, lock_timeout=0.05, now=store.now)
+        with store.transaction(task, actor="ann", operation="case.note") as txn:
+            with pytest.raises(BusyError) as busy:  # noqa: SIM117
+                with impatient.transaction(task, actor="bob", operation="case.plan"):
+                    pass
+            txn.skip = True
+        assert str(busy.value).startswith(
+            f"case {task} is busy (held by actor ann, operation case.note, pid {os.getpid()}, "
+        )
+        assert str(busy.value).endswith("; gave up after 0.05 s, retry later")
+        assert not (tmp_path / ".lock").exists()
 
 
 class TestAppend:
@@ -184,6 +209,22 @@ class TestTheAuditLine:
         assert str(revision.value) == "the revision is managed by the store"
         assert store.read_case(task).revision == 1
 
+    def test_a_ledger_without_a_committed_state_starts_at_its_genesis(
+        self, store: CaseStore, task: str
+    ) -> None:
+        """Kills `_commit` 162 (the ledger's name not passed to `chain`): a ledger the case
+        records no state for (a case written before that ledger existed) starts its chain at
+        that ledger's own genesis."""
+        path = directory(store, task) / "case.json"
+        case = store.read_case(task)
+        del case.ledgers["evidence"]
+        path.write_bytes(encode_pretty(case))
+        (directory(store, task) / "evidence.jsonl").unlink()
+        with store.transaction(task, actor="a", operation="x") as txn:
+            txn.append("evidence", evidence())
+        assert txn.written["evidence"][0].prev == ledger.genesis(task, "evidence")
+        assert store.read_case(task).ledgers["evidence"].count == 1
+
     def test_a_changed_case_is_redacted(self, store: CaseStore, task: str) -> None:
         """What the caller changed in case.json is redacted before it is written."""
         with store.transaction(task, actor="a", operation="x") as txn:
@@ -234,6 +275,32 @@ class TestSnapshots:
         assert str(big.value).endswith(" bytes, over 100")
         assert files(store, task) == before
 
+    def test_the_case_snapshot_may_be_exactly_the_bound(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_commit` 175 (`len > SNAPSHOT_MAX` -> `>=`) and 178-180 (the `txn.fence`
+        crash point renamed): the size case.json would have is learnt by a first attempt
+        stopped at `txn.fence`, where nothing is written yet; with the bound at exactly that
+        size, the same commit goes through."""
+        sizes: list[int] = []
+        real = encode_pretty
+
+        def measured(document: msgspec.Struct) -> bytes:
+            data = real(document)
+            sizes.append(len(data))
+            return data
+
+        monkeypatch.setattr(txn_module, "encode_pretty", measured)
+        before = files(store, task)
+        with dies_at(monkeypatch, "txn.fence"):  # noqa: SIM117 - one commit in the block
+            with store.transaction(task, actor="a", operation="x", started_ms=0) as txn:
+                txn.append("evidence", evidence("one"))
+        assert files(store, task) == before
+        monkeypatch.setattr(txn_module, "SNAPSHOT_MAX", sizes[-1])
+        with store.transaction(task, actor="a", operation="x", started_ms=0) as txn:
+            txn.append("evidence", evidence("one"))
+        assert len((directory(store, task) / "case.json").read_bytes()) == sizes[-1]
+
     def test_a_snapshot_read_in_the_transaction(self, store: CaseStore, task: str) -> None:
         """`snapshot`: the committed version, or None when the case has none."""
         with store.transaction(task, actor="a", operation="x") as txn:
@@ -260,7 +327,7 @@ class TestSnapshots:
         assert moved.value.path == str(path)
 
     def test_a_snapshot_adopted_byte_for_byte(self, store: CaseStore, task: str) -> None:
-        """Kills `_commit` 74-87 and `stage_snapshot_bytes` 6: bytes another replica wrote are
+        """Kills `_commit` 74-84, 86, 87 and `stage_snapshot_bytes` 6: bytes another replica wrote are
         published as they are, under the revision they carry, with a backup of the version they
         replace (and none for a first one)."""
         first = encode_pretty(Plan(summary="theirs", revision=5))
@@ -368,7 +435,7 @@ class TestReplicas:
     def test_an_import_creates_private_directories_and_syncs_them(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_append_replicas` 2-28, 32-34: the lines land in the replica's ledger, in a
+        """Kills `_append_replicas` 2-12, 14, 15, 17, 19-28, 32-34: the lines land in the replica's ledger, in a
         directory made private (0700 whatever the umask), and each directory that gained an
         entry is synced, deepest first."""
         synced: list[str] = []
@@ -442,8 +509,9 @@ class TestReplicas:
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Kills `_stage` 42 (the replicas' lengths left out of the journal), `_resolve_journal`
-        3-6, 11, 33-47 and `_replica_lengths` 1-24: a rollback truncates an imported replica's
-        ledger to the length the committed replicas.json records."""
+        3, 4, 6, 11, 33-39, 41, 42, 44-47 and `_replica_lengths` 1-10, 20-24: a rollback
+        truncates an imported replica's ledger to the length the committed replicas.json
+        records."""
         key = ids.new_id("rep")
         first = lines("one")
         self.import_(store, task, key, first, 0)
@@ -468,6 +536,31 @@ class TestReplicas:
         path = directory(store, task) / "replicas" / key / "evidence.jsonl"
         assert path.read_bytes() == b""
 
+    def test_a_first_import_stopped_before_its_lines_is_rolled_back(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_resolve_journal` 40 (`exists and longer` -> `or`): the journal names a
+        replica ledger that was never created; the rollback has nothing to cut there."""
+        key = ids.new_id("rep")
+        before = files(store, task)
+        with dies_at(monkeypatch, "txn.journaled"):
+            self.import_(store, task, key, lines("one"), 0)
+        assert recover(store, task) == ["rolled back an interrupted commit of revision 2"]
+        assert files(store, task) == before
+
+    def test_a_damaged_replicas_file_does_not_block_an_unrelated_rollback(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_resolve_journal` 5 (the replicas' lengths read for every journal): a commit
+        that imported nothing is rolled back without reading replicas.json."""
+        key = ids.new_id("rep")
+        self.import_(store, task, key, lines("one"), 0)
+        with dies_at(monkeypatch, "txn.appended"):  # noqa: SIM117 - one commit in the block
+            with store.transaction(task, actor="a", operation="evidence.add") as txn:
+                txn.stage_blob(f"raw/{ids.new_id('raw')}.txt", b"blob\n")
+        (directory(store, task) / REPLICAS_FILE).write_bytes(encode_pretty(replica_index(key, 0)))
+        assert recover(store, task) == ["rolled back an interrupted commit of revision 3"]
+
     def test_a_journal_with_other_replica_lengths_is_refused(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -491,7 +584,8 @@ class TestReplicas:
     def test_a_moved_replicas_file_stops_recovery(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """`_replica_lengths`: replicas.json not holding the committed version is damage."""
+        """Kills `_replica_lengths` 11-19: replicas.json not holding the committed version is
+        damage, reported with the file."""
         key = ids.new_id("rep")
         self.import_(store, task, key, lines("one"), 0)
         with dies_at(monkeypatch, "txn.journaled"):

@@ -199,9 +199,8 @@ class TestRollBack:
     def test_a_published_file_without_an_inode_is_left_for_audit(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_resolve_journal` 76 (`inode is not None and same inode` -> `or`): a journal
-        entry that does not name the staged file's inode (an older journal, or a forged one)
-        never makes recovery delete a published file."""
+        """A journal entry that does not name the staged file's inode (an older journal, or a
+        forged one) never makes recovery delete a published file."""
         task = new_task(store)
         relative = raw_name()
         with dies_at(monkeypatch, "txn.published"):
@@ -215,7 +214,8 @@ class TestRollBack:
     def test_a_published_file_replaced_since_is_left_for_audit(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A published file that is no longer the staged inode is not the commit's to remove."""
+        """Kills `_resolve_journal` 76 (`inode is not None and same inode` -> `or`): a
+        published file that is no longer the staged inode is not the commit's to remove."""
         task = new_task(store)
         relative = raw_name()
         with dies_at(monkeypatch, "txn.published"):
@@ -412,11 +412,51 @@ class TestUntrustedJournals:
         assert files(store, task) == before
 
     def test_an_unreadable_journal_is_refused(self, store: CaseStore) -> None:
-        """A journal that does not decode is an integrity error naming the file."""
+        """Kills `_recover` 9: a journal that does not decode is an integrity error naming
+        the file."""
         task = new_task(store)
-        (directory(store, task) / JOURNAL_FILE).write_bytes(b"{not json")
-        with pytest.raises(IntegrityError, match="not a commit journal"):
+        path = directory(store, task) / JOURNAL_FILE
+        path.write_bytes(b"{not json")
+        with pytest.raises(IntegrityError) as bad:
             recover(store, task)
+        assert str(bad.value).startswith(f"{path}: not a commit journal (")
+        assert bad.value.path == str(path)
+
+    def test_a_journal_naming_a_file_outside_the_format_is_refused(
+        self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_check_journal` 37, 38: an entry naming a file no commit stages (case.json,
+        a path outside the case) is refused by name, and nothing is touched."""
+        task = new_task(store)
+        with dies_at(monkeypatch, "txn.appended"):
+            raw_commit(store, task, raw_name())
+        journal = read_journal(store, task)
+        for final in ("case.json", "../outside.txt"):
+            journal.files = [msgspec.structs.replace(journal.files[0], final=final)]
+            write_journal(store, task, journal)
+            before = files(store, task)
+            with pytest.raises(IntegrityError) as refused:
+                recover(store, task)
+            assert str(refused.value) == (
+                f"the commit journal of {task} cannot be trusted "
+                f"(it names an unexpected file {final!r}); left untouched"
+            )
+            assert files(store, task) == before
+
+    def test_a_rollback_interrupted_after_its_files_were_removed_is_finished(
+        self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_resolve_journal` 72 (`final exists and staged gone` -> `or`): a rollback
+        stopped after removing a staged file, before removing the journal, is finished by the
+        next writer although neither of the entry's names exists any more."""
+        task = new_task(store)
+        before = files(store, task)
+        with dies_at(monkeypatch, "txn.journaled"):
+            raw_commit(store, task, raw_name())
+        (entry,) = read_journal(store, task).files
+        (directory(store, task) / entry.staged).unlink()
+        assert recover(store, task) == ["rolled back an interrupted commit of revision 2"]
+        assert files(store, task) == before
 
     def test_a_staged_entry_in_a_symlinked_directory_is_refused(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
