@@ -301,6 +301,21 @@ class TestSnapshots:
             txn.append("evidence", evidence("one"))
         assert len((directory(store, task) / "case.json").read_bytes()) == sizes[-1]
 
+    def test_a_snapshot_staged_twice_is_refused(self, store: CaseStore, task: str) -> None:
+        """One commit stages a snapshot once: a second staging of the same name, either way,
+        is a programming error, said at once instead of a failed link at publish."""
+        with store.transaction(task, actor="a", operation="x") as txn:
+            txn.stage_snapshot("plan.json", Plan(summary="one"))
+            with pytest.raises(ValueError) as twice:
+                txn.stage_snapshot("plan.json", Plan(summary="two"))
+            assert str(twice.value) == "plan.json is staged twice in one commit"
+            with pytest.raises(ValueError, match=r"^plan.json is staged twice in one commit$"):
+                txn.stage_snapshot_bytes("plan.json", encode_pretty(Plan(summary="b")), 2)
+            txn.stage_snapshot_bytes("decisions.json", b"{}", 2)
+            with pytest.raises(ValueError, match=r"^decisions.json is staged twice"):
+                txn.stage_snapshot("decisions.json", Plan(summary="c"))
+            txn.skip = True
+
     def test_a_snapshot_read_in_the_transaction(self, store: CaseStore, task: str) -> None:
         """`snapshot`: the committed version, or None when the case has none."""
         with store.transaction(task, actor="a", operation="x") as txn:
@@ -327,9 +342,9 @@ class TestSnapshots:
         assert moved.value.path == str(path)
 
     def test_a_snapshot_adopted_byte_for_byte(self, store: CaseStore, task: str) -> None:
-        """Kills `_commit` 74-84, 86, 87 and `stage_snapshot_bytes` 6: bytes another replica wrote are
-        published as they are, under the revision they carry, with a backup of the version they
-        replace (and none for a first one)."""
+        """Kills `_commit` 74-84, 86, 87 and `stage_snapshot_bytes` 6: bytes another replica
+        wrote are published as they are, under the revision they carry, with a backup of the
+        version they replace (and none for a first one)."""
         first = encode_pretty(Plan(summary="theirs", revision=5))
         with store.transaction(task, actor="a", operation="x") as txn:
             txn.stage_snapshot_bytes("plan.json", first, 5)
@@ -435,9 +450,9 @@ class TestReplicas:
     def test_an_import_creates_private_directories_and_syncs_them(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_append_replicas` 2-12, 14, 15, 17, 19-28, 32-34: the lines land in the replica's ledger, in a
-        directory made private (0700 whatever the umask), and each directory that gained an
-        entry is synced, deepest first."""
+        """Kills `_append_replicas` 2-12, 14, 15, 17, 19-28, 32-34: the lines land in the
+        replica's ledger, in directories made private (0700 whatever the umask), and each
+        directory that gained an entry is synced, deepest first."""
         synced: list[str] = []
 
         def sync(path: str) -> None:
@@ -456,6 +471,7 @@ class TestReplicas:
         folder = root / "replicas" / key
         assert (folder / "evidence.jsonl").read_bytes() == data
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
         replicas_dir = str(root / "replicas")
         assert synced[:2] == [str(folder), replicas_dir]
         # A second import into the existing file creates nothing: no directory to sync first.
@@ -528,13 +544,48 @@ class TestReplicas:
     def test_a_new_replica_ledger_is_cut_to_nothing(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A first import's ledger is rolled back to 0 bytes (no replicas.json committed)."""
+        """A first import's ledger, which no committed replicas.json records, is removed by
+        the rollback, with the directories the import made for it."""
         key = ids.new_id("rep")
+        before = files(store, task)
         with dies_at(monkeypatch, "txn.appended"):
             self.import_(store, task, key, lines("one"), 0)
         assert recover(store, task) == ["rolled back an interrupted commit of revision 2"]
-        path = directory(store, task) / "replicas" / key / "evidence.jsonl"
-        assert path.read_bytes() == b""
+        assert files(store, task) == before
+        assert not (directory(store, task) / "replicas").exists()
+
+    def test_a_failed_first_import_is_undone_whole(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A first import that fails after its lines were appended (the publish's link, here)
+        leaves neither the replica's ledger nor its directories."""
+        before = files(store, task)
+
+        def broken_link(*_args: object) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "link", broken_link)
+            with pytest.raises(OSError, match="Input/output error"):
+                self.import_(store, task, ids.new_id("rep"), lines("one"), 0)
+        assert files(store, task) == before
+        assert not (directory(store, task) / "replicas").exists()
+
+    def test_a_second_replica_keeps_the_directory_of_the_first(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Only the directories an import made, and only empty ones, go with its rollback."""
+        first = ids.new_id("rep")
+        self.import_(store, task, first, lines("one"), 0)
+        kept = files(store, task)
+        with dies_at(monkeypatch, "txn.appended"):  # noqa: SIM117 - one commit in the block
+            with store.transaction(task, actor="a", operation="case.fetch") as txn:
+                other = ids.new_id("rep")
+                txn.append_replica(replica_ledger(other, "evidence"), lines("two"), 0)
+                txn.stage_snapshot(REPLICAS_FILE, replica_index(first, len(lines("one"))))
+        assert recover(store, task) == ["rolled back an interrupted commit of revision 3"]
+        assert files(store, task) == kept
+        assert sorted(os.listdir(directory(store, task) / "replicas")) == [first]
 
     def test_a_first_import_stopped_before_its_lines_is_rolled_back(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
@@ -664,6 +715,137 @@ class TestAfterTheCommitPoint:
         assert txn.committed is None
         assert txn.warnings == []
         assert files(store, task) == before
+        assert store.read_case(task).revision == 1
+
+    @pytest.mark.parametrize("staged", [False, True])
+    def test_an_error_closing_case_json_after_its_rename_is_a_warning(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch, staged: bool
+    ) -> None:
+        """The temp file's close comes after the rename: once case.json holds this commit's
+        bytes, the commit is made, and a failing close is reported as a warning, never as an
+        error that would invite a retry recording everything twice."""
+        real_replace, real_close = os.replace, os.close
+        armed = False
+
+        def replace(source: str, target: str) -> None:
+            nonlocal armed
+            real_replace(source, target)
+            armed = armed or str(target).endswith(os.sep + "case.json")
+
+        def close(fd: int) -> None:
+            nonlocal armed
+            real_close(fd)
+            if armed:
+                armed = False
+                raise OSError(errno.EIO, "Input/output error")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "replace", replace)
+            patch.setattr(os, "close", close)
+            with store.transaction(task, actor="a", operation="x") as txn:
+                if staged:
+                    txn.stage_snapshot("plan.json", Plan(summary="new"))
+                txn.append("evidence", evidence("kept"))
+        assert txn.warnings == [
+            (
+                "committed, but writing case.json ended with an error (Input/output error); "
+                "the change may not survive a power loss"
+            )
+        ]
+        assert txn.outcome.revision == 2
+        assert recover(store, task) == []
+        assert store.read_case(task).ledgers["evidence"].count == 1
+        assert not (directory(store, task) / JOURNAL_FILE).exists()
+
+    def test_a_rename_that_took_effect_but_failed_is_a_warning(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A rename that happened and still returned an error (a network file system) is the
+        commit point reached."""
+        real_replace = os.replace
+
+        def replace(source: str, target: str) -> None:
+            real_replace(source, target)
+            if str(target).endswith(os.sep + "case.json"):
+                raise OSError(errno.EIO, "Input/output error")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "replace", replace)
+            with store.transaction(task, actor="a", operation="x") as txn:
+                txn.append("evidence", evidence("kept"))
+        assert len(txn.warnings) == 1
+        assert txn.outcome.revision == 2
+        assert recover(store, task) == []
+        assert store.read_case(task).revision == 2
+
+    def test_a_rename_that_did_not_happen_is_a_failure(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """case.json still the old bytes: nothing is committed, the error is the caller's and
+        the attempt is undone."""
+        before = files(store, task)
+        real_replace = os.replace
+
+        def replace(source: str, target: str) -> None:
+            if str(target).endswith(os.sep + "case.json"):
+                raise OSError(errno.EIO, "Input/output error")
+            real_replace(source, target)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "replace", replace)
+            with pytest.raises(OSError, match="Input/output error"):  # noqa: SIM117, PT012
+                with store.transaction(task, actor="a", operation="x") as txn:
+                    txn.stage_snapshot("plan.json", Plan(summary="lost"))
+                    txn.append("evidence", evidence("lost"))
+        assert txn.committed is None
+        assert files(store, task) == before
+
+    def test_an_error_releasing_the_lock_after_a_commit_is_a_warning(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """close(2) frees the lock's descriptor, and the lock, whatever it returns: the commit
+        stands and is reported with a warning."""
+        real_close = os.close
+        with (
+            monkeypatch.context() as patch,
+            store.transaction(task, actor="a", operation="x") as txn,
+        ):
+            txn.append("evidence", evidence("kept"))
+            lock_fd = txn._lock._fd
+
+            def close(fd: int) -> None:
+                real_close(fd)
+                if fd == lock_fd:
+                    raise OSError(errno.EIO, "Input/output error")
+
+            patch.setattr(os, "close", close)
+        assert txn.warnings == [
+            "committed; releasing the case lock ended with an error (Input/output error)"
+        ]
+        assert txn.outcome.revision == 2
+        with store.transaction(task, actor="b", operation="x", expected_revision=2) as after:
+            after.skip = True  # the lock is free again
+
+    def test_an_error_releasing_the_lock_never_hides_the_commits_own_error(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A refused commit stays refused with its own error, whatever the release says."""
+        real_close = os.close
+        with (  # noqa: PT012 - one commit in the block
+            monkeypatch.context() as patch,
+            pytest.raises(ValueError, match="unknown ledger"),
+            store.transaction(task, actor="a", operation="x") as txn,
+        ):
+            lock_fd = txn._lock._fd
+
+            def close(fd: int) -> None:
+                real_close(fd)
+                if fd == lock_fd:
+                    raise OSError(errno.EIO, "Input/output error")
+
+            patch.setattr(os, "close", close)
+            txn.append("notes", evidence())
+        assert txn.committed is None
         assert store.read_case(task).revision == 1
 
     def test_a_failed_clean_up_is_left_to_the_next_writer(

@@ -443,6 +443,33 @@ class TestUntrustedJournals:
             )
             assert files(store, task) == before
 
+    def test_a_journal_that_would_remove_a_committed_snapshot_is_refused(
+        self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A snapshot the committed case.json records cannot be one the interrupted commit
+        created (it would have a backup): a journal saying so is refused, whatever inode it
+        names, and the snapshot stays."""
+        task = new_task(store)
+        commit_plan(store, task, "committed")
+        root = directory(store, task)
+        with dies_at(monkeypatch, "txn.appended"):
+            raw_commit(store, task, raw_name())
+        journal = read_journal(store, task)
+        journal.files = [
+            msgspec.structs.replace(
+                journal.files[0], final="plan.json", inode=os.lstat(root / "plan.json").st_ino
+            )
+        ]
+        write_journal(store, task, journal)
+        before = files(store, task)
+        with pytest.raises(IntegrityError) as refused:
+            recover(store, task)
+        assert str(refused.value) == (
+            f"the commit journal of {task} cannot be trusted "
+            "(it would remove the committed plan.json); left untouched"
+        )
+        assert files(store, task) == before
+
     def test_a_rollback_interrupted_after_its_files_were_removed_is_finished(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -24,6 +24,7 @@ from cortex.cases.fsio import (
     UnsyncedReplaceError,
     check_real_dir,
     fsync_dir,
+    make_private_dirs,
     read_bounded,
     temp_name,
     write_atomic,
@@ -151,7 +152,18 @@ class Transaction:
             if exc_type is None:
                 self._commit()
         finally:
+            self._release()
+
+    def _release(self) -> None:
+        try:
             self._lock.release()
+        except OSError as exc:
+            # close(2) frees the descriptor, and the lock with it, whatever it returns: what was
+            # committed stays committed, and an error on its way out must not be replaced.
+            done = "committed; " if self.committed is not None else ""
+            self.warnings.append(
+                f"{done}releasing the case lock ended with an error ({exc.strerror or exc})"
+            )
 
     @property
     def outcome(self) -> CaseFile:
@@ -220,7 +232,15 @@ class Transaction:
         if name not in AUX_SNAPSHOTS:
             msg = f"{name!r} is not an auxiliary snapshot"
             raise ValueError(msg)
+        self._once(name)
         self._snapshots.append((name, document))
+
+    def _once(self, name: str) -> None:
+        # Publishing links each staged snapshot once: a second one of the same name would fail
+        # there, late and obscurely. It is the caller's mistake, said now.
+        if any(staged == name for staged, *_ in (*self._snapshots, *self._verbatim)):
+            msg = f"{name} is staged twice in one commit"
+            raise ValueError(msg)
 
     def stage_snapshot_bytes(self, name: str, data: bytes, revision: int) -> None:
         """Queue an auxiliary snapshot written byte for byte, as another replica wrote it.
@@ -234,6 +254,7 @@ class Transaction:
             raise ValueError(msg)
         if len(data) > SNAPSHOT_MAX:
             raise InvalidInputError(f"{name} is {len(data)} bytes, over {SNAPSHOT_MAX}")
+        self._once(name)
         self._verbatim.append((name, data, revision))
 
     def append_replica(self, relative: str, data: bytes, committed: int) -> None:
@@ -359,14 +380,24 @@ class Transaction:
 
     def _replace_case(self, snapshot: bytes) -> None:
         """The commit point: case.json's rename. Only this rename unsynced is a warning."""
+        path = os.path.join(self.path, CASE_FILE)
         try:
-            write_atomic(os.path.join(self.path, CASE_FILE), snapshot)
+            write_atomic(path, snapshot)
         except UnsyncedReplaceError as exc:
             # The rename is done, so the commit is visible: report it as made, and say what is
             # uncertain, rather than invite a retry that would record everything twice. (The
             # journal's own rename unsynced is a plain failure: nothing was committed yet.)
             self.warnings.append(
                 f"committed, but the directory could not be flushed to disk ({exc.strerror}); "
+                "the change may not survive a power loss"
+            )
+        except OSError as exc:
+            # A rename can take effect and still fail (network file systems), and the temp
+            # file is closed after it: what case.json holds decides whether this committed.
+            if not _holds(path, snapshot):
+                raise
+            self.warnings.append(
+                f"committed, but writing case.json ended with an error ({exc.strerror or exc}); "
                 "the change may not survive a power loss"
             )
 
@@ -376,7 +407,9 @@ class Transaction:
             path = os.path.join(self.path, relative)
             directory = os.path.dirname(path)
             if not os.path.lexists(directory):
-                os.makedirs(directory, 0o700, exist_ok=True)
+                # Every directory it makes is private, `replicas/` included (makedirs' mode
+                # would reach only the last one).
+                make_private_dirs(directory)
                 created.add(os.path.dirname(directory))
             check_real_dir(directory)
             if not os.path.lexists(path):
@@ -509,7 +542,10 @@ class Transaction:
         for relative, length in journal.replica_ledgers.items():
             path = os.path.join(self.path, relative)
             check_real_dir(os.path.dirname(path))
-            if os.path.lexists(path) and os.lstat(path).st_size > length:
+            if relative not in lengths:
+                # No committed replicas.json records it: the interrupted import created it.
+                _remove_new_replica_ledger(path)
+            elif os.path.lexists(path) and os.lstat(path).st_size > length:
                 ledger.truncate(path, length)
         for entry in reversed(journal.files):
             final = os.path.join(self.path, entry.final)
@@ -579,6 +615,16 @@ def _check_journal(
             if not journal_entry_ok(entry):
                 problem = f"it names an unexpected file {entry.final!r}"
                 break
+            if (
+                not committed
+                and entry.backup is None
+                and entry.final in AUX_SNAPSHOTS
+                and entry.final.removesuffix(".json") in case.snapshots
+            ):
+                # A commit replacing a snapshot the case records keeps a backup of it; one
+                # said to have created it would have the rollback delete committed data.
+                problem = f"it would remove the committed {entry.final}"
+                break
     if problem is not None:
         msg = f"the commit journal of {task_id} cannot be trusted ({problem}); left untouched"
         raise IntegrityError(msg)
@@ -599,6 +645,29 @@ def _shorter(path: str, committed: int) -> bool:
         return os.lstat(path).st_size < committed
     except FileNotFoundError:
         return committed > 0
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether the file at `path` is exactly `data` (read back when a commit point errs)."""
+    try:
+        return read_bounded(path, len(data)) == data
+    except (OSError, IntegrityError):
+        return False
+
+
+def _remove_new_replica_ledger(path: str) -> None:
+    """Remove a replica ledger an interrupted import created, and its directories if empty."""
+    directory = os.path.dirname(path)
+    _unlink_if_present(path)
+    for folder in (directory, os.path.dirname(directory)):  # replicas/<key>, then replicas/
+        try:
+            os.rmdir(folder)
+        except OSError:
+            # Not empty (another ledger, another replica): what was removed in it stays so.
+            if os.path.isdir(folder):
+                fsync_dir(folder)
+            return
+        fsync_dir(os.path.dirname(folder))
 
 
 def _unlink_if_present(path: str) -> None:
