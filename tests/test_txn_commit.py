@@ -342,7 +342,7 @@ class TestSnapshots:
         assert moved.value.path == str(path)
 
     def test_a_snapshot_adopted_byte_for_byte(self, store: CaseStore, task: str) -> None:
-        """Kills `_commit` 74-84, 86, 87 and `stage_snapshot_bytes` 6: bytes another replica
+        """Kills `_commit` 74-84, 86, 87 and `stage_snapshot_bytes` 7: bytes another replica
         wrote are published as they are, under the revision they carry, with a backup of the
         version they replace (and none for a first one)."""
         first = encode_pretty(Plan(summary="theirs", revision=5))
@@ -450,7 +450,7 @@ class TestReplicas:
     def test_an_import_creates_private_directories_and_syncs_them(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_append_replicas` 2-12, 14, 15, 17, 19-28, 32-34: the lines land in the
+        """Kills `_append_replicas` 1-13, 15-27: the lines land in the
         replica's ledger, in directories made private (0700 whatever the umask), and each
         directory that gained an entry is synced, deepest first."""
         synced: list[str] = []
@@ -500,7 +500,7 @@ class TestReplicas:
     def test_a_symlinked_replica_directory_is_refused(
         self, store: CaseStore, task: str, tmp_path: Path
     ) -> None:
-        """Kills `_append_replicas` 21: never append through a directory swapped for a link."""
+        """Kills `_append_replicas` 14: never append through a directory swapped for a link."""
         key = ids.new_id("rep")
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
@@ -525,7 +525,7 @@ class TestReplicas:
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Kills `_stage` 42 (the replicas' lengths left out of the journal), `_resolve_journal`
-        3, 4, 6, 11, 33-39, 41, 42, 44-47 and `_replica_lengths` 1-10, 20-24: a rollback
+        3, 4, 6, 11, 33-39, 43, 44, 46-49 and `_replica_lengths` 1-10, 20-24: a rollback
         truncates an imported replica's ledger to the length the committed replicas.json
         records."""
         key = ids.new_id("rep")
@@ -544,8 +544,9 @@ class TestReplicas:
     def test_a_new_replica_ledger_is_cut_to_nothing(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """A first import's ledger, which no committed replicas.json records, is removed by
-        the rollback, with the directories the import made for it."""
+        """Kills `_resolve_journal` 40, 41: a first import's ledger, which no committed
+        replicas.json records, is removed by the rollback, with the directories the import
+        made for it."""
         key = ids.new_id("rep")
         before = files(store, task)
         with dies_at(monkeypatch, "txn.appended"):
@@ -590,8 +591,8 @@ class TestReplicas:
     def test_a_first_import_stopped_before_its_lines_is_rolled_back(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_resolve_journal` 40 (`exists and longer` -> `or`): the journal names a
-        replica ledger that was never created; the rollback has nothing to cut there."""
+        """The journal names a replica ledger that was never created: the rollback has
+        nothing to cut or remove there."""
         key = ids.new_id("rep")
         before = files(store, task)
         with dies_at(monkeypatch, "txn.journaled"):
@@ -611,6 +612,23 @@ class TestReplicas:
                 txn.stage_blob(f"raw/{ids.new_id('raw')}.txt", b"blob\n")
         (directory(store, task) / REPLICAS_FILE).write_bytes(encode_pretty(replica_index(key, 0)))
         assert recover(store, task) == ["rolled back an interrupted commit of revision 3"]
+
+    def test_a_lost_committed_replica_ledger_does_not_stop_a_rollback(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_resolve_journal` 42 (`exists and longer` -> `or`): a replica ledger the
+        committed replicas.json records but which is gone (audit reports the loss) has nothing
+        to truncate; the rest of the rollback goes on."""
+        key = ids.new_id("rep")
+        first = lines("one")
+        self.import_(store, task, key, first, 0)
+        with dies_at(monkeypatch, "txn.journaled"):
+            self.import_(store, task, key, lines("two"), len(first))
+        path = directory(store, task) / "replicas" / key / "evidence.jsonl"
+        path.unlink()
+        assert recover(store, task) == ["rolled back an interrupted commit of revision 3"]
+        assert not path.exists()
+        assert not (directory(store, task) / JOURNAL_FILE).exists()
 
     def test_a_journal_with_other_replica_lengths_is_refused(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
@@ -825,6 +843,42 @@ class TestAfterTheCommitPoint:
         assert txn.outcome.revision == 2
         with store.transaction(task, actor="b", operation="x", expected_revision=2) as after:
             after.skip = True  # the lock is free again
+
+    def test_an_error_releasing_the_lock_without_a_commit_says_only_that(
+        self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Kills `_release` 3, 7: with nothing committed (an idempotent retry), the warning
+        does not claim a commit."""
+        real_close = os.close
+        with (
+            monkeypatch.context() as patch,
+            store.transaction(task, actor="a", operation="x") as txn,
+        ):
+            txn.skip = True
+            lock_fd = txn._lock._fd
+
+            def close(fd: int) -> None:
+                real_close(fd)
+                if fd == lock_fd:
+                    raise OSError(errno.EIO, "Input/output error")
+
+            patch.setattr(os, "close", close)
+        assert txn.warnings == ["releasing the case lock ended with an error (Input/output error)"]
+        assert txn.committed is None
+
+    def test_case_json_is_read_back_to_decide(self, tmp_path: Path) -> None:
+        """Kills `_holds` 6: the commit counts as made only when case.json can be read back
+        and holds exactly the bytes written; a file that cannot be read, is missing, differs or
+        is longer does not."""
+        path = tmp_path / "case.json"
+        assert txn_module._holds(str(path), b"{}") is False
+        path.write_bytes(b"{}")
+        assert txn_module._holds(str(path), b"{}") is True
+        assert txn_module._holds(str(path), b"[]") is False
+        assert txn_module._holds(str(path), b"{") is False  # longer than what was written
+        path.unlink()
+        path.mkdir()
+        assert txn_module._holds(str(path), b"{}") is False
 
     def test_an_error_releasing_the_lock_never_hides_the_commits_own_error(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch

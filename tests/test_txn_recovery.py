@@ -166,7 +166,7 @@ class TestRollBack:
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
         """Kills `_publish` 26 (the backup linked relative to the working directory) and
-        `_resolve_journal` 62-71 (the backup not put back): between publish and the commit point
+        `_resolve_journal` 64-73 (the backup not put back): between publish and the commit point
         the old snapshot is kept as `.bak-plan.json` in the case, and a rollback restores it."""
         task = new_task(store)
         commit_plan(store, task, "kept")
@@ -214,7 +214,7 @@ class TestRollBack:
     def test_a_published_file_replaced_since_is_left_for_audit(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_resolve_journal` 76 (`inode is not None and same inode` -> `or`): a
+        """Kills `_resolve_journal` 78 (`inode is not None and same inode` -> `or`): a
         published file that is no longer the staged inode is not the commit's to remove."""
         task = new_task(store)
         relative = raw_name()
@@ -473,7 +473,7 @@ class TestUntrustedJournals:
     def test_a_rollback_interrupted_after_its_files_were_removed_is_finished(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Kills `_resolve_journal` 72 (`final exists and staged gone` -> `or`): a rollback
+        """Kills `_resolve_journal` 74 (`final exists and staged gone` -> `or`): a rollback
         stopped after removing a staged file, before removing the journal, is finished by the
         next writer although neither of the entry's names exists any more."""
         task = new_task(store)
