@@ -828,6 +828,12 @@ def _read_regular(path: bytes) -> bytes:
         raise _NoTreeError(msg) from None
     chunks = []
     try:
+        # Only a regular file has a blob: a FIFO or a device swapped in since the digest read
+        # the path would read as something (end of file at once, for a FIFO without a writer),
+        # and the tree id is never guessed.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            msg = "a listed file could not be read for its tree entry"
+            raise _NoTreeError(msg)
         while chunk := os.read(fd, _CHUNK):
             chunks.append(chunk)
     except OSError:
