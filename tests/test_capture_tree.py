@@ -444,16 +444,36 @@ class TestReadRegular:
                 os.close(writer)
 
     def test_a_fifo_without_a_writer_is_refused_not_read_as_empty(self, tmp_path: Path) -> None:
-        """Only a regular file is read: a FIFO with no writer opens and reads as end of file
-        at once, which must not become the empty blob in the tree id (it is never guessed)."""
+        """Kills `_read_regular` 6 (`O_NONBLOCK` dropped: the open waits for a writer, and the
+        run times out): only a regular file is read. A FIFO with no writer opens and reads as
+        end of file at once, which must not become the empty blob in the tree id (it is never
+        guessed)."""
         fifo = tmp_path / "fifo"
         os.mkfifo(fifo)
         assert refusal(capture._read_regular, os.fsencode(fifo)) == UNREADABLE
 
-    def test_a_read_error_is_refused(self, tmp_path: Path) -> None:
-        """A directory opens but cannot be read: the read error is the same refusal."""
+    def test_a_directory_is_refused(self, tmp_path: Path) -> None:
+        """A directory opens, but is not a regular file: the same refusal."""
         (tmp_path / "d").mkdir()
         assert refusal(capture._read_regular, os.fsencode(tmp_path / "d")) == UNREADABLE
+
+    def test_a_read_error_is_refused(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Kills `_read_regular` 26-29: a regular file whose read fails (an I/O error, injected)
+        is the same refusal, with its message."""
+        path = tmp_path / "f"
+        path.write_bytes(b"data")
+
+        def failing_read(_fd: int, _size: int) -> bytes:
+            raise OSError(5, "Input/output error")
+
+        refused: str | None = None
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "read", failing_read)
+            try:
+                capture._read_regular(os.fsencode(path))
+            except _NoTreeError as exc:
+                refused = str(exc)
+        assert refused == UNREADABLE
 
 
 class TestReap:
@@ -1710,7 +1730,8 @@ class TestHelpersLifecycle:
     def test_nothing_git_says_reaches_our_stderr(
         self, shared: Shared, capfd: pytest.CaptureFixture[str]
     ) -> None:
-        """cat-file's and hash-object's stderr never reach the capturing process's own."""
+        """Kills `__init__` 13, 19 (cat-file's stderr no longer DEVNULL): cat-file's and
+        hash-object's stderr never reach the capturing process's own."""
         traced = {**shared.env, "GIT_TRACE": "1"}
         made = capture._Helpers(shared.base, str(shared.root), traced)
         try:

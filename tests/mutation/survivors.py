@@ -28,8 +28,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -55,6 +57,36 @@ def survivors(where: Path) -> list[str]:
     return [line.split(":")[0].strip() for line in out.splitlines() if line.endswith("survived")]
 
 
+def apply(where: Path, target: Path, name: str) -> None:
+    """Write mutant `name` into `target` (in `where`), in its own class.
+
+    `mutmut apply` (3.8) replaces the first function of the mutant's name anywhere in the file,
+    whatever its class: a mutant of `_Helpers.__init__` in capture.py would land in
+    `_Seen.__init__`. So the mutant is read from mutmut's generated file and put in place of
+    the function of that name in that class (or at the top level).
+    """
+    import libcst as cst
+    from mutmut.mutation.diff_apply import find_top_level_function_or_method
+    from mutmut.utils.format_utils import orig_function_and_class_names_from_key
+
+    relative = target.relative_to(where)
+    generated = cst.parse_module((where / "mutants" / relative).read_text())
+    mutant = find_top_level_function_or_method(generated, name.rpartition(".")[-1])
+    function, owner = orig_function_and_class_names_from_key(name)
+    module = cst.parse_module(target.read_text())
+    scope: Sequence[cst.CSTNode] = module.body
+    if owner is not None:
+        classes = [n for n in module.body if isinstance(n, cst.ClassDef) and n.name.value == owner]
+        body = classes[0].body if classes else None
+        scope = body.body if isinstance(body, cst.IndentedBlock) else []
+    found = [n for n in scope if isinstance(n, cst.FunctionDef) and n.name.value == function]
+    if mutant is None or not found:
+        msg = f"cannot apply {name}: its function is not in {relative} or its mutants"
+        raise SystemExit(msg)
+    replaced = module.deep_replace(found[0], mutant.with_changes(name=cst.Name(function)))
+    target.write_text(cast("cst.Module", replaced).code)
+
+
 def rerun(where: Path, target: Path, names: list[str], wider: list[str]) -> dict[str, str]:
     """Apply each mutant in turn, run `wider` in `where`, restore `target`; name -> status."""
     original = target.read_bytes()
@@ -62,7 +94,7 @@ def rerun(where: Path, target: Path, names: list[str], wider: list[str]) -> dict
     results: dict[str, str] = {}
     try:
         for name in names:
-            subprocess.run([MUTMUT, "apply", name], cwd=where, check=True, capture_output=True)
+            apply(where, target, name)
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *wider],
                 cwd=where,
