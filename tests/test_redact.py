@@ -1546,6 +1546,19 @@ class TestAssignmentEdges:
             f'["--PASSWORD", "{REDACTED}"]'
         )
 
+    def test_a_json_value_may_start_like_the_end_of_a_string(self) -> None:
+        """After a real JSON key, a quote always opens the value, even one followed by `,`,
+        `}` or `:` (which, after a key quoted inside a string, could close that string).
+
+        Kills `_build_assignment_patterns` 31 (the quoted key's value guard made the bare
+        form's `not_at_string_end` for plain JSON keys too: a secret starting with a comma was
+        left whole).
+        """
+        for start in (",", "}", ":", "]"):
+            for sep in (":", ": "):
+                document = f'{{"password"{sep}"{start}FAKEvalue123"}}'
+                assert redact_assignments(document) == f'{{"password"{sep}"{REDACTED}"}}'
+
     def test_text_whose_lowercase_is_longer_is_looked_at_whole(self) -> None:
         """`İ` lowercases to two characters: line positions found in the lowercase would be off.
 
