@@ -468,6 +468,15 @@ def test_a_directory_becoming_a_file_moves_in_gits_order() -> None:
     assert build_on(base, changes) == from_scratch(applied(base, changes))
 
 
+def test_a_file_becoming_a_directory_moves_in_gits_order() -> None:
+    """Kills `_build` 54: `_is_tree(old) == _is_tree(entry)` -> `... == _is_tree(None)`. The
+    file `a` sorts before `a.b`; the directory `a` sorts as `a/`, after it, so the tree cannot
+    be spliced in place (the mutant spliced a file turning into a directory)."""
+    base = {b"a": file_entry(b"a file"), b"a.b": file_entry(b"ab")}
+    changes = {b"a": None, b"a/x": file_entry(b"x")}
+    assert build_on(base, changes) == from_scratch(applied(base, changes))
+
+
 def test_a_directory_replaced_by_a_file_is_not_read() -> None:
     """Kills `_needs_read` 1 (`explicit_file = None`): the tree of a directory that is now a
     file is never read, so its absence cannot refuse the build."""
