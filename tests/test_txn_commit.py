@@ -41,6 +41,7 @@ from cortex.cases.records import (
 )
 from cortex.cases.replica_index import HeadInfo, ImportedReplica, LocalSync, ReplicaIndex
 from cortex.cases.store import CaseStore, monotonic_ms
+from cortex.cases.txn import Transaction
 
 LATER = "2026-11-30T12:00:05.000Z"
 EARLIER = "2026-11-30T11:59:00.000Z"
@@ -683,6 +684,20 @@ class TestReplicas:
         assert (elsewhere / "evidence.jsonl").read_bytes() == appended
 
 
+def fail_closing_the_lock(patch: pytest.MonkeyPatch, txn: Transaction) -> None:
+    """Make close(2) of the transaction's lock descriptor report EIO, after closing it (as
+    Linux does: the descriptor, and the lock with it, is gone whatever close returns)."""
+    real_close = os.close
+    lock_fd = txn._lock._fd
+
+    def close(fd: int) -> None:
+        real_close(fd)
+        if fd == lock_fd:
+            raise OSError(errno.EIO, "Input/output error")
+
+    patch.setattr(os, "close", close)
+
+
 class TestAfterTheCommitPoint:
     def test_an_unsynced_directory_is_a_warning_not_a_failure(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
@@ -823,20 +838,12 @@ class TestAfterTheCommitPoint:
     ) -> None:
         """close(2) frees the lock's descriptor, and the lock, whatever it returns: the commit
         stands and is reported with a warning."""
-        real_close = os.close
         with (
             monkeypatch.context() as patch,
             store.transaction(task, actor="a", operation="x") as txn,
         ):
             txn.append("evidence", evidence("kept"))
-            lock_fd = txn._lock._fd
-
-            def close(fd: int) -> None:
-                real_close(fd)
-                if fd == lock_fd:
-                    raise OSError(errno.EIO, "Input/output error")
-
-            patch.setattr(os, "close", close)
+            fail_closing_the_lock(patch, txn)
         assert txn.warnings == [
             "committed; releasing the case lock ended with an error (Input/output error)"
         ]
@@ -849,20 +856,12 @@ class TestAfterTheCommitPoint:
     ) -> None:
         """Kills `_release` 3, 7: with nothing committed (an idempotent retry), the warning
         does not claim a commit."""
-        real_close = os.close
         with (
             monkeypatch.context() as patch,
             store.transaction(task, actor="a", operation="x") as txn,
         ):
             txn.skip = True
-            lock_fd = txn._lock._fd
-
-            def close(fd: int) -> None:
-                real_close(fd)
-                if fd == lock_fd:
-                    raise OSError(errno.EIO, "Input/output error")
-
-            patch.setattr(os, "close", close)
+            fail_closing_the_lock(patch, txn)
         assert txn.warnings == ["releasing the case lock ended with an error (Input/output error)"]
         assert txn.committed is None
 
@@ -884,20 +883,12 @@ class TestAfterTheCommitPoint:
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A refused commit stays refused with its own error, whatever the release says."""
-        real_close = os.close
         with (  # noqa: PT012 - one commit in the block
             monkeypatch.context() as patch,
             pytest.raises(ValueError, match="unknown ledger"),
             store.transaction(task, actor="a", operation="x") as txn,
         ):
-            lock_fd = txn._lock._fd
-
-            def close(fd: int) -> None:
-                real_close(fd)
-                if fd == lock_fd:
-                    raise OSError(errno.EIO, "Input/output error")
-
-            patch.setattr(os, "close", close)
+            fail_closing_the_lock(patch, txn)
             txn.append("notes", evidence())
         assert txn.committed is None
         assert store.read_case(task).revision == 1

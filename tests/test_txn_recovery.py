@@ -109,6 +109,23 @@ def write_journal(store: CaseStore, task: str, journal: Journal) -> None:
     (directory(store, task) / JOURNAL_FILE).write_bytes(encode(journal))
 
 
+def refused_entry(store: CaseStore, task: str, **entry: object) -> str:
+    """Rewrite the pending journal's one entry with `entry`, and return why recovery refuses
+    it; the refusal must leave every file as it was."""
+    journal = read_journal(store, task)
+    journal.files = [msgspec.structs.replace(journal.files[0], **entry)]
+    write_journal(store, task, journal)
+    before = files(store, task)
+    with pytest.raises(IntegrityError) as refused:
+        recover(store, task)
+    assert files(store, task) == before
+    frame = f"the commit journal of {task} cannot be trusted ("
+    text = str(refused.value)
+    assert text.startswith(frame)
+    assert text.endswith("); left untouched")
+    return text[len(frame) : -len("); left untouched")]
+
+
 class TestRollBack:
     """A writer stopped before its commit point: the next one restores the committed state."""
 
@@ -430,18 +447,9 @@ class TestUntrustedJournals:
         task = new_task(store)
         with dies_at(monkeypatch, "txn.appended"):
             raw_commit(store, task, raw_name())
-        journal = read_journal(store, task)
         for final in ("case.json", "../outside.txt"):
-            journal.files = [msgspec.structs.replace(journal.files[0], final=final)]
-            write_journal(store, task, journal)
-            before = files(store, task)
-            with pytest.raises(IntegrityError) as refused:
-                recover(store, task)
-            assert str(refused.value) == (
-                f"the commit journal of {task} cannot be trusted "
-                f"(it names an unexpected file {final!r}); left untouched"
-            )
-            assert files(store, task) == before
+            problem = refused_entry(store, task, final=final)
+            assert problem == f"it names an unexpected file {final!r}"
 
     def test_a_journal_that_would_remove_a_committed_snapshot_is_refused(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
@@ -454,21 +462,9 @@ class TestUntrustedJournals:
         root = directory(store, task)
         with dies_at(monkeypatch, "txn.appended"):
             raw_commit(store, task, raw_name())
-        journal = read_journal(store, task)
-        journal.files = [
-            msgspec.structs.replace(
-                journal.files[0], final="plan.json", inode=os.lstat(root / "plan.json").st_ino
-            )
-        ]
-        write_journal(store, task, journal)
-        before = files(store, task)
-        with pytest.raises(IntegrityError) as refused:
-            recover(store, task)
-        assert str(refused.value) == (
-            f"the commit journal of {task} cannot be trusted "
-            "(it would remove the committed plan.json); left untouched"
-        )
-        assert files(store, task) == before
+        inode = os.lstat(root / "plan.json").st_ino
+        problem = refused_entry(store, task, final="plan.json", inode=inode)
+        assert problem == "it would remove the committed plan.json"
 
     def test_a_rollback_interrupted_after_its_files_were_removed_is_finished(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
