@@ -66,13 +66,27 @@ def apply(where: Path, target: Path, name: str) -> None:
     the function of that name in that class (or at the top level).
     """
     import libcst as cst
-    from mutmut.mutation.diff_apply import find_top_level_function_or_method
+    from mutmut.mutation.diff_apply import (
+        find_top_level_function_or_method,
+        read_functions_from_index,
+    )
     from mutmut.utils.format_utils import orig_function_and_class_names_from_key
 
     relative = target.relative_to(where)
-    generated = cst.parse_module((where / "mutants" / relative).read_text())
-    mutant = find_top_level_function_or_method(generated, name.rpartition(".")[-1])
     function, owner = orig_function_and_class_names_from_key(name)
+    # mutmut's line index finds the mutant without parsing the whole generated file (tens of
+    # thousands of lines: seconds a mutant); it reads `mutants/` relative to the directory.
+    here = Path.cwd()
+    os.chdir(where)
+    try:
+        indexed = read_functions_from_index(name, relative)
+    finally:
+        os.chdir(here)
+    if indexed is not None:
+        mutant: cst.FunctionDef | None = indexed[1]
+    else:
+        generated = cst.parse_module((where / "mutants" / relative).read_text())
+        mutant = find_top_level_function_or_method(generated, name.rpartition(".")[-1])
     module = cst.parse_module(target.read_text())
     scope: Sequence[cst.CSTNode] = module.body
     if owner is not None:
