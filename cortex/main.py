@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 from cortex.cli.parser import HelpRequested, Parsed, command_name, parse, spelling
 from cortex.kernel.envelope import Envelope, Result
 from cortex.kernel.errors import CortexError
+from cortex.kernel.host_session import default_actor
 from cortex.kernel.surface import Seen, execute, in_kernel, parse_refusal, to_json
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def _body(
                 query=None if query is None else str(query),
             )
 
-        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_studio, via="studio")
+        return in_kernel(cwd, env, default_actor(env, "cli"), run_studio, via="studio")
     if parsed.command.name == "case.report":
         # The report face writes the page; the launcher hands it the kernel, as for the studio.
         # It writes no case record, so it has no channel to stamp.
@@ -63,7 +64,7 @@ def _body(
 
             return run(kernel, parsed.values, cwd=cwd)
 
-        return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run_report)
+        return in_kernel(cwd, env, default_actor(env, "cli"), run_report)
     if parsed.command.name == "doctor":
         # Doctor builds its own kernel: a broken configuration is one of the things it reports.
         def run_doctor(_seen: Seen) -> Result:
@@ -87,7 +88,7 @@ def _body(
 
     # How the command arrived: a person at its terminal, or not (docs/design/trust.md).
     via = channel(streams[0])
-    return in_kernel(cwd, env, env.get("CORTEX_ACTOR") or "cli", run, progress=progress, via=via)
+    return in_kernel(cwd, env, default_actor(env, "cli"), run, progress=progress, via=via)
 
 
 def _is_terminal(stream: IO[str]) -> bool:

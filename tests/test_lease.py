@@ -75,6 +75,7 @@ class Clock:
 class FakeKernel:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
+        self.host_session = None  # outside an agent host's session: the token decides
 
 
 def require(

@@ -15,7 +15,7 @@ from cortex.kernel.assessment import Assessment, ReceiptView, assess
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import check_holder, release_for_close, state
+from cortex.kernel.lease import check_holder, in_session, release_for_close, state
 from cortex.kernel.live import live_capture
 
 SUMMARY = "summary.md"
@@ -93,7 +93,7 @@ def _no_other_holder(kernel: Kernel, case: CaseFile, who: str, token: str | None
         msg = f"the change lease is held by {lease.actor} until {lease.expires_at}; "
         msg += "only its holder completes the case while it is held"
         raise LeaseConflictError(msg)
-    check_holder(lease, who, token, kernel.clock())
+    check_holder(lease, who, token, kernel.clock(), session=in_session(kernel, case.id, lease))
 
 
 def _quoted(text: str) -> list[str]:

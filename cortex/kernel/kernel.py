@@ -22,6 +22,7 @@ from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
 from cortex.kernel import validate
 from cortex.kernel.config import Config, load_config, state_root
+from cortex.kernel.host_session import HostSession, from_environment
 from cortex.workspace.identity import WorkspaceIdentity, discover
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class Kernel:
         clock: Callable[[], float] = time.time,
         progress: Progress | None = None,
         via: Via | None = None,
+        host_session: HostSession | None = None,
     ) -> None:
         self.env = env
         self.clock = clock
@@ -94,6 +96,9 @@ class Kernel:
         self.via: Via | None = via
         """How this call arrived, as the face that built the kernel decided (docs/design/
         trust.md): every record it writes says so. None for a library call that did not say."""
+        self.host_session = host_session or from_environment(env)
+        """The agent host's session this call runs in, if any (docs/design/hosts.md): a caller
+        from the session that took the change lease holds it without its token."""
         self.workspace: WorkspaceIdentity = discover(cwd, env)
         self.config: Config = load_config(self.workspace.root, env)
         self.state_root = state_root(env)
@@ -157,13 +162,21 @@ class Kernel:
         """Who takes or gives up the change lease: a real identity, never a face's default name.
 
         Two agents that both fell back to "cli" would share one lease, which would then keep
-        nobody apart; so the lease needs the actor given, or $CORTEX_ACTOR.
+        nobody apart; so the lease needs the actor given, $CORTEX_ACTOR, or a host session's
+        own identity (`claude-3f2c9a1b`).
         """
         actor = self.acting(given)
+        if actor is None and self.host_session is not None:
+            actor = self.host_session.actor
         if actor is None:
             msg = "the change lease needs an identity: give {actor} or set CORTEX_ACTOR"
             raise ArgumentError(msg, "actor")
         return actor
+
+    @property
+    def session_digest(self) -> str | None:
+        """The digest a lease taken in this call's host session keeps, or None outside one."""
+        return None if self.host_session is None else self.host_session.digest
 
     def actor(self, given: str | None) -> str:
         """The acting identity: the one given, else the surface default; validated."""

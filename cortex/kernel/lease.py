@@ -87,12 +87,16 @@ def mint() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-def holds(lease: Lease, actor: str, token: str | None) -> bool:
-    """Whether `actor`, presenting `token`, is the holder of `lease` (see the module docstring)."""
+def holds(lease: Lease, actor: str, token: str | None, *, session: bool = False) -> bool:
+    """Whether `actor`, presenting `token`, is the holder of `lease` (see the module docstring).
+
+    `session` says the caller runs in the host session that took the lease
+    (`cortex.kernel.session_lease`): that stands for the token.
+    """
     if lease.actor != actor:
         return False
-    if lease.token_sha256 is None:
-        return True  # taken before lease tokens: honoured by name until it ends
+    if lease.token_sha256 is None or session:
+        return True  # taken before lease tokens (honoured by name until it ends), or the session
     if token is None:
         return False
     import hmac  # loads hashlib: only on the lease-bound writes, never on the per-call path
@@ -117,14 +121,39 @@ def _not_holder(lease: Lease) -> LeaseConflictError:
     return naming(LeaseConflictError(msg), "lease_token")
 
 
-def check_holder(lease: Lease | None, actor: str, token: str | None, now: float) -> None:
-    """Refuse (exit 6) when an active lease is not `actor`'s, or `actor` lacks its token."""
+def check_holder(
+    lease: Lease | None, actor: str, token: str | None, now: float, *, session: bool = False
+) -> None:
+    """Refuse (exit 6) when an active lease is not `actor`'s, or `actor` lacks its token.
+
+    `session`: the caller runs in the host session that took the lease (`in_session`).
+    """
     if lease is None or state(lease, now) != "active":
         return
     if lease.actor != actor:
         raise _conflict(lease)
-    if not holds(lease, actor, token):
+    if not holds(lease, actor, token, session=session):
         raise _not_holder(lease)
+
+
+def in_session(kernel: Kernel, task_id: str, lease: Lease | None) -> bool:
+    """Whether this call runs in the host session that took `lease` (docs/design/hosts.md)."""
+    if kernel.host_session is None or lease is None:
+        return False
+    from cortex.kernel import session_lease
+
+    return session_lease.holds(kernel, task_id, lease)
+
+
+def as_holder(kernel: Kernel, task_id: str, lease: Lease | None, named: str | None) -> str | None:
+    """The lease's own actor, for a caller of its host session that named no one; else None.
+
+    In the session that took the lease, its shell commands and a restarted MCP server act as
+    the holder whatever name they would default to.
+    """
+    if named is not None or kernel.acting(None) is not None or lease is None:
+        return None
+    return lease.actor if in_session(kernel, task_id, lease) else None
 
 
 def require_lease_holder(
@@ -146,7 +175,8 @@ def require_lease_holder(
     def check(*, strict: bool) -> None:
         lease = txn.case.change_lease
         active = lease is not None and state(lease, kernel.clock()) == "active"
-        check_holder(lease, actor, token, kernel.clock())
+        session = kernel.host_session is not None and in_session(kernel, txn.case.id, lease)
+        check_holder(lease, actor, token, kernel.clock(), session=session)
         if strict and not active:
             msg = f"cannot {doing}: {actor} holds no active change lease (it expired or was "
             msg += "released); take it again with begin-change"
@@ -154,7 +184,8 @@ def require_lease_holder(
 
     check(strict=required)
     lease = txn.case.change_lease
-    ours = lease is not None and holds(lease, actor, token)
+    session = kernel.host_session is not None and in_session(kernel, txn.case.id, lease)
+    ours = lease is not None and holds(lease, actor, token, session=session)
     if required or (ours and state(lease, kernel.clock()) == "active"):
         txn.fence(lambda: check(strict=True))
 
@@ -212,7 +243,11 @@ def begin_change(
         now = kernel.clock()
         lease = case.change_lease
         current = state(lease, now)
-        check_holder(lease, who, lease_token, now)
+        holder = as_holder(kernel, task_id, lease, actor)
+        if holder is not None:
+            who = txn.actor = holder
+        session = in_session(kernel, task_id, lease)
+        check_holder(lease, who, lease_token, now, session=session)
         if case.status != "changing":
             lifecycle.require(case, "changing", doing="begin changing", txn=txn)
         if current == "active" and lease is not None:
@@ -232,6 +267,10 @@ def begin_change(
                 )
             token = mint()
             case.change_lease = _new_lease(who, now, seconds, token, replaces=lease)
+            from cortex.kernel import session_lease
+
+            # Before the commit point: a commit that fails leaves a binding that matches nothing.
+            session_lease.bind(kernel, task_id, case.change_lease)
             verb = "acquired"
         if case.status != "changing":
             lifecycle.move(txn, "changing", actor=who, now=format_time(now))
@@ -254,6 +293,9 @@ def renew(
         lease = txn.case.change_lease
         now = kernel.clock()
         current = state(lease, now)
+        holder = as_holder(kernel, task_id, lease, actor)
+        if holder is not None:
+            who = txn.actor = holder
         if lease is None or current == "released":
             raise GateRefusedError(
                 "there is no lease to renew; run begin-change", lifecycle.actions_for(txn)
@@ -277,7 +319,7 @@ def renew(
                 f"until {lease.expires_at}; renew it with begin-change, which returns a token"
             )
             raise LeaseConflictError(msg)
-        if not holds(lease, who, lease_token):
+        if not holds(lease, who, lease_token, session=in_session(kernel, task_id, lease)):
             raise _not_holder(lease)
         old_expiry = parse_time(lease.expires_at)
         lease.renewed_at = format_time(now)
@@ -295,6 +337,9 @@ def release(
     with store.transaction(task_id, actor=who, operation="case.lease.release") as txn:
         lease = txn.case.change_lease
         current = state(lease, kernel.clock())
+        holder = as_holder(kernel, task_id, lease, actor)
+        if holder is not None:
+            who = txn.actor = holder
         if lease is None or current == "released":
             txn.skip = True  # nothing to release: an idempotent retry
         elif lease.actor != who:
@@ -302,7 +347,7 @@ def release(
                 raise _conflict(lease)
             msg = f"the lease belongs to {lease.actor}; only its holder releases it"
             raise LeaseConflictError(msg)
-        elif not holds(lease, who, lease_token):
+        elif not holds(lease, who, lease_token, session=in_session(kernel, task_id, lease)):
             raise _not_holder(lease)
         else:
             lease.released_at = kernel.now()

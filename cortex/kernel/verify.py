@@ -31,7 +31,7 @@ from cortex.kernel.assessment import Assessment, assess
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import check_holder, require_lease_holder, state
+from cortex.kernel.lease import check_holder, in_session, require_lease_holder, state
 from cortex.kernel.live import changed_files, live_capture
 from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
@@ -144,7 +144,7 @@ def _lease_actor(kernel: Kernel, case: CaseFile, actor: str | None, token: str |
         msg = f"the change lease is held by {lease.actor} until {lease.expires_at}; "
         msg += "only its holder verifies while it is held"
         raise LeaseConflictError(msg)
-    check_holder(lease, who, token, kernel.clock())
+    check_holder(lease, who, token, kernel.clock(), session=in_session(kernel, case.id, lease))
     if case.mode == "change" and not active:
         msg = "verifying a change needs an active change lease (it expired or was released); "
         msg += "take it again, then verify"

@@ -34,6 +34,7 @@ from mcp.shared.message import SessionMessage
 from cortex import __version__
 from cortex.kernel.envelope import Action, Envelope, Result
 from cortex.kernel.errors import InvalidInputError
+from cortex.kernel.host_session import default_actor as host_default_actor
 from cortex.kernel.surface import (
     execute,
     in_kernel,
@@ -115,7 +116,7 @@ def build(
     """
     closing = threading.Event() if closing is None else closing
     listing = types.ListToolsResult(tools=[_describe(tool) for tool in TOOLS])
-    default_actor = env.get("CORTEX_ACTOR") or DEFAULT_ACTOR
+    default_actor = host_default_actor(env, DEFAULT_ACTOR)
     leases = Leases()  # the lease tokens of this connection (docs/design/trust.md)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
