@@ -16,16 +16,15 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
-from cortex.cli.parser import HelpRequested, Parsed, command_name, parse, spelling
-from cortex.kernel.envelope import Envelope, Result
-from cortex.kernel.errors import CortexError
-from cortex.kernel.host_session import default_actor
-from cortex.kernel.surface import Seen, execute, in_kernel, parse_refusal, to_json
-
 if TYPE_CHECKING:
+    # The CLI's modules load in `main`, after `hook` has gone its own way: a hook runs on every
+    # tool call of an agent and pays for none of them (docs/design/hosts.md, section 8).
     from cortex.cli.live import Reporter
+    from cortex.cli.parser import Parsed
+    from cortex.kernel.envelope import Envelope, Result
     from cortex.kernel.kernel import Kernel
     from cortex.kernel.progress import Progress
+    from cortex.kernel.surface import Seen
 
 LIVE = frozenset({"case.verify", "case.share", "case.fetch", "recall.reindex", "recall.rebuild"})
 """Commands that report progress (`cortex.kernel.progress`) for a live line at a terminal."""
@@ -39,6 +38,9 @@ def _body(
     progress: Progress | None = None,
 ) -> Callable[[Seen], Result]:
     """The use case a parsed command line asks for, as a body for `execute`."""
+    from cortex.kernel.host_session import default_actor
+    from cortex.kernel.surface import in_kernel
+
     if parsed.command.name == "studio":
         # Another face: the launcher hands the kernel to it; the CLI never imports the studio.
         def run_studio(kernel: Kernel) -> Result:
@@ -132,6 +134,15 @@ def main(
     stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
+    if argv[:1] == ["hook"]:
+        # An agent host's hook: its own face, its own answer format, and it never fails.
+        from cortex.hooks.entry import run
+
+        return run(list(argv[1:]), env, stdin, stdout, stderr)
+    from cortex.cli.parser import HelpRequested, command_name, parse, spelling
+    from cortex.kernel.errors import CortexError
+    from cortex.kernel.surface import execute, parse_refusal
+
     name = command_name(argv)
     try:
         parsed = parse(argv)
@@ -173,6 +184,8 @@ def main(
 def _emit(
     envelope: Envelope, as_json: bool, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
 ) -> None:
+    from cortex.kernel.surface import to_json
+
     try:
         if as_json:
             stdout.write(to_json(envelope) + "\n")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import mcp_types as types
@@ -162,18 +162,17 @@ def test_session_ids_that_are_not_a_hosts_are_ignored() -> None:
 
 
 @asynccontextmanager
-async def server(repo: Path, env: dict[str, str]) -> AsyncIterator[ClientSession]:
+async def server(repo: Path, env: dict[str, str], errlog: IO[str]) -> AsyncIterator[ClientSession]:
     """A real `cortex serve`, as the host starts it, with the SDK's stdio client."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(repo), env=env
     )
-    with Path(env["HOME"], "serve-stderr.txt").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as client,
-        ):
-            await client.initialize()
-            yield client
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        yield client
 
 
 async def call(client: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -191,15 +190,16 @@ def test_a_restarted_mcp_server_of_the_session_still_holds_the_lease(
     host = shell(env, SESSION, CORTEX_APPROVE_COMMANDS="1")
 
     async def body() -> None:
-        async with server(repo, host) as first:
+        async with server(repo, host, errlog) as first:
             taken = await call(first, "cortex_begin_change", task_id=planned)
             assert taken["ok"], taken
             assert taken["data"]["lease"]["actor"] == "claude-98009466"
         (repo / "app.py").write_text("print('fixed')\n")
-        async with server(repo, shell(env, OTHER, CORTEX_APPROVE_COMMANDS="1")) as stranger:
+        stranger_env = shell(env, OTHER, CORTEX_APPROVE_COMMANDS="1")
+        async with server(repo, stranger_env, errlog) as stranger:
             refused = await call(stranger, "cortex_verify", task_id=planned)
             assert refused["error"]["code"] == "lease_conflict", refused
-        async with server(repo, host) as second:
+        async with server(repo, host, errlog) as second:
             verified = await call(second, "cortex_verify", task_id=planned)
             assert verified["ok"], verified
             assert verified["data"]["assessment"]["status"] == "verified"
@@ -208,7 +208,8 @@ def test_a_restarted_mcp_server_of_the_session_still_holds_the_lease(
         with anyio.fail_after(180):
             await body()
 
-    anyio.run(bounded)
+    with (repo.parent / "serve-stderr.txt").open("a") as errlog:
+        anyio.run(bounded)
 
 
 def test_records_written_in_a_session_name_its_actor(cli: Cli, env: dict[str, str],

@@ -35,7 +35,7 @@ Surface = Literal["code", "browser", "terminal", "artifact", "secret"]
 Confidence = Literal["high", "medium", "low", "unknown"]
 Sensitivity = Literal["normal", "sensitive"]
 Origin = Literal["agent", "human", "reviewer", "tool"]
-Via = Literal["cli-tty", "cli", "mcp", "studio", "share"]
+Via = Literal["cli-tty", "cli", "mcp", "studio", "share", "hook"]
 """How a record arrived: the face that received the call (docs/design/trust.md)."""
 EvidenceKind = Literal[
     "observation",

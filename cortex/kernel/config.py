@@ -29,6 +29,7 @@ from cortex.cases.bounds import (
 )
 from cortex.cases.errors import IntegrityError
 from cortex.cases.fsio import read_bounded
+from cortex.cases.state_dir import state_dir
 from cortex.kernel.errors import ConfigError
 from cortex.verifiers.config import VERIFIER_KEYS, VERIFIER_KINDS, VerifierConfig
 
@@ -41,6 +42,7 @@ FILE_KEYS = (
     "verifiers",
     "recall_brief",
     "share",
+    "hooks",
 )
 """Keys accepted in configuration files (CONFIG.md documents each one)."""
 
@@ -63,6 +65,18 @@ class ShareConfig(msgspec.Struct, kw_only=True, frozen=True):
 SHARE_KEYS = ("enabled", "remote")
 
 
+class HooksConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """`[hooks]`: what the agent host's hooks may do here (docs/design/hosts.md)."""
+
+    stop_gate: bool = True
+    """Whether a stop waits for current proof of a change in progress."""
+    capture: bool = True
+    """Whether tool calls the host reports are recorded in the case (docs/design/activity.md)."""
+
+
+HOOKS_KEYS = ("stop_gate", "capture")
+
+
 class Config(msgspec.Struct, kw_only=True):
     """The resolved configuration and where each value came from."""
 
@@ -75,6 +89,7 @@ class Config(msgspec.Struct, kw_only=True):
     recall_brief: bool = True
     """Whether `case open` answers with the brief of what earlier cases learned."""
     share: ShareConfig = msgspec.field(default_factory=ShareConfig)
+    hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
     sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For each key that is not at its default, the sources that set it."""
     files: list[str] = msgspec.field(default_factory=list)
@@ -243,6 +258,9 @@ def _apply(
     elif key == "share":
         config.share = _share(source, value, config.share)
         config.sources.setdefault(key, []).append(source)
+    elif key == "hooks":
+        config.hooks = _hooks(source, value, config.hooks)
+        config.sources.setdefault(key, []).append(source)
     elif key == "verifiers":
         config.verifiers.update(_verifiers(source, value))
         if len(config.verifiers) > CONFIG_VERIFIERS_MAX:
@@ -278,6 +296,23 @@ def _share(source: str, value: object, current: ShareConfig) -> ShareConfig:
         msg = "must be the name of a git remote (letters, digits, . _ / -; not a URL)"
         raise ConfigError(source, "share.remote", msg)
     return ShareConfig(enabled=enabled, remote=remote)
+
+
+def _hooks(source: str, value: object, current: HooksConfig) -> HooksConfig:
+    """`[hooks]`: a later source overrides the keys it names (a user can turn capture off)."""
+    if not isinstance(value, dict):
+        raise ConfigError(source, "hooks", "must be a table: [hooks] capture = false")
+    unknown = sorted(set(value) - set(HOOKS_KEYS))
+    if unknown:
+        known = ", ".join(HOOKS_KEYS)
+        raise ConfigError(source, f"hooks.{unknown[0]}", f"unknown key (known keys: {known})")
+    chosen: dict[str, bool] = {}
+    for key in HOOKS_KEYS:
+        flag = value.get(key, getattr(current, key))
+        if not isinstance(flag, bool):
+            raise ConfigError(source, f"hooks.{key}", "must be true or false")
+        chosen[key] = flag
+    return HooksConfig(**chosen)
 
 
 def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:
@@ -377,18 +412,12 @@ def _absolute(value: str | None) -> str | None:
 
 def state_root(env: Mapping[str, str]) -> str:
     """`CORTEX_STATE_DIR`, else `$XDG_STATE_HOME/cortex`, else `~/.local/state/cortex`."""
-    explicit = env.get("CORTEX_STATE_DIR")
-    if explicit:
-        if not os.path.isabs(explicit):
-            raise ConfigError("CORTEX_STATE_DIR", None, "must be an absolute path")
-        return os.path.normpath(explicit)
-    xdg = _absolute(env.get("XDG_STATE_HOME"))
-    if xdg is not None:
-        return os.path.join(xdg, "cortex")
-    home = _absolute(env.get("HOME"))
-    if home is None:
-        raise ConfigError("HOME", None, "is not set; set CORTEX_STATE_DIR or XDG_STATE_HOME")
-    return os.path.join(home, ".local", "state", "cortex")
+    found = state_dir(env)
+    if found is not None:
+        return found
+    if env.get("CORTEX_STATE_DIR"):
+        raise ConfigError("CORTEX_STATE_DIR", None, "must be an absolute path")
+    raise ConfigError("HOME", None, "is not set; set CORTEX_STATE_DIR or XDG_STATE_HOME")
 
 
 def cache_root(env: Mapping[str, str]) -> str:

@@ -68,3 +68,86 @@ def holds(kernel: Kernel, task_id: str, lease: Lease | None) -> bool:
         and found.acquired_at == lease.acquired_at
         and found.session_sha256 == digest
     )
+
+
+def keep_alive(kernel: Kernel) -> list[str]:
+    """Renew each lease this host session holds once less than half of its time is left.
+
+    The hooks call it at each prompt, stop and session start, so a session's lease lasts while
+    the session is active (docs/design/hosts.md, section 5). Returns the cases renewed; a case
+    that cannot be renewed now (busy, taken, ended) is left as it is.
+    """
+    digest = kernel.session_digest
+    if digest is None:
+        return []
+    directory = os.path.join(kernel.state_root, "hosts", "leases")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    renewed: list[str] = []
+    for name in names:
+        task_id = name.removesuffix(".json")
+        try:
+            lease = _due(kernel, task_id)
+            if lease is not None:
+                from cortex.kernel.lease import renew
+
+                renew(kernel, task_id, actor=None, ttl=f"{_granted(lease)}s")
+                renewed.append(task_id)
+        except CortexError:
+            continue
+    return renewed
+
+
+def _granted(lease: Lease) -> int:
+    """How long the lease was granted for at its last renewal, in whole seconds (at least 1)."""
+    from cortex.kernel.kernel import parse_time
+
+    return max(1, round(parse_time(lease.expires_at) - parse_time(lease.renewed_at)))
+
+
+def _due(kernel: Kernel, task_id: str) -> Lease | None:
+    """The case's active lease, if this session holds it and it is past half its time."""
+    from cortex.cases.ids import is_id
+    from cortex.kernel.kernel import parse_time
+    from cortex.kernel.lease import state
+
+    if not is_id(task_id, "task") or not kernel.store.exists(task_id):
+        return None
+    lease = kernel.store.read_case(task_id).change_lease
+    if lease is None or state(lease, kernel.clock()) != "active":
+        return None
+    if not holds(kernel, task_id, lease):
+        return None
+    left = parse_time(lease.expires_at) - kernel.clock()
+    return lease if left < _granted(lease) / 2 else None
+
+
+def _focus_path(kernel: Kernel) -> str | None:
+    digest = kernel.session_digest
+    if digest is None:
+        return None
+    return os.path.join(kernel.state_root, "hosts", "sessions", digest[:32] + ".json")
+
+
+def remember_focus(kernel: Kernel, task_id: str) -> None:
+    """Keep which case this host session is on (before a compaction; hosts.md section 6)."""
+    path = _focus_path(kernel)
+    if path is None:
+        return
+    make_private_dirs(os.path.dirname(path))
+    write_atomic(path, msgspec.json.encode({"case": task_id, "at": kernel.now()}), mode=0o600)
+
+
+def focus(kernel: Kernel) -> str | None:
+    """The case this host session was on when it last kept one, if any."""
+    path = _focus_path(kernel)
+    if path is None:
+        return None
+    try:
+        found = msgspec.json.decode(read_bounded(path, BINDING_MAX))
+    except (OSError, CortexError, msgspec.DecodeError):
+        return None
+    case = found.get("case") if isinstance(found, dict) else None
+    return case if isinstance(case, str) else None

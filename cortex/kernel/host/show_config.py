@@ -62,6 +62,10 @@ def show_config(kernel: Kernel) -> Result:
                 "share": entry(
                     "share", {"enabled": config.share.enabled, "remote": config.share.remote}
                 ),
+                "hooks": entry(
+                    "hooks",
+                    {"stop_gate": config.hooks.stop_gate, "capture": config.hooks.capture},
+                ),
             },
             "verifiers": verifiers,
         }
