@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import anyio
 import mcp_types as types
@@ -162,7 +162,7 @@ def test_session_ids_that_are_not_a_hosts_are_ignored() -> None:
 
 
 @asynccontextmanager
-async def server(repo: Path, env: dict[str, str], errlog: IO[str]) -> AsyncIterator[ClientSession]:
+async def server(repo: Path, env: dict[str, str], errlog: TextIO) -> AsyncIterator[ClientSession]:
     """A real `cortex serve`, as the host starts it, with the SDK's stdio client."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(repo), env=env
