@@ -360,9 +360,15 @@ def _init(c: Call) -> Result:
 
 def _setup(host: str) -> Callable[[Call], Result]:
     def handler(c: Call) -> Result:
+        if c.values.get("plugin") is not None:
+            from cortex.kernel.host.plugin import write_plugin
+
+            directory = os.path.join(c.cwd, str(c["plugin"]))
+            return write_plugin(directory, dry_run=c["dry_run"], scope=c["scope"],
+                                remove=c["remove"])  # fmt: skip
         from cortex.kernel.host.setup import setup
 
-        return setup(c.kernel, host, scope=c["scope"], dry_run=c["dry_run"])
+        return setup(c.kernel, host, scope=c["scope"], dry_run=c["dry_run"], remove=c["remove"])
 
     return handler
 

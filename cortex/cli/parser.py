@@ -377,26 +377,30 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(
         ("setup", "claude"),
-        "register Cortex's MCP server with Claude Code",
+        "register Cortex's MCP server and hooks with Claude Code",
         options=(
             Opt(
                 "--scope",
-                "project (default): <workspace>/.mcp.json; user: ~/.claude.json",
+                "project (default): .mcp.json and .claude/settings.json; user: ~/.claude.json "
+                "and ~/.claude/settings.json",
                 metavar="user|project",
             ),
             Opt("--dry-run", "write nothing; show what would change", kind="flag"),
+            Opt("--remove", "take out what setup put in (server entry and hooks)", kind="flag"),
+            Opt("--plugin", "write a Claude Code plugin into DIR instead", metavar="DIR"),
         ),
     ),
     Cmd(
         ("setup", "codex"),
-        "register Cortex's MCP server with the Codex CLI",
+        "register Cortex's MCP server and hooks with the Codex CLI",
         options=(
             Opt(
                 "--scope",
-                "user (default): $CODEX_HOME/config.toml; project: <workspace>/.codex/config.toml",
+                "user (default): $CODEX_HOME/config.toml and hooks.json; project: .codex/",
                 metavar="user|project",
             ),
             Opt("--dry-run", "write nothing; show what would change", kind="flag"),
+            Opt("--remove", "take out what setup put in (server entry and hooks)", kind="flag"),
         ),
     ),
     Cmd(

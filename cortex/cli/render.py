@@ -334,46 +334,57 @@ _HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 
 
 def _setup(console: Console, data: Data) -> None:
+    if "plugin" in data:
+        _plugin(console, data)
+        return
     host = f"{_HOST_NAMES.get(data['host'], data['host'])} ({data['scope']} scope)"
-    if not data["changed"]:
-        console.print(
-            Text("Already registered ", style="bold green")
-            + Text(f"with {host} in {data['path']}; nothing changed")
-        )
+    hooks = data.get("hooks") or {}
+    changed = data["changed"] or hooks.get("changed")
+    removing = data.get("removed")
+    if not changed:
+        state = "Not registered" if removing else "Already set up"
+        console.print(Text(f"{state} ", style="bold green") + Text(f"with {host}; nothing changed"))
     else:
-        if data["dryRun"]:
-            verb, how = "Would register", "create" if data["created"] else "update"
-        else:
-            verb, how = "Registered", "created" if data["created"] else "updated"
+        done = "Removed" if removing else "Set up"
+        verb = ("Would remove" if removing else "Would set up") if data["dryRun"] else done
         console.print(
             Text(f"{verb} ", style="bold yellow" if data["dryRun"] else "bold green")
-            + Text(f"cortex with {host}: {how} {data['path']}")
+            + Text(f"cortex with {host}")
         )
-    entry = data["entry"]
-    rows: list[tuple[str, str | Text]] = [("runs", " ".join([entry["command"], *entry["args"]]))]
+    rows: list[tuple[str, str | Text]] = []
+    entry = data.get("entry")
+    if entry:
+        rows.append(("runs", " ".join([entry["command"], *entry["args"]])))
+    rows.append(("server", data["path"]))
+    if hooks:
+        rows.append(("hooks", f"{hooks['path']} (template {hooks['template']})"))
+    rows += [("change", line) for line in data.get("changes", [])]
     if data.get("kept"):
         rows.append(("kept", ", ".join(data["kept"])))  # the names only: `env` may hold secrets
     if data.get("backup"):
         label = "would back up to" if data["dryRun"] else "backup"
         rows.append((label, data["backup"]))
     timeout = data.get("toolTimeout") or {}
-    if timeout.get("written"):
-        shown = entry.get(timeout["setting"], timeout["seconds"])
+    if timeout and not removing:
         rows.append(
-            (
-                "tool timeout",
-                f"{timeout['setting']} = {shown} (a verify here may need {timeout['seconds']} s)",
-            )
+            ("tool timeout", f"{timeout['setting']}: a verify here may need {timeout['seconds']} s")
         )
-    elif timeout:
-        now = timeout.get("current") or "not set"
-        advice = f"Claude Code reads {timeout['setting']} (milliseconds) from its environment: "
-        advice += f"set {timeout['setting']}={timeout['milliseconds']} (here it is {now})"
-        rows.append(("tool timeout", advice))
     console.print(_kv(rows))
-    if data["dryRun"] and data["changed"]:
+    if data["dryRun"] and changed:
         console.print(Text("dry run: nothing was written", style="dim"))
     _files(console, data.get("files", []))
+
+
+def _plugin(console: Console, data: Data) -> None:
+    verb = "Would write" if data["dryRun"] else "Wrote"
+    if not data["changed"]:
+        console.print(Text("Plugin up to date ", style="bold green") + Text(data["plugin"]))
+    else:
+        console.print(Text(f"{verb} the Claude Code plugin ", style="bold green") +
+                      Text(data["plugin"]))  # fmt: skip
+    rows: list[tuple[str, str | Text]] = [("file", path) for path in data["files"]]
+    rows.append(("runs", f"{data['program']['path']} (from PATH where the plugin is used)"))
+    console.print(_kv(rows))
 
 
 _CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}

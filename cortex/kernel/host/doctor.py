@@ -7,7 +7,6 @@ nothing, and fails (exit 1) when any check fails; warnings do not fail it.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -77,7 +76,15 @@ def doctor(cwd: str, env: Mapping[str, str]) -> Result:
         )
     )
     checks += [_writable(kernel.state_root), _locks(kernel.cases_root)]
-    checks += [_plugins(), _approvals(kernel), _debris(kernel), _mcp(kernel)]
+    from cortex.kernel.host.doctor_hosts import hooks_check, mcp_check
+
+    checks += [
+        _plugins(),
+        _approvals(kernel),
+        _debris(kernel),
+        mcp_check(kernel),
+        hooks_check(kernel),
+    ]
     checks.append(_programs(kernel))
     return _finish(checks)
 
@@ -317,159 +324,3 @@ def _programs(kernel: object) -> Check:
             fix="; ".join(fixes),
         )
     return Check(name="verifier programs", status="ok", detail="; ".join(found))
-
-
-_PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")
-
-
-def _mcp(kernel: object) -> Check:
-    """Each place `cortex setup` writes: does a registration there start a working server?"""
-    from cortex.kernel.host import setup as setup_host
-    from cortex.kernel.kernel import Kernel
-
-    assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
-    found: list[tuple[CheckStatus, str]] = []
-    fixes: list[str] = []
-    for where in setup_host.all_locations(kernel.env, kernel.workspace.root):
-        label = f"{where.host} {where.scope} ({where.path})"
-        try:
-            raw = setup_host.read_for_check(where.path)
-            entry = None if raw is None else setup_host.registered(where, raw)
-        except (CortexError, OSError) as exc:
-            why = exc.message if isinstance(exc, CortexError) else f"cannot be read ({exc})"
-            found.append(("fail", f"{label}: {why}"))
-            host = setup_host.HOST_NAMES[where.host]
-            fixes.append(f"repair or move aside {where.path} (it is {host}'s configuration)")
-            continue
-        if entry is None:
-            continue
-        mark, detail = _registration(entry, where, kernel)
-        found.append((mark, f"{label}: {detail}"))
-        if mark != "ok":
-            fixes.append(f"cortex setup {where.host} --scope {where.scope}")
-        short, fix = _host_timeout(entry, where, kernel)
-        if short is not None:
-            found.append(("warn", f"{label}: {short}"))
-            fixes.append(fix)
-    if not found:
-        detail = "not registered; run cortex setup claude|codex"
-        return Check(name="MCP server", status="ok", detail=detail)
-    statuses = {mark for mark, _ in found}
-    worst: CheckStatus = "fail" if "fail" in statuses else ("warn" if "warn" in statuses else "ok")
-    return Check(
-        name="MCP server",
-        status=worst,
-        detail="; ".join(text for _, text in found),
-        fix="; ".join(dict.fromkeys(fixes)) or None,
-    )
-
-
-def _host_timeout(entry: object, where: object, kernel: object) -> tuple[str | None, str]:
-    """Whether the host gives up on a tool call before the longest verifier here may end.
-
-    Codex reads `tool_timeout_sec` from the entry (60 s when absent). Claude Code reads
-    `MCP_TOOL_TIMEOUT` (milliseconds) from its environment, or `env` in ~/.claude/settings.json;
-    unset, its default is not documented, so nothing is claimed about it.
-    """
-    from cortex.kernel.host import setup as setup_host
-    from cortex.kernel.kernel import Kernel
-
-    assert isinstance(where, setup_host.Location)  # noqa: S101 - typed loosely: lazy import
-    assert isinstance(kernel, Kernel)  # noqa: S101
-    longest = setup_host.longest_verifier(kernel.config)
-    needed = setup_host.tool_timeout(kernel.config)
-    if where.host == "codex":
-        value = entry.get(setup_host.CODEX_TOOL_TIMEOUT) if isinstance(entry, dict) else None
-        fix = f"cortex setup codex --scope {where.scope}"
-        if value is None:
-            value = setup_host.CODEX_TOOL_TIMEOUT_DEFAULT
-        if not setup_host.is_number(value):
-            return f"tool_timeout_sec is {value!r}, not a number of seconds", fix
-        if float(value) < longest:
-            return (
-                f"Codex gives up on a tool call after {value} s (tool_timeout_sec), before the "
-                f"longest verifier here may end ({longest:g} s)"
-            ), fix
-        return None, fix
-    raw = kernel.env.get(setup_host.CLAUDE_TOOL_TIMEOUT) or _claude_settings_timeout(kernel.env)
-    fix = f"set {setup_host.CLAUDE_TOOL_TIMEOUT}={needed * 1000} (ms) where Claude Code starts"
-    if raw is None:
-        return None, fix
-    try:
-        milliseconds = int(str(raw).strip())
-    except ValueError:
-        return f"{setup_host.CLAUDE_TOOL_TIMEOUT} is {raw!r}, not milliseconds", fix
-    if milliseconds / 1000 < longest:
-        return (
-            f"Claude Code gives up on a tool call after {milliseconds} ms "
-            f"({setup_host.CLAUDE_TOOL_TIMEOUT}), before the longest verifier here may end "
-            f"({longest:g} s)"
-        ), fix
-    return None, fix
-
-
-def _claude_settings_timeout(env: Mapping[str, str]) -> str | None:
-    """`env.MCP_TOOL_TIMEOUT` of ~/.claude/settings.json, if it sets one."""
-    import json
-
-    from cortex.kernel.host import setup as setup_host
-
-    home = env.get("HOME")
-    if not home or not os.path.isabs(home):
-        return None
-    try:
-        raw = setup_host.read_for_check(os.path.join(home, ".claude", "settings.json"))
-        settings = json.loads(raw) if raw is not None else None
-    except (CortexError, OSError, ValueError, RecursionError):
-        return None
-    variables = settings.get("env") if isinstance(settings, dict) else None
-    value = variables.get(setup_host.CLAUDE_TOOL_TIMEOUT) if isinstance(variables, dict) else None
-    return None if value is None else str(value)
-
-
-def _registration(entry: object, where: object, kernel: object) -> tuple[CheckStatus, str]:
-    """Whether one `cortex` entry starts this Cortex, may start another, or cannot start."""
-    import shutil
-    import subprocess
-    import sys
-
-    from cortex.kernel.host.setup import SERVER_ARGS, Location
-    from cortex.kernel.kernel import Kernel
-
-    assert isinstance(where, Location)  # noqa: S101 - typed loosely to keep the import lazy
-    assert isinstance(kernel, Kernel)  # noqa: S101
-    command = entry.get("command") if isinstance(entry, dict) else None
-    args = entry.get("args", []) if isinstance(entry, dict) else None
-    if not isinstance(command, str) or not command:
-        return "fail", "the cortex entry has no command"
-    found = (
-        command if os.path.isabs(command) else shutil.which(command, path=kernel.env.get("PATH"))
-    )
-    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
-        return "fail", f"{command} does not exist or is not executable"
-    if args != list(SERVER_ARGS):
-        return "warn", f"starts {command} {args!r}, not `-m cortex serve`; not checked further"
-    if found == os.path.abspath(sys.executable):
-        return "ok", "this interpreter"
-    # Running what a repository's own file names would let a clone run code on `doctor`.
-    root = kernel.workspace.root.rstrip(os.sep) + os.sep
-    real = os.path.realpath(found)
-    inside = any(path.startswith(root) for path in (os.path.abspath(found), real))
-    if (where.scope == "project" and inside) or not _PYTHON_NAME.fullmatch(os.path.basename(real)):
-        return "warn", f"{command} is another interpreter, not run to check it"
-    try:
-        # -I: as installed (no PYTHONPATH, no user site, and never the directory it starts in,
-        # where a repository could plant a `cortex` package); -B: write no bytecode.
-        proc = subprocess.run(
-            [found, "-I", "-B", "-c", "import cortex"],
-            cwd=os.sep,
-            env=dict(kernel.env),
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return "fail", f"{command} cannot run ({exc})"
-    if proc.returncode != 0:
-        return "fail", f"{command} cannot import cortex"
-    return "warn", f"{command} is another interpreter (it imports cortex, maybe another version)"

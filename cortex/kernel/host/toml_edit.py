@@ -195,3 +195,43 @@ def value_text(value: object) -> str:
         pairs = ", ".join(f"{_key(k)} = {value_text(v)}" for k, v in value.items())
         return "{" + pairs + "}"
     raise UnsafeEditError(f"it holds a value of type {type(value).__name__}")
+
+
+def remove_table(text: str, keys: tuple[str, ...]) -> str:
+    """`text` without table `keys` (its header and its own lines); raises UnsafeEditError.
+
+    Like `set_table`, the result must read back as the old document with exactly that table
+    gone; a table written inline, with dotted keys, or with sub-tables of its own is refused.
+    """
+    document = tomllib.loads(text)
+    name = ".".join(keys)
+    parent: Any = document
+    for key in keys[:-1]:
+        parent = parent.get(key) if isinstance(parent, dict) else None
+    if not isinstance(parent, dict) or keys[-1] not in parent:
+        return text
+    lines = text.splitlines(keepends=True)
+    wanted_header = _nested(keys, {})
+    ours = [index for index, line in enumerate(lines) if _header(line) == wanted_header]
+    if len(ours) != 1:
+        raise UnsafeEditError(f"[{name}] is not written as one table of its own")
+    start = ours[0]
+    end = next((i for i in range(start + 1, len(lines)) if _header(lines[i]) is not None), None)
+    end = len(lines) if end is None else end
+    while end > start + 1 and lines[end - 1].strip()[:1] in {"", "#"}:
+        end -= 1
+    # The blank line that separated the table from what came before goes with it.
+    if start > 0 and not lines[start - 1].strip():
+        start -= 1
+    new_text = "".join([*lines[:start], *lines[end:]])
+    del parent[keys[-1]]
+    try:
+        readback = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UnsafeEditError(f"the edited file would not parse ({exc})") from None
+    # A parent only the removed header implied (`[mcp_servers]` never written) goes with it.
+    if not parent and len(keys) > 1 and keys[0] not in readback:
+        del document[keys[0]]
+    if not same(readback, document):
+        raise UnsafeEditError(f"the edit would change more than {name}")
+    return new_text

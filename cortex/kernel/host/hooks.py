@@ -1,0 +1,155 @@
+"""The hook set `cortex setup` installs, and how it goes into (and out of) a host's hooks file.
+
+Claude Code (`.claude/settings.json`, `~/.claude/settings.json`, a plugin's `hooks/hooks.json`)
+and Codex (`hooks.json`) read the same shape: `{"hooks": {EVENT: [{"matcher": M, "hooks":
+[{"type": "command", "command": C, "timeout": S}]}]}}`. Setup owns exactly the hook entries whose
+command runs `cortex hook`; every other entry, group, event and key is kept, in order
+(docs/design/hosts.md, section 7).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from cortex.cases.digest import sha256_hex
+from cortex.cases.errors import InvalidInputError
+from cortex.kernel.host.program import Program
+
+# (event, matcher, timeout in seconds) per host. The timeouts leave room beyond the hook's own
+# deadline (cortex.hooks.entry), so a slow hook is a logged failure, not a host timeout.
+TEMPLATE: dict[str, tuple[tuple[str, str | None, int], ...]] = {
+    "claude": (
+        ("SessionStart", None, 15),
+        ("UserPromptSubmit", None, 10),
+        ("Stop", None, 15),
+        ("SubagentStop", None, 15),
+        ("PreCompact", None, 10),
+        ("PostToolUse", "Bash|Edit|Write|MultiEdit|NotebookEdit", 5),
+        ("SubagentStart", None, 5),
+    ),
+    "codex": (
+        ("SessionStart", None, 15),
+        ("UserPromptSubmit", None, 10),
+        ("Stop", None, 15),
+        ("PostToolUse", "Bash", 5),
+    ),
+}
+OURS = re.compile(r"""(?:^|[\s/"'])cortex["']?\s+hook\s""")
+"""A command that runs `cortex hook` (any program form: bare, a path, `python -m cortex`)."""
+DIGEST = re.compile(r"--template\s+([0-9a-f]{12})\b")
+
+
+def digest(host: str) -> str:
+    """12 hex of the hook set's sha256: what `--template` carries and `doctor` compares."""
+    return sha256_hex(json.dumps([host, TEMPLATE[host]]).encode())[:12]
+
+
+def command(program: Program, host: str, event: str) -> str:
+    """The command line of one hook."""
+    words = f"{program.hook(host)} hook {event}"
+    if host != "claude":
+        words += f" --host {host}"
+    return f"{words} --template {digest(host)}"
+
+
+def ours(entry: object) -> bool:
+    """Whether a hook entry is one Cortex installed."""
+    if not isinstance(entry, dict):
+        return False
+    text = entry.get("command")
+    return isinstance(text, str) and OURS.search(text) is not None
+
+
+def wanted(program: Program, host: str) -> dict[str, dict[str, Any]]:
+    """Each event's matcher group of the hook set, as it is written."""
+    groups: dict[str, dict[str, Any]] = {}
+    for event, matcher, timeout in TEMPLATE[host]:
+        hook = {"type": "command", "command": command(program, host, event), "timeout": timeout}
+        group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
+        group["hooks"] = [hook]
+        groups[event] = group
+    return groups
+
+
+def _check(path: str, hooks: object) -> dict[str, Any]:
+    """The `hooks` object, refused when it is not the shape both hosts read."""
+    if not isinstance(hooks, dict):
+        raise InvalidInputError(f"{path}: hooks is not an object")
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise InvalidInputError(f"{path}: hooks.{event} is not a list")
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks", []), list):
+                raise InvalidInputError(f"{path}: hooks.{event} holds a group that is not one")
+    return hooks
+
+
+def install(document: dict[str, Any], path: str, groups: dict[str, dict[str, Any]]) -> None:
+    """Put the hook set into `document`: each event's group where Cortex's stood, else last."""
+    hooks = _check(path, document.setdefault("hooks", {}))
+    for event, group in groups.items():
+        existing = hooks.get(event, [])
+        place = _strip(existing)
+        existing.insert(len(existing) if place is None else place, group)
+        hooks[event] = existing
+
+
+def remove(document: dict[str, Any], path: str) -> int:
+    """Take Cortex's hook entries out of `document`; returns how many there were."""
+    hooks = document.get("hooks")
+    if hooks is None:
+        return 0
+    _check(path, hooks)
+    before = sum(_count(groups) for groups in hooks.values())
+    for event in list(hooks):
+        _strip(hooks[event])
+        if not hooks[event]:
+            del hooks[event]
+    if not hooks:
+        del document["hooks"]
+    return before
+
+
+def _count(groups: list[Any]) -> int:
+    return sum(1 for g in groups for h in g.get("hooks", []) if ours(h))
+
+
+def _strip(groups: list[Any]) -> int | None:
+    """Remove Cortex's entries in place; the index of the first group that held one, if any.
+
+    A group left empty by the removal goes too; a group that was empty before stays.
+    """
+    first: int | None = None
+    kept: list[Any] = []
+    for group in groups:
+        entries = group.get("hooks", [])
+        mine = [h for h in entries if ours(h)]
+        if mine and first is None:
+            first = len(kept)
+        if mine:
+            rest = [h for h in entries if not ours(h)]
+            if not rest:
+                continue
+            group["hooks"] = rest
+        kept.append(group)
+    groups[:] = kept
+    return first
+
+
+def installed(document: object) -> dict[str, list[str]]:
+    """Cortex's hook commands in a hooks document, by event (for `doctor`)."""
+    found: dict[str, list[str]] = {}
+    hooks = document.get("hooks") if isinstance(document, dict) else None
+    if not isinstance(hooks, dict):
+        return found
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for hook in entries if isinstance(entries, list) else []:
+                if ours(hook):
+                    found.setdefault(event, []).append(hook["command"])
+    return found
