@@ -217,3 +217,123 @@ def run_claude(
         cwd=repo, env=env, capture_output=True, text=True, timeout=timeout, check=False,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+# Codex ----------------------------------------------------------------------------------------
+
+
+def codex_binary() -> str | None:
+    """The pinned Codex CLI, if installed."""
+    given = os.environ.get("CORTEX_TEST_CODEX")
+    candidate = Path(given) if given else HOSTS / "node_modules" / ".bin" / "codex"
+    return str(candidate) if candidate.exists() else None
+
+
+def need_codex() -> str:
+    """The Codex CLI, or skip the test saying how to get it."""
+    found = codex_binary()
+    if found is None:
+        pytest.skip("the Codex CLI is not installed: run .ci/hosts (npm ci in tests/hosts)")
+    return found
+
+
+def _sse(name: str, data: dict[str, Any]) -> bytes:
+    return _event(name, {"type": name, **data})
+
+
+class ScriptedResponses(ScriptedModel):
+    """The model for Codex, which speaks the Responses API (`POST /v1/responses`).
+
+    A `bash` step is a `function_call` of the shell tool Codex offers (`exec_command`, whose
+    argument is `cmd`); a `text` step is an assistant message that ends the turn.
+    """
+
+    def __init__(self, steps: list[dict[str, Any]]) -> None:
+        super().__init__(steps)
+        model = self
+        handler = self.server.RequestHandlerClass
+
+        def do_post(self: Any) -> None:
+            size = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(size) or b"{}")
+            if not self.path.endswith("/responses"):
+                self._plain()
+                return
+            self._stream(model.answer(body))
+
+        handler.do_POST = do_post  # type: ignore[attr-defined]
+
+    @property
+    def url(self) -> str:
+        """The provider's `base_url`."""
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Every Responses request is a turn of the conversation."""
+        with self.lock:
+            self.requests.append(body)
+            return self.steps.pop(0) if self.steps else {"text": "Nothing more to do."}
+
+    @staticmethod
+    def events(step: dict[str, Any]) -> Iterator[bytes]:
+        """One response as the Responses API streams it."""
+        rid = f"resp_{id(step)}"
+        started = {"id": rid, "object": "response", "status": "in_progress", "output": []}
+        yield _sse("response.created", {"response": started})
+        item: dict[str, Any]
+        if "bash" in step:
+            item = {"type": "function_call", "id": f"fc_{id(step)}", "call_id": f"call_{id(step)}",
+                    "name": "exec_command", "arguments": json.dumps({"cmd": step["bash"]}),
+                    "status": "completed"}  # fmt: skip
+            yield _sse("response.output_item.added", {"output_index": 0, "item": item})
+        else:
+            content = [{"type": "output_text", "text": step["text"], "annotations": []}]
+            item = {"type": "message", "id": f"msg_{id(step)}", "role": "assistant",
+                    "status": "completed", "content": content}  # fmt: skip
+            yield _sse("response.output_item.added", {"output_index": 0,
+                                                      "item": {**item, "content": []}})  # fmt: skip
+            delta = {"item_id": item["id"], "content_index": 0, "delta": step["text"]}
+            yield _sse("response.output_text.delta", {"output_index": 0, **delta})
+        yield _sse("response.output_item.done", {"output_index": 0, "item": item})
+        usage = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": 2}  # fmt: skip
+        yield _sse("response.completed", {"response": {"id": rid, "object": "response",
+                                                       "status": "completed", "output": [item],
+                                                       "usage": usage}})  # fmt: skip
+
+
+def codex_provider(model: ScriptedResponses) -> str:
+    """The user-level config.toml that points Codex at the stand-in, offline."""
+    return (
+        'model = "gpt-5.2-codex"\nmodel_provider = "local"\n\n'
+        "[model_providers.local]\n"
+        'name = "local stand-in"\n'
+        f'base_url = "{model.url}"\n'
+        'wire_api = "responses"\nenv_key = "CORTEX_TEST_STAND_IN_KEY"\n'
+        "request_max_retries = 0\nstream_max_retries = 0\n\n"
+        "[analytics]\nenabled = false\n"
+    )
+
+
+def run_codex(
+    codex: str, repo: Path, env: dict[str, str], prompt: str, *, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """`codex exec PROMPT` in `repo`, offline, hooks trusted for this run."""
+    return subprocess.run(
+        [codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+         "--dangerously-bypass-hook-trust", "--disable", "plugins", prompt],
+        cwd=repo, env={**env, "CORTEX_TEST_STAND_IN_KEY": "stand-in"}, capture_output=True,
+        text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def codex_text(request: dict[str, Any]) -> str:
+    """Every input item's text of a Responses request, as one string."""
+    return (
+        text_of({"messages": request.get("input") or []})
+        + "\n"
+        + json.dumps(
+            [i.get("output", "") for i in request.get("input") or [] if isinstance(i, dict)]
+        )
+    )
