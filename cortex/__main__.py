@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from cortex.main import entrypoint
+from cortex.launch import entrypoint
 
 raise SystemExit(entrypoint())

@@ -136,6 +136,12 @@ def main(
     stderr = sys.stderr if stderr is None else stderr
     if argv[:1] == ["hook"]:
         # An agent host's hook: its own face, its own answer format, and it never fails.
+        from cortex.launch import CHEAP
+
+        if len(argv) > 1 and argv[1] in CHEAP:
+            from cortex.hooks.capture import main as cheap
+
+            return cheap(list(argv[1:]), env, stdin, stdout)
         from cortex.hooks.entry import run
 
         return run(list(argv[1:]), env, stdin, stdout, stderr)

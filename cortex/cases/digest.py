@@ -8,8 +8,10 @@ We use it when present and fall back to hashlib otherwise; a test checks both ag
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the capture hook imports this module: it must not load `typing`
+    from collections.abc import Callable
+    from typing import Any
 
 _sha256: Callable[[bytes], Any]
 try:

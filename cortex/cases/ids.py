@@ -20,7 +20,7 @@ _ALPHABET_SET = frozenset(ALPHABET)
 _DECODE = {c: i for i, c in enumerate(ALPHABET)}
 ULID_LENGTH = 26
 
-PREFIXES = frozenset({"task", "ev", "hyp", "vr", "vb", "dec", "raw", "cmd", "ph", "rep"})
+PREFIXES = frozenset({"task", "ev", "hyp", "vr", "vb", "dec", "raw", "cmd", "ph", "rep", "act"})
 """Every id prefix in format v1; an id with any other prefix is refused."""
 
 _RANDOM_BITS = 80

@@ -39,6 +39,7 @@ from cortex.cases.records import (
     LEDGER_PREFIXES,
     LEDGER_TYPES,
     LEDGERS,
+    ActivityAnchor,
     CaseFile,
     Command,
     Evidence,
@@ -58,6 +59,7 @@ _KNOWN_ENTRIES = frozenset(
     | {"plan.json", "hypotheses.json", "decisions.json", "verification.json", "summary.md"}
     | {REFUSALS_FILE}
     | {REPLICAS_DIR, REPLICAS_FILE}
+    | {"activity.jsonl", "activity.lock", "activity.dropped", "activity.warned"}
 )
 
 
@@ -121,6 +123,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
             audit_replicas(context, found)
         for name in LEDGERS:
             records[name] = _audit_ledger(context, name)
+        records["activity"] = _audit_activity(context)
         _audit_raw(path, context.raw_refs, found)
         _audit_case_digest(case, context.last_command, found)
         _audit_phases(case, context.phases, found)
@@ -135,6 +138,26 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
         errors=found.errors,
         warnings=found.warnings,
     )
+
+
+def _audit_activity(context: _LedgerContext) -> int:
+    """The activity ledger's chain, its anchors in the commits, and secrets in it."""
+    from cortex.cases import activity
+
+    log = activity.read(context.path, context.case.id)
+    for problem in [*log.problems, *activity.check_anchors(log, context.anchors)]:
+        context.found.error("activity", problem, file=activity.FILE)
+    anchored = max((anchor.n for anchor in context.anchors), default=0)
+    if len(log.records) > anchored:
+        unanchored = len(log.records) - anchored
+        context.found.warn(
+            "activity_unanchored",
+            f"{unanchored} activity record(s) after the last commit are not anchored yet",
+            file=activity.FILE,
+        )
+    for record in log.records:
+        _audit_secrets(record, context.redactor, activity.FILE, context.found)
+    return len(log.records)
 
 
 def _audit_snapshot(path: str, task_id: str, found: _Collector) -> CaseFile | None:
@@ -182,6 +205,8 @@ class _LedgerContext:
         self.evidence_ids: set[str] = set()
         self.last_command: Command | None = None
         self.phases: list[PhaseChange] = []
+        self.anchors: list[ActivityAnchor] = []
+        """Each commit's anchor of the activity ledger, in order (docs/design/activity.md)."""
 
 
 def _audit_ledger(context: _LedgerContext, name: str) -> int:
@@ -242,6 +267,8 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
                 _check_evidence(record, context, fail, offset)
             elif isinstance(record, Command):
                 context.last_command = record
+                if record.activity is not None:
+                    context.anchors.append(record.activity)
             else:
                 context.phases.append(record)
             _audit_secrets(record, context.redactor, file, found, offset=offset)

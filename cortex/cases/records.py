@@ -229,6 +229,13 @@ class Evidence(_Record, kw_only=True):
     prev: str = ""
 
 
+class ActivityAnchor(_Record, kw_only=True):
+    """The last complete `activity.jsonl` record when a commit was made: position and hash."""
+
+    n: Count
+    tip: Digest
+
+
 class Command(_Record, kw_only=True):
     """One line of `commands.jsonl`: what was done, by whom, how it ended. Never content."""
 
@@ -245,6 +252,8 @@ class Command(_Record, kw_only=True):
     last one with the snapshot on disk, so an edit of an unchained field is detected."""
     via: Via | None = None
     """How the command arrived (None before channels were recorded)."""
+    activity: ActivityAnchor | None = None
+    """The activity the host had recorded by this commit (None: none, or before activity)."""
     revision: Revision = 0
     prev: str = ""
 

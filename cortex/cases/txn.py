@@ -15,7 +15,7 @@ from typing import Self, TypeVar
 
 import msgspec
 
-from cortex.cases import _crash, ledger
+from cortex.cases import _crash, activity, ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
@@ -333,6 +333,7 @@ class Transaction:
                 target=self.target,
                 note="; ".join(self.notes) or None,
                 case_digest=case_digest(new_case),
+                activity=activity.last(self.path),
             ),
         )
         ledgers = dict(case.ledgers)

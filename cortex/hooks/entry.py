@@ -17,7 +17,7 @@ from typing import IO, Any
 
 PAYLOAD_MAX = 1 << 20
 """A host's payload is a few KiB; a larger one is refused unread."""
-DEADLINE = {"PostToolUse": 2, "SubagentStart": 2}
+DEADLINE = {"PostToolUse": 2, "PostToolUseFailure": 2, "PreToolUse": 2}
 DEADLINE_DEFAULT = 8
 """Seconds a hook may take before it gives up (the timeouts `setup` writes are longer)."""
 HOSTS = ("claude", "codex")
@@ -27,8 +27,9 @@ EVENTS = (
     "Stop",
     "SubagentStop",
     "PreCompact",
+    "PreToolUse",
     "PostToolUse",
-    "SubagentStart",
+    "PostToolUseFailure",
 )
 _BY_KEY = {name.lower(): name for name in EVENTS}
 USAGE = (
@@ -161,6 +162,13 @@ def run(
     template: str | None = None
     try:
         event, host, template = parse(argv)
+        from cortex.hooks.capture import FAST
+
+        if event in FAST:  # spelled another way than the launcher's fast path looks for
+            from cortex.hooks.capture import main as cheap
+
+            rest = [word for word in argv if word.startswith("-") or word in {host, template}]
+            return cheap([event, *rest], env, stdin, stdout)
         with deadline(DEADLINE.get(event, DEADLINE_DEFAULT)):
             call = Call(event, host, read_payload(stdin), env)
             if handlers is None:

@@ -33,12 +33,14 @@ def context(event: str, text: str) -> dict[str, Any]:
 
 
 def _keep_alive(kernel: Kernel) -> None:
+    """Renew the session's lease where due, and refresh the capture card (both courtesies)."""
+    from cortex.kernel.capture_card import after_commit
     from cortex.kernel.errors import CortexError
     from cortex.kernel.session_lease import keep_alive
 
-    # Renewal is a courtesy: the brief and the gate do not depend on it.
     with contextlib.suppress(CortexError, OSError):
         keep_alive(kernel)
+    after_commit(kernel)
 
 
 def session_start(call: Call) -> dict[str, Any] | None:
@@ -123,17 +125,11 @@ def pre_compact(call: Call) -> dict[str, Any] | None:
     return None
 
 
-def nothing(_call: Call) -> dict[str, Any] | None:
-    """An event Cortex is registered for but has nothing to do with yet."""
-    return None
-
-
 HANDLERS: dict[str, Callable[[Call], dict[str, Any] | None]] = {
     "SessionStart": session_start,
     "UserPromptSubmit": user_prompt,
     "Stop": stop,
     "SubagentStop": subagent_stop,
     "PreCompact": pre_compact,
-    "PostToolUse": nothing,
-    "SubagentStart": nothing,
 }
+"""The events `cortex.hooks.capture` does not answer (it takes the cheap ones first)."""

@@ -108,6 +108,36 @@ class Child(_Answer):
     error: Problem | None = None
 
 
+class LastRun(_Answer):
+    """The last observed run of one test runner (docs/design/activity.md)."""
+
+    runner: str
+    outcome: Literal["passed", "failed"]
+    summary: str | None
+    at: str
+    id: str
+    actor: str
+
+
+class Flag(_Answer):
+    """Something observed that a claim or the proof does not account for."""
+
+    kind: Literal["claim_after_failed_run", "edited_after_verify", "edited_outside_boundary"]
+    message: str
+    records: list[str]
+
+
+class Observed(_Answer):
+    """What the host saw the agent do, set against its claims (only where anything was seen)."""
+
+    records: int
+    dropped: int
+    problems: list[str]
+    last_at: str | None
+    last_runs: list[LastRun]
+    flags: list[Flag]
+
+
 class Status(_Answer):
     """`case status`."""
 
@@ -139,6 +169,9 @@ class Status(_Answer):
     replicas: dict[str, Any] | None = None
     """Where a shared case's records came from (only once it imported a replica; see
     `cortex.cases.replicas.origins`)."""
+    observed: Observed | None = None
+    """What the agent's host recorded it doing, and the flags against its claims (only where
+    the host recorded anything; docs/design/activity.md)."""
 
 
 class Listed(_Answer):

@@ -60,12 +60,19 @@ def session(host: str, value: object) -> HostSession | None:
 
 
 def default_actor(env: Mapping[str, str], face: str) -> str:
-    """Who a face's call acts as when it names no one: $CORTEX_ACTOR, the session, the face."""
-    named = env.get("CORTEX_ACTOR")
-    if named:
-        return named
+    """Who a face's call acts as when it names no one: $CORTEX_ACTOR, the session, the face.
+
+    A subagent's command carries `CORTEX_AGENT` (put there by the PreToolUse hook,
+    docs/design/activity.md section 6): its actor is the session's, then `/` and the subagent.
+    """
     found = from_environment(env)
-    return found.actor if found is not None else face
+    base = env.get("CORTEX_ACTOR") or (found.actor if found is not None else None)
+    if base is None:
+        return face
+    agent = env.get("CORTEX_AGENT") or ""
+    kind, at, head = agent.partition("@")
+    plain = kind and at and head.isalnum() and all(c.isalnum() or c in "._-" for c in kind)
+    return f"{base}/{agent}" if plain and len(agent) <= 64 else base
 
 
 def from_environment(env: Mapping[str, str]) -> HostSession | None:

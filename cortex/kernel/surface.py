@@ -52,6 +52,11 @@ def in_kernel(
         seen["redactor"] = kernel.redactor
         seen["kernel"] = kernel
         result = use_case(kernel)
+        if kernel.writing is not None:
+            # The capture hook's view of the workspace (docs/design/activity.md, section 3).
+            from cortex.kernel.capture_card import sync
+
+            sync(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
         # A secret minted for this caller (a lease token) is not input: it is returned whole.
         minted = {key: result.data[key] for key in result.minted}

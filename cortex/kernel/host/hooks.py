@@ -26,8 +26,9 @@ TEMPLATE: dict[str, tuple[tuple[str, str | None, int], ...]] = {
         ("Stop", None, 15),
         ("SubagentStop", None, 15),
         ("PreCompact", None, 10),
+        ("PreToolUse", "Bash", 5),
         ("PostToolUse", "Bash|Edit|Write|MultiEdit|NotebookEdit", 5),
-        ("SubagentStart", None, 5),
+        ("PostToolUseFailure", "Bash|Edit|Write|MultiEdit|NotebookEdit", 5),
     ),
     "codex": (
         ("SessionStart", None, 15),

@@ -11,20 +11,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile
 from cortex.kernel.decisions import pending
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import in_session, state
-from cortex.kernel.lifecycle import FINAL, next_actions
+from cortex.kernel.lifecycle import next_actions
+from cortex.kernel.workspace_cases import GATED, open_cases
 
 if TYPE_CHECKING:
     from cortex.kernel.assessment import Assessment
     from cortex.workspace.capture import Capture
 
 ProofState = Literal["current", "stale", "none", "unbound", "unbindable"]
-GATED = frozenset({"changing", "verifying"})
-"""Phases in which a stop needs current proof: the code is being changed or checked."""
 CHANGED_SHOWN = 5
 """Changed files named in a brief or a stop reason; the rest are counted."""
 ACTIONS_SHOWN = 3
@@ -76,25 +74,6 @@ class Gate(msgspec.Struct, kw_only=True):
 
     case: CaseBrief
     command: str
-
-
-def open_cases(kernel: Kernel) -> list[tuple[CaseFile, dict[str, Any]]]:
-    """This workspace's open cases, newest first, each with its snapshots (a damaged one skipped).
-
-    A store is shared by every worktree of a clone: only cases opened in this very worktree
-    are this workspace's.
-    """
-    root = kernel.workspace.root
-    found: list[tuple[CaseFile, dict[str, Any]]] = []
-    for task_id in kernel.store.list_ids():
-        try:
-            case = kernel.store.read_case(task_id)
-            if case.status in FINAL or case.workspace.root != root:
-                continue
-            found.append(kernel.store.read_view(task_id))
-        except CortexError:
-            continue  # a damaged case is `status`'s and `audit`'s to report, not a hook's
-    return found
 
 
 def _capture(kernel: Kernel, cases: list[tuple[CaseFile, dict[str, Any]]]) -> Capture | None:

@@ -87,6 +87,7 @@ def describe_case(
             "parentTaskId": case.parent_task_id,
             "children": _children(store, case),
             **_replicas(documents),
+            **_observed(store, case, documents),
             "warnings": store.debris(case),
         },
         actions=next_actions(
@@ -124,6 +125,18 @@ def standing(
         changed=changed,
         contracts={key: terms.contract for key, terms in (doc.claims if doc else {}).items()},
     )
+
+
+def _observed(store: CaseStore, case: CaseFile, documents: dict[str, Any]) -> dict[str, Any]:
+    """`observed`: what the host recorded the agent doing (only where it recorded anything)."""
+    # One stat on the per-call path. The capture hook makes the lock before it forks its
+    # writer, so a record still being written is waited for by `observed`, not missed.
+    if not os.path.exists(os.path.join(store.case_path(case.id), "activity.lock")):
+        return {}
+    from cortex.kernel.views.claims import observed
+
+    found = observed(store, case, documents)
+    return {} if found is None else {"observed": found}
 
 
 def _replicas(documents: dict[str, Any]) -> dict[str, Any]:

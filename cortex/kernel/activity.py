@@ -1,0 +1,89 @@
+"""Recording what the host saw the agent do, and reading it back (docs/design/activity.md).
+
+`record` is the capture hook's writer: it runs in the hook's detached child, with the cases'
+`activity.lock` already held, and appends one redacted record per case. Everything it writes
+passes through the repository's redactor, configured literals included, as every write does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from cortex.cases import activity
+from cortex.cases.ids import new_id
+from cortex.cases.redact import Redactor
+from cortex.cases.scrub import scrub
+from cortex.kernel import test_runs
+from cortex.kernel.host_session import HostSession, session
+from cortex.kernel.kernel import format_time
+
+
+class Observation(msgspec.Struct, kw_only=True):
+    """One tool call as the face read it from the host's payload (unredacted, in memory only)."""
+
+    tool: str
+    command: str | None
+    files: list[str]
+    exit: int | None
+    failed: bool
+    duration_ms: int | None
+    output: str
+    """The tool's output, only to find a test run's summary line in: never stored."""
+    agent: str | None
+    """The subagent's label (`Explore@a430`), or None for the session's own agent."""
+    session: str | None
+
+
+def actor(env: Mapping[str, str], host: str, session_id: str | None, agent: str | None) -> str:
+    """Who made the call: $CORTEX_ACTOR or the session's actor, and the subagent after a `/`."""
+    found: HostSession | None = session(host, session_id)
+    base = env.get("CORTEX_ACTOR") or (found.actor if found is not None else host)
+    return base if agent is None else f"{base}/{agent}"
+
+
+def build(seen: Observation, *, host: str, env: Mapping[str, str], now: float) -> activity.Activity:
+    """The record of one call (before redaction, chaining and its position)."""
+    entry = activity.Activity(
+        id=new_id("act"),
+        n=0,
+        timestamp=format_time(now),
+        tool=seen.tool,
+        actor=actor(env, host, seen.session, seen.agent),
+        session=actor(env, host, seen.session, None),
+        command=None if seen.command is None else seen.command[: activity.COMMAND_MAX],
+        files=seen.files[:16],
+        exit=seen.exit,
+        failed=seen.failed,
+        duration_ms=seen.duration_ms,
+    )
+    kind = test_runs.runner(seen.command) if seen.command else None
+    if kind is not None:
+        line, says_failed = test_runs.summary(kind, seen.output)
+        entry.runner = kind
+        entry.summary = line
+        status = seen.exit if seen.exit is not None else (1 if seen.failed else None)
+        result = test_runs.outcome(status, says_failed)
+        entry.outcome = "failed" if result == "failed" else "passed" if result else None
+    return entry
+
+
+def record(
+    seen: Observation,
+    *,
+    host: str,
+    workspace: str,
+    env: Mapping[str, str],
+    now: float,
+    cases: list[tuple[str, str, list[str]]],
+) -> None:
+    """Append the call, seen at `now`, to each case (`(task id, case directory, files outside)`)."""
+    from cortex.kernel.config import load_config
+
+    redactor = Redactor(load_config(workspace, env).redact_literals)
+    base = build(seen, host=host, env=env, now=now)
+    for task_id, case_dir, strays in cases:
+        entry = msgspec.structs.replace(base, outside=strays)
+        clean, _ = scrub(entry, redactor)
+        activity.append(case_dir, task_id, clean)

@@ -1,0 +1,99 @@
+"""The capture card: what the capture hook needs to know about a workspace, where it is cheap.
+
+The PostToolUse hook runs on every tool call and must not load the kernel to learn whether a
+case of the workspace is in `changing` or `verifying` (docs/design/activity.md, section 3). The
+card, `<state root>/hosts/capture/<16 hex of the workspace path's digest>.json`, says so: the
+store, each such case's directory, phase and boundary, and whether capture is on. It is derived
+data, rewritten after every commit that changes a case's phase or plan, and by the brief and the
+stop gate; never read as a source of truth.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import msgspec
+
+from cortex.cases.digest import sha256_hex
+from cortex.cases.errors import CortexError
+from cortex.kernel.kernel import Kernel
+from cortex.kernel.workspace_cases import GATED, open_cases
+
+CARD_DIR = ("hosts", "capture")
+
+
+def card_name(workspace: str) -> str:
+    """The card's file name for a workspace root (a realpath), as the hook computes it."""
+    return sha256_hex(os.fsencode(workspace))[:16] + ".json"
+
+
+def card_path(state_root: str, workspace: str) -> str:
+    """Where a workspace's card lives."""
+    return os.path.join(state_root, *CARD_DIR, card_name(workspace))
+
+
+def refresh(kernel: Kernel) -> None:
+    """Rewrite this workspace's card from its cases (removed when none is capturing)."""
+    from cortex.cases.fsio import make_private_dirs, write_atomic
+
+    cases = []
+    for case, _documents in open_cases(kernel):
+        if case.status not in GATED:
+            continue
+        cases.append(
+            {
+                "task": case.id,
+                "dir": kernel.store.case_path(case.id),
+                "status": case.status,
+                "boundary": list(case.change_boundary.files),
+            }
+        )
+    path = card_path(kernel.state_root, kernel.workspace.root)
+    if not cases:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    card = {
+        "workspace": kernel.workspace.root,
+        "capture": kernel.config.hooks.capture,
+        "cases": cases,
+    }
+    make_private_dirs(os.path.dirname(path))
+    write_atomic(path, msgspec.json.encode(card), mode=0o600)
+
+
+def after_commit(kernel: Kernel) -> None:
+    """`refresh`, for a use case that just committed: a card it cannot write is not its failure."""
+    with contextlib.suppress(CortexError, OSError):
+        refresh(kernel)
+
+
+def sync(kernel: Kernel) -> None:
+    """After a write: refresh the card if the written case's place on it changed.
+
+    Cheap when nothing did (one case read, one small file read), as after most writes: evidence
+    and notes change neither a phase nor a boundary.
+    """
+    if kernel.writing is None:
+        return
+    task_id, store = kernel.writing
+    if store is not kernel.store:
+        return
+    with contextlib.suppress(CortexError, OSError, ValueError, KeyError, TypeError):
+        case = store.read_case(task_id)
+        wanted = None
+        if case.status in GATED:
+            wanted = [case.status, list(case.change_boundary.files)]
+        path = card_path(kernel.state_root, kernel.workspace.root)
+        try:
+            with open(path, "rb") as file:
+                card = msgspec.json.decode(file.read(1 << 20))
+            entries = {e["task"]: [e["status"], e["boundary"]] for e in card["cases"]}
+            current = entries.get(task_id)
+            if card.get("capture") != kernel.config.hooks.capture:
+                current = ["stale"]
+        except FileNotFoundError:
+            current = None
+        if current != wanted:
+            refresh(kernel)

@@ -1,0 +1,237 @@
+"""What the host saw the agent do: capture, redaction, the boundary warning, subagents, and the
+agent's claims set against it (docs/design/activity.md).
+
+The cheap hooks run in process through `cortex.main.main` here, as the launcher runs them: the
+record is written by a forked child, and every reader waits for it through `activity.lock`.
+tests/test_host_claude.py drives the same hooks through the real Claude Code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Cli, case_path, configure_verifiers
+
+from cortex.cases import activity
+from cortex.main import main
+
+SESSION = "ac71f000-0000-4000-8000-000000000001"
+SECRET = "ghp_" + "Zq9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98"
+"""A made-up token in GitHub's real shape."""
+
+
+def hook(event: str, env: dict[str, str], repo: Path, **fields: Any) -> str:
+    payload = {"session_id": SESSION, "cwd": str(repo), "hook_event_name": event, **fields}
+    out = io.StringIO()
+    code = main(["hook", event], env=env, cwd=str(repo), stdin=io.BytesIO(json.dumps(payload)
+                .encode()), stdout=out, stderr=io.StringIO())  # fmt: skip
+    assert code == 0
+    return out.getvalue()
+
+
+def records(env: dict[str, str], task: str) -> list[activity.Activity]:
+    log = activity.read(str(case_path(env, task)), task)
+    assert log.problems == []
+    return log.records
+
+
+@pytest.fixture
+def changing(cli: Cli, env: dict[str, str], repo: Path) -> str:
+    """A change case in `changing`, its boundary app.py, the lease taken in the session."""
+    configure_verifiers(repo, env, {"unit": [sys.executable, "-c", "print('1 passed')"]})
+    cli.env["CORTEX_APPROVE_COMMANDS"] = "1"
+    task = cli.open("Fix the login redirect", "--mode", "change")
+    evidence = cli("case", "evidence", "add", task, "--claim", "the bug is in app.py").data
+    assert cli(
+        "case", "plan", task, "--hypothesis", "app.py is wrong :: a run shows it right",
+        "--support", f"1={evidence['evidence']['id']}", "--uncertainty", "none",
+        "--verify", "command:unit", "--file", "app.py", "--boundary-reason", "it is here",
+    ).code == 0  # fmt: skip
+    shell = Cli({**cli.env, "CLAUDE_CODE_SESSION_ID": SESSION}, repo)
+    assert shell("case", "begin-change", task).code == 0
+    return task
+
+
+def failing_pytest(env: dict[str, str], repo: Path) -> None:
+    hook(
+        "PostToolUseFailure", env, repo, tool_name="Bash",
+        tool_input={"command": "python -m pytest -q tests/", "description": "run the tests"},
+        error="Exit code 1\n.F.\nFAILED tests/test_app.py::test_login\n1 failed, 2 passed in 0.12s",
+        duration_ms=812,
+    )  # fmt: skip
+
+
+def test_a_failing_test_run_is_recorded_with_its_summary(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    failing_pytest(env, repo)
+    [run] = records(env, changing)
+    assert run.tool == "Bash"
+    assert run.command == "python -m pytest -q tests/"
+    assert (run.runner, run.outcome, run.exit, run.failed) == ("pytest", "failed", 1, True)
+    assert run.summary == "1 failed, 2 passed in 0.12s"
+    assert run.duration_ms == 812
+    assert run.actor == "claude-ac71f000"
+    assert run.n == 1
+    assert run.prev == activity.genesis(changing)
+    raw = (case_path(env, changing) / "activity.jsonl").read_text()
+    assert "FAILED tests/test_app.py" not in raw  # the output is never kept, only the summary
+
+
+def test_nothing_is_recorded_without_a_case_in_changing(
+    cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    task = cli.open()  # orienting
+    failing_pytest(env, repo)
+    assert not (case_path(env, task) / "activity.jsonl").exists()
+    assert not (Path(env["CORTEX_STATE_DIR"]) / "hosts" / "capture").exists()
+
+
+def test_capture_can_be_turned_off(changing: str, env: dict[str, str], repo: Path) -> None:
+    config = Path(env["XDG_CONFIG_HOME"]) / "cortex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[hooks]\ncapture = false\n")
+    Cli(env, repo)("case", "note", changing, "capture is off now")  # any write refreshes the card
+    failing_pytest(env, repo)
+    assert records(env, changing) == []
+
+
+def test_a_secret_in_a_command_reaches_no_file(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    command = f"curl -H 'Authorization: token {SECRET}' https://api.example.invalid/repos"
+    hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": command},
+         tool_response={"stdout": "{}", "stderr": "", "interrupted": False})  # fmt: skip
+    [call] = records(env, changing)
+    assert call.command is not None
+    assert SECRET not in call.command
+    assert "[REDACTED]" in call.command
+    for path in Path(env["CORTEX_STATE_DIR"]).rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_an_edit_outside_the_boundary_is_warned_about_once(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    write = {"tool_name": "Write", "tool_input": {"file_path": str(repo / "docs" / "notes.md"),
+             "content": "x"}, "tool_response": {"type": "create"}}  # fmt: skip
+    answer = json.loads(hook("PostToolUse", env, repo, **write))
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "docs/notes.md is outside the change boundary" in context
+    assert "(app.py)" in context
+    assert changing in context
+    assert hook("PostToolUse", env, repo, **write) == ""  # once per file
+    inside = {**write, "tool_input": {"file_path": str(repo / "app.py"), "content": "y"}}
+    assert hook("PostToolUse", env, repo, **inside) == ""
+    first, second, third = records(env, changing)
+    assert first.files == ["docs/notes.md"]
+    assert first.outside == ["docs/notes.md"]
+    assert third.outside == []
+    status = Cli(env, repo)("case", "status", changing).data
+    [flag] = [f for f in status["observed"]["flags"] if f["kind"] == "edited_outside_boundary"]
+    assert "docs/notes.md" in flag["message"]
+    del second
+
+
+def test_a_subagents_calls_and_its_cortex_commands_are_its_own(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    agent = {"agent_id": "a4304b58f2ec0870d", "agent_type": "Explore"}
+    hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": "ls"},
+         tool_response={"stdout": "app.py", "stderr": ""}, **agent)  # fmt: skip
+    [call] = records(env, changing)
+    assert call.actor == "claude-ac71f000/Explore@a430"
+    assert call.session == "claude-ac71f000"
+    # PreToolUse names the subagent in the environment of its own cortex commands only.
+    evidence = f"cortex case evidence add {changing} --claim 'seen by the explorer'"
+    answer = json.loads(hook("PreToolUse", env, repo, tool_name="Bash",
+                             tool_input={"command": evidence}, **agent))  # fmt: skip
+    rewritten = answer["hookSpecificOutput"]["updatedInput"]["command"]
+    assert rewritten == f"export CORTEX_AGENT=Explore@a430; {evidence}"
+    assert hook("PreToolUse", env, repo, tool_name="Bash", tool_input={"command": "ls"},
+                **agent) == ""  # fmt: skip
+    assert hook("PreToolUse", env, repo, tool_name="Bash", tool_input={"command": evidence}) == ""
+    shell = Cli({**env, "CLAUDE_CODE_SESSION_ID": SESSION, "CORTEX_AGENT": "Explore@a430"}, repo)
+    recorded = shell("case", "evidence", "add", changing, "--claim", "seen by the explorer").data
+    assert recorded["evidence"]["source"]["actor"] == "claude-ac71f000/Explore@a430"
+
+
+def test_a_claim_of_passing_tests_after_a_failing_run_is_flagged(
+    changing: str, cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    failing_pytest(env, repo)
+    cli("case", "evidence", "add", changing, "--claim", "All tests pass now")
+    observed = cli("case", "status", changing).data["observed"]
+    assert observed["lastRuns"][0]["outcome"] == "failed"
+    [flag] = [f for f in observed["flags"] if f["kind"] == "claim_after_failed_run"]
+    assert "says the tests pass" in flag["message"]
+    assert "1 failed, 2 passed" in flag["message"]
+    # A passing run afterwards: the claim is no longer against what was seen.
+    hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": "pytest -q"},
+         tool_response={"stdout": "3 passed in 0.10s", "stderr": ""})  # fmt: skip
+    observed = cli("case", "status", changing).data["observed"]
+    assert [f["kind"] for f in observed["flags"]] == []
+    assert observed["lastRuns"][0]["outcome"] == "passed"
+
+
+def test_edits_after_the_last_verification_are_flagged(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    shell = Cli({**env, "CLAUDE_CODE_SESSION_ID": SESSION, "CORTEX_APPROVE_COMMANDS": "1"}, repo)
+    (repo / "app.py").write_text("print('fixed')\n")
+    assert shell("case", "verify", changing).code == 0
+    hook("PostToolUse", env, repo, tool_name="Edit",
+         tool_input={"file_path": str(repo / "app.py"), "old_string": "a", "new_string": "b"},
+         tool_response={})  # fmt: skip
+    observed = shell("case", "status", changing).data["observed"]
+    [flag] = [f for f in observed["flags"] if f["kind"] == "edited_after_verify"]
+    assert "app.py" in flag["message"]
+
+
+def test_audit_checks_the_chain_and_the_anchors(
+    changing: str, cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    failing_pytest(env, repo)
+    failing_pytest(env, repo)
+    cli("case", "note", changing, "anchors the two records")  # a commit anchors them
+    assert cli("case", "audit", changing).code == 0
+    path = case_path(env, changing) / "activity.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    # Cut the last anchored record: the commit's anchor finds it gone.
+    path.write_bytes(lines[0])
+    out = cli("case", "audit", changing)
+    assert out.code == 4
+    assert "records were cut" in out.stdout
+    # Edit a record: the chain breaks.
+    edited = lines[0].replace(b"pytest -q tests/", b"pytest -q tests/x")
+    path.write_bytes(edited + lines[1])
+    out = cli("case", "audit", changing)
+    assert out.code == 4
+    assert "breaks the chain" in out.stdout or "not the one a commit anchored" in out.stdout
+
+
+def test_a_full_case_counts_what_it_drops(
+    changing: str, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(activity, "RECORDS_MAX", 2)
+    for _ in range(4):
+        failing_pytest(env, repo)
+    assert len(records(env, changing)) == 2
+    assert activity.dropped(str(case_path(env, changing))) == 2
+
+
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[]", b"{" * 5000])
+def test_the_cheap_hooks_fail_open(env: dict[str, str], repo: Path, stdin: bytes) -> None:
+    for event in ("PostToolUse", "PreToolUse", "PostToolUseFailure"):
+        out = io.StringIO()
+        assert main(["hook", event], env=env, cwd=str(repo), stdin=io.BytesIO(stdin),
+                    stdout=out, stderr=io.StringIO()) == 0  # fmt: skip
+        assert out.getvalue() == ""
+    log = (Path(env["CORTEX_STATE_DIR"]) / "hooks.log").read_text()
+    assert "PostToolUse" in log
