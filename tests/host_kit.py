@@ -175,9 +175,26 @@ def text_of(request: dict[str, Any]) -> str:
 
 
 def last_message(request: dict[str, Any]) -> str:
-    """What the latest message of a request holds (a tool result, a hook's words)."""
+    """What reached the model since its last turn: every message after its latest one.
+
+    A tool's result, a hook's words, and whatever reminders the host adds beside them.
+    """
     messages = request.get("messages") or []
-    return text_of({"messages": messages[-1:]}) if messages else ""
+    turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    start = turns[-1] + 1 if turns else 0
+    return text_of({"messages": messages[start:]})
+
+
+def tool_result(request: dict[str, Any]) -> str:
+    """The latest tool result a request carries (the host may add reminders after it)."""
+    for message in reversed(request.get("messages") or []):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                return text_of({"messages": [{"content": block.get("content")}]})
+    return ""
 
 
 def host_env(base: dict[str, str], home: Path, model: ScriptedModel) -> dict[str, str]:

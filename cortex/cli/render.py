@@ -366,8 +366,16 @@ def _setup(console: Console, data: Data) -> None:
         rows.append((label, data["backup"]))
     timeout = data.get("toolTimeout") or {}
     if timeout and not removing:
+        shown = (entry or {}).get(timeout["setting"]) or timeout.get("milliseconds")
+        unit = " ms" if "milliseconds" in timeout else " s"
         rows.append(
-            ("tool timeout", f"{timeout['setting']}: a verify here may need {timeout['seconds']} s")
+            (
+                "tool timeout",
+                (
+                    f"{timeout['setting']} = {shown or timeout['seconds']}{unit} (a verify here "
+                    f"may need {timeout['seconds']} s; a longer one already set is kept)"
+                ),
+            )
         )
     console.print(_kv(rows))
     if data["dryRun"] and changed:

@@ -69,15 +69,14 @@ def dumps(value: object) -> str:
 
 def _card(env: Mapping[str, str], cwd: str) -> dict[str, object] | None:
     """The capture card of the workspace holding `cwd`, found walking up; None if none."""
-    from cortex.cases.digest import sha256_hex
-    from cortex.cases.state_dir import state_dir
+    from cortex.cases import digest, state_dir
 
-    root = state_dir(env)
+    root = state_dir.state_dir(env)
     if root is None:
         return None
     directory = os.path.realpath(cwd)
     while True:
-        name = sha256_hex(os.fsencode(directory))[:16] + ".json"
+        name = digest.sha256_hex(os.fsencode(directory))[:16] + ".json"
         try:
             with open(os.path.join(root, "hosts", "capture", name), "rb") as file:
                 card = loads(file.read(PAYLOAD_MAX).decode("utf-8"))
@@ -143,8 +142,9 @@ def outside(files: list[str], boundary: list[str]) -> list[str]:
 
 def _warn_once(case_dir: str, files: list[str]) -> list[str]:
     """The files not warned about before in this case; remembers them (by digest)."""
-    from cortex.cases.digest import sha256_hex
+    from cortex.cases import digest
 
+    sha256_hex = digest.sha256_hex
     path = os.path.join(case_dir, "activity.warned")
     try:
         with open(path, "rb") as file:

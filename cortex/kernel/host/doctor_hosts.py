@@ -138,6 +138,8 @@ def _hook_set(
             program = words[0] if words else ""
             if os.path.isabs(program):
                 path: str | None = program
+            elif os.sep in program:  # relative to the repository, as setup wrote it
+                path = os.path.join(kernel.workspace.root, program)
             else:
                 path = shutil.which(program, path=kernel.env.get("PATH"))
             if path is None or not os.access(path, os.X_OK):
@@ -178,7 +180,6 @@ def _host_timeout(entry: object, where: object, kernel: object) -> tuple[str | N
     assert isinstance(where, setup_host.Location)  # noqa: S101 - typed loosely: lazy import
     assert isinstance(kernel, Kernel)  # noqa: S101
     longest = setup_host.longest_verifier(kernel.config)
-    needed = setup_host.tool_timeout(kernel.config)
     if where.host == "codex":
         value = entry.get(setup_host.CODEX_TOOL_TIMEOUT) if isinstance(entry, dict) else None
         fix = f"cortex setup codex --scope {where.scope}"
@@ -192,8 +193,10 @@ def _host_timeout(entry: object, where: object, kernel: object) -> tuple[str | N
                 f"longest verifier here may end ({longest:g} s)"
             ), fix
         return None, fix
-    raw = kernel.env.get(setup_host.CLAUDE_TOOL_TIMEOUT) or _claude_settings_timeout(kernel.env)
-    fix = f"set {setup_host.CLAUDE_TOOL_TIMEOUT}={needed * 1000} (ms) where Claude Code starts"
+    raw = kernel.env.get(setup_host.CLAUDE_TOOL_TIMEOUT) or _claude_settings_timeout(
+        kernel.env, kernel.workspace.root
+    )
+    fix = f"cortex setup claude --scope {where.scope} (it writes {setup_host.CLAUDE_TOOL_TIMEOUT})"
     if raw is None:
         return None, fix
     try:
@@ -219,24 +222,31 @@ def _console_script(found: str, command: str) -> tuple[CheckStatus, str]:
     return "warn", f"{command} is another Cortex installation, not run to check it"
 
 
-def _claude_settings_timeout(env: Mapping[str, str]) -> str | None:
-    """`env.MCP_TOOL_TIMEOUT` of ~/.claude/settings.json, if it sets one."""
+def _claude_settings_timeout(env: Mapping[str, str], root: str) -> str | None:
+    """`env.MCP_TOOL_TIMEOUT` as Claude Code reads it: the project's settings over the user's."""
     import json
 
     from cortex.kernel.host import setup as setup_host
     from cortex.kernel.host.writing import read_for_check
 
     home = env.get("HOME")
-    if not home or not os.path.isabs(home):
-        return None
-    try:
-        raw = read_for_check(os.path.join(home, ".claude", "settings.json"))
-        settings = json.loads(raw) if raw is not None else None
-    except (CortexError, OSError, ValueError, RecursionError):
-        return None
-    variables = settings.get("env") if isinstance(settings, dict) else None
-    value = variables.get(setup_host.CLAUDE_TOOL_TIMEOUT) if isinstance(variables, dict) else None
-    return None if value is None else str(value)
+    places = [os.path.join(root, ".claude", "settings.local.json")]
+    places.append(os.path.join(root, ".claude", "settings.json"))
+    if home and os.path.isabs(home):
+        places.append(os.path.join(home, ".claude", "settings.json"))
+    for place in places:
+        try:
+            raw = read_for_check(place)
+            settings = json.loads(raw) if raw is not None else None
+        except (CortexError, OSError, ValueError, RecursionError):
+            continue
+        variables = settings.get("env") if isinstance(settings, dict) else None
+        value = (
+            variables.get(setup_host.CLAUDE_TOOL_TIMEOUT) if isinstance(variables, dict) else None
+        )
+        if value is not None:
+            return str(value)
+    return None
 
 
 def _registration(entry: object, where: object, kernel: object) -> tuple[CheckStatus, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 from cortex.cases.digest import sha256_hex
@@ -37,8 +38,6 @@ TEMPLATE: dict[str, tuple[tuple[str, str | None, int], ...]] = {
         ("PostToolUse", "Bash", 5),
     ),
 }
-OURS = re.compile(r"""(?:^|[\s/"'])cortex["']?\s+hook\s""")
-"""A command that runs `cortex hook` (any program form: bare, a path, `python -m cortex`)."""
 DIGEST = re.compile(r"--template\s+([0-9a-f]{12})\b")
 
 
@@ -56,11 +55,27 @@ def command(program: Program, host: str, event: str) -> str:
 
 
 def ours(entry: object) -> bool:
-    """Whether a hook entry is one Cortex installed."""
+    """Whether a hook entry is one Cortex installed: its command *runs* `cortex hook`.
+
+    The program is the command's first word: a `cortex` (bare, a path, under
+    `$CLAUDE_PROJECT_DIR`), or a Python with `-m cortex`; a command that only mentions
+    `cortex hook` somewhere (`echo cortex hook`) is someone else's.
+    """
     if not isinstance(entry, dict):
         return False
     text = entry.get("command")
-    return isinstance(text, str) and OURS.search(text) is not None
+    if not isinstance(text, str):
+        return False
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return False
+    if len(words) < 2:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    if program == "cortex":
+        return words[1] == "hook"
+    return program.startswith("python") and words[1:4] == ["-m", "cortex", "hook"]
 
 
 def wanted(program: Program, host: str) -> dict[str, dict[str, Any]]:
@@ -88,21 +103,46 @@ def _check(path: str, hooks: object) -> dict[str, Any]:
 
 
 def install(document: dict[str, Any], path: str, groups: dict[str, dict[str, Any]]) -> None:
-    """Put the hook set into `document`: each event's group where Cortex's stood, else last."""
+    """Put the hook set into `document`, every other entry kept where it is.
+
+    Cortex's entries in events the set no longer has go. In an event it has, Cortex's entry is
+    replaced where it stands when its group has the wanted matcher (a person's hooks added to
+    that group stay in it); otherwise the wanted group takes the place of the first group that
+    held a Cortex entry, or comes last.
+    """
     hooks = _check(path, document.setdefault("hooks", {}))
+    for event in [name for name in hooks if name not in groups]:
+        _strip(hooks[event])
+        if not hooks[event]:
+            del hooks[event]
     for event, group in groups.items():
         existing = hooks.get(event, [])
-        place = _strip(existing)
-        existing.insert(len(existing) if place is None else place, group)
+        if not _replace_in_place(existing, group):
+            place = _strip(existing)
+            existing.insert(len(existing) if place is None else place, group)
         hooks[event] = existing
+
+
+def _replace_in_place(groups: list[Any], wanted: dict[str, Any]) -> bool:
+    """Swap Cortex's entry inside the one group with the wanted matcher; False if none is."""
+    matcher = wanted.get("matcher")
+    holders = [g for g in groups if any(ours(h) for h in g.get("hooks", []))]
+    if len(holders) != 1 or holders[0].get("matcher") != matcher:
+        return False
+    group = holders[0]
+    entries = group.get("hooks", [])
+    mine = [i for i, h in enumerate(entries) if ours(h)]
+    entries[mine[0]] = wanted["hooks"][0]
+    for index in reversed(mine[1:]):
+        del entries[index]
+    return True
 
 
 def remove(document: dict[str, Any], path: str) -> int:
     """Take Cortex's hook entries out of `document`; returns how many there were."""
-    hooks = document.get("hooks")
-    if hooks is None:
+    if "hooks" not in document:
         return 0
-    _check(path, hooks)
+    hooks = _check(path, document["hooks"])
     before = sum(_count(groups) for groups in hooks.values())
     for event in list(hooks):
         _strip(hooks[event])

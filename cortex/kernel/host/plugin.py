@@ -40,7 +40,9 @@ def contents() -> dict[str, bytes]:
     }
     return {
         MANIFEST: dump(manifest),
-        os.path.join("hooks", "hooks.json"): dump({"hooks": hooks.wanted(PLUGIN, "claude")}),
+        os.path.join("hooks", "hooks.json"): dump(
+            {"hooks": {event: [group] for event, group in hooks.wanted(PLUGIN, "claude").items()}}
+        ),
         ".mcp.json": dump({"mcpServers": {NAME: {"type": "stdio", **PLUGIN.server()}}}),
     }
 

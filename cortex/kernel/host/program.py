@@ -5,7 +5,8 @@ on other machines, so it names Cortex the way a teammate's clone can find it too
 (docs/design/hosts.md, section 7):
 
 - `venv`: Cortex runs from a virtualenv inside the repository (`.venv/bin/cortex`): the path
-  relative to the repository (Claude Code's hooks: under `$CLAUDE_PROJECT_DIR`);
+  relative to the repository (Claude Code's hooks: under `$CLAUDE_PROJECT_DIR`), in a
+  project-scope file only (a user's file serves every project, which lack that virtualenv);
 - `path`: the `cortex` found on PATH is this installation (pipx, uv tool, an activated venv):
   the bare name;
 - `absolute`: neither; only a user-scope file (this machine's own) may hold the absolute path.
@@ -79,7 +80,7 @@ def resolve(
     script = os.path.join(bindir, SCRIPT)
     has_script = os.path.isfile(script) and os.access(script, os.X_OK)
     inside = os.path.realpath(bindir).startswith(os.path.realpath(root).rstrip(os.sep) + os.sep)
-    if has_script and inside:
+    if has_script and inside and scope == "project":
         relative = os.path.relpath(script, root)
         if not relative.startswith(".."):
             return Program(form="venv", path=_utf8(relative))

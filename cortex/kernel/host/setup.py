@@ -161,14 +161,18 @@ def tool_timeout(config: Config) -> int:
     return math.ceil(max(total, VERIFIER_TIMEOUT_DEFAULT) + TOOL_TIMEOUT_MARGIN)
 
 
-def _timeout_note(where: Location, seconds: int) -> dict[str, Any]:
-    """Where the host's tool timeout is written: the server entry (Codex), the settings' env."""
+def _timeout_note(where: Location, seconds: int, *, written: bool) -> dict[str, Any]:
+    """Where the host's tool timeout goes: the server entry (Codex), the settings' env.
+
+    `seconds` is what a verify here may need; a larger value a person set is kept, and `written`
+    says whether setup (not `--remove`) puts one in.
+    """
     if where.host == "codex":
-        return {"setting": CODEX_TOOL_TIMEOUT, "seconds": seconds, "written": True}
+        return {"setting": CODEX_TOOL_TIMEOUT, "seconds": seconds, "written": written}
     return {
         "setting": f"env.{CLAUDE_TOOL_TIMEOUT}",
         "seconds": seconds,
-        "written": True,
+        "written": written,
         "milliseconds": seconds * 1000,
     }
 
@@ -197,15 +201,23 @@ def _plan(where: Location, edit: Edit) -> _Plan:
     return _Plan(where=where, original=original, new=new, kept=kept, changes=changes)
 
 
+def _backup_for(plan: _Plan) -> str | None:
+    """The backup writing `plan` makes: the first change to an existing file keeps the original.
+
+    A file left empty held only what Cortex put in: removing it needs no backup.
+    """
+    backup = plan.where.path + BACKUP_SUFFIX
+    if not plan.new or plan.original is None or os.path.lexists(backup):
+        return None
+    return backup
+
+
 def _apply(plan: _Plan, edit: Edit) -> tuple[_Plan, str | None]:
     """Write one planned edit (composed again if the host rewrote the file meanwhile)."""
     for _ in range(_ATTEMPTS):
         if plan.new is None:
             return plan, None
-        backup = plan.where.path + BACKUP_SUFFIX
-        # A file left empty held only what Cortex put in: removing it needs no backup.
-        wants_backup = bool(plan.new) and plan.original is not None and not os.path.lexists(backup)
-        chosen = backup if wants_backup else None
+        chosen = _backup_for(plan)
         if write_file(plan.where, plan.original, plan.new, chosen):
             return plan, chosen
         plan = _plan(plan.where, edit)
@@ -254,7 +266,7 @@ def setup(
                 name = os.path.basename(place.path)
                 remove_stale_temps(os.path.dirname(place.path), {name, name + BACKUP_SUFFIX})
     plans = [_plan(place, edit) for place, edit in zip((where, hooks_at), edits, strict=True)]
-    backups: list[str | None] = [None, None]
+    backups: list[str | None] = [_backup_for(plan) for plan in plans]  # what a write would make
     if not dry_run:
         for index, edit in enumerate(edits):
             plans[index], backups[index] = _apply(plans[index], edit)
@@ -279,7 +291,7 @@ def setup(
             "template": hook_files.template_digest(where.host),
         },
         "changes": [*mcp.changes, *hooks.changes],
-        "toolTimeout": _timeout_note(where, seconds),
+        "toolTimeout": _timeout_note(where, seconds, written=not remove),
     }
     changed = mcp.new is not None or hooks.new is not None
     data["files"] = _files(kernel, plans, written=not dry_run, backups=backups)
@@ -349,11 +361,26 @@ def _files(
     from cortex.kernel.host import files
 
     entries: list[dict[str, object]] = []
+    root = kernel.workspace.root.rstrip(os.sep) + os.sep
     for plan, backup in zip(plans, backups, strict=True):
+        if plan.new == b"" and plan.where.path.startswith(root):
+            relative = os.path.relpath(plan.where.path, root)
+            entries.append(
+                {
+                    "path": plan.where.path,
+                    "written": written,
+                    "inRepository": True,
+                    "deleted": True,
+                    "relative": relative,
+                    "advice": "it held only what Cortex put in: commit its removal if it was "
+                    "committed (git rm)",
+                }
+            )
+            continue
         if not os.path.lexists(plan.where.path):
-            continue  # a dry run of a new file, or a file removal left empty: nothing there
+            continue  # a dry run of a new file: nothing there yet
         entries += files.describe(kernel, [(plan.where.path, written and plan.new is not None)])
-        if backup is not None:
+        if backup is not None and written:
             for entry in files.describe(kernel, [(backup, True)]):
                 if entry["inRepository"]:
                     entry["advice"] = (
