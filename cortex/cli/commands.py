@@ -510,6 +510,16 @@ def _decision_resolve(c: Call) -> Result:
     )
 
 
+def _forget(c: Call) -> Result:
+    from cortex.cli.retention import confirm_forget
+    from cortex.kernel.forget import forget
+
+    confirm = confirm_forget if c.kernel.via == "cli-tty" else None
+    return forget(
+        c.kernel, c["task"], c["id"], reason=c["reason"], confirm=confirm, actor=c["actor"]
+    )
+
+
 def _share(c: Call) -> Result:
     from cortex.kernel.share import share
 
@@ -601,4 +611,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.trailer": _trailer,
     "setup.git-trailer": _git_trailer,
     "review": _review,
+    "case.forget": _forget,
 }

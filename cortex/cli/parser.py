@@ -674,6 +674,13 @@ COMMANDS: tuple[Cmd, ...] = (
         ),
     ),
     Cmd(
+        ("case", "forget"),
+        "replace one record, or its raw output, by a tombstone: its text leaves every file "
+        "(for people: asks at the terminal)",
+        positionals=(_TASK, ("id", "the whole id of the record (ev_...) or raw output (raw_...)")),
+        options=(_REASON, _ACTOR),
+    ),
+    Cmd(
         ("review",),
         "approve a branch, or say what its cases lack: proof current for the head's tree, "
         "completion, decisions (read-only; never runs a verifier; exit 5 unless approved)",

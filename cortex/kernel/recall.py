@@ -153,6 +153,49 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
     return []
 
 
+def purge(
+    kernel: Kernel, store: CaseStore, task_id: str, *, derive: bool, scrub: bool = True
+) -> list[str]:
+    """Drop a case's rows, and with `scrub` purge the file so none of their text is left.
+
+    After a forget (`derive`: its rows are derived again from the tombstoned files), a removal,
+    or an archive (dropped, not scrubbed: nothing was forgotten). With `scrub`, the other
+    engine's file for this state root is deleted: it is a cache, and it would still hold the
+    text. Without an index there is nothing to do. Warnings, never an exception.
+    """
+    from cortex.recall.index import engine_name
+    from cortex.recall.manifest import forget, refresh
+
+    for engine in ("fts5", "bm25py"):
+        if scrub and engine != engine_name():
+            other = index_path(cache_root(kernel.env), kernel.state_root, engine)
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                try:
+                    os.unlink(other + suffix)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    return [warning(exc)]
+    if not os.path.exists(path(kernel)):
+        return []
+    try:
+        index = Index.write(path(kernel))
+    except RecallIndexError as exc:
+        return [warning(exc)]
+    try:
+        ref = store_ref(kernel, store)
+        forget(index, ref.root, task_id)
+        if derive:
+            refresh(index, ref, task_id, kernel.redactor)
+        if scrub:
+            index.purge()
+    except Exception as exc:  # noqa: BLE001 - the case's files are done; the index is behind
+        return [warning(exc)]
+    finally:
+        index.close()
+    return []
+
+
 def _derive_all(
     kernel: Kernel, covered: Sequence[Store], progress: Progress
 ) -> tuple[list[Any], list[list[str]]]:

@@ -460,6 +460,20 @@ class Index:
             (store, task, read_key, revision, evidence_bytes, source, digest),
         )
 
+    def purge(self) -> None:
+        """Leave no byte of deleted rows in the file (after a forget or a removal).
+
+        A deleted row's terms stay in FTS5's older index segments until they are merged
+        (`optimize`), and freed pages keep their bytes until the file is rebuilt (`VACUUM`).
+        Outside any transaction: VACUUM cannot run inside one.
+        """
+        try:
+            if self.engine == "fts5":
+                self.db.execute("INSERT INTO cards_fts(cards_fts) VALUES('optimize')")
+            self.db.execute("VACUUM")
+        except sqlite3.Error as exc:
+            raise RecallIndexError(f"the recall index could not be purged: {exc}") from None
+
     def drop_case(self, store: str, task: str) -> None:
         """Forget a case that no longer exists."""
         params = (store, task)

@@ -131,7 +131,10 @@ def refresh(index: Index, ref: Store, task: str, redact: Redact) -> bool:
             return False
         since = 0 if row is None else row.evidence_bytes
         read = read_source(ref.store, task, ref.id, since=since)
-        full = row is None or since == 0 or read.evidence_bytes < since
+        # A forget since the last read replaced a record this index may hold, or quote: the
+        # case's rows are derived again whole, and the file purged (docs/design/recall.md).
+        forgot = row is not None and any(r.forgets is not None for r in read.source.evidence)
+        full = row is None or since == 0 or read.evidence_bytes < since or forgot
         if full and since:
             read = read_source(ref.store, task, ref.id, since=0)
         index.put_case(
@@ -146,6 +149,8 @@ def refresh(index: Index, ref: Store, task: str, redact: Redact) -> bool:
             workspace=read.source.case.workspace.root,
         )
         index.relate(ref.root)
+    if forgot:
+        index.purge()
     return True
 
 
