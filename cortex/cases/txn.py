@@ -18,7 +18,12 @@ import msgspec
 from cortex.cases import _crash, ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
-from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
+from cortex.cases.errors import (
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    RevisionConflictError,
+)
 from cortex.cases.fsio import (
     TEMP_PREFIX,
     UnsyncedReplaceError,
@@ -126,7 +131,11 @@ class Transaction:
     # Context manager ----------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        self._lock.acquire()
+        try:
+            self._lock.acquire()
+        except FileNotFoundError:
+            # Archived or removed between finding the case and locking it: nothing is written.
+            raise NotFoundError(f"case {self.task_id} was moved or removed meanwhile") from None
         try:
             self.case = self.store.read_case(self.task_id)
             self._recover(self.case)

@@ -79,6 +79,15 @@ def _store_id(kernel: Kernel, root: str) -> str:
     return f"{os.path.basename(os.path.dirname(parent))}/{os.path.basename(parent)}/{name}"
 
 
+def index_files(kernel: Kernel) -> list[str]:
+    """Every file the index of this state root may have, for either engine."""
+    found = []
+    for engine in ("fts5", "bm25py"):
+        base = index_path(cache_root(kernel.env), kernel.state_root, engine)
+        found += [base + suffix for suffix in ("", "-journal", "-wal", "-shm")]
+    return found
+
+
 def store_ref(kernel: Kernel, store: CaseStore) -> Store:
     """A store as the index files it."""
     root = os.path.realpath(store.root)
@@ -166,16 +175,15 @@ def purge(
     from cortex.recall.index import engine_name
     from cortex.recall.manifest import forget, refresh
 
-    for engine in ("fts5", "bm25py"):
-        if scrub and engine != engine_name():
-            other = index_path(cache_root(kernel.env), kernel.state_root, engine)
-            for suffix in ("", "-journal", "-wal", "-shm"):
-                try:
-                    os.unlink(other + suffix)
-                except FileNotFoundError:
-                    pass
-                except OSError as exc:
-                    return [warning(exc)]
+    mine = index_path(cache_root(kernel.env), kernel.state_root, engine_name())
+    for other in index_files(kernel) if scrub else []:
+        if not other.startswith(mine):
+            try:
+                os.unlink(other)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                return [warning(exc)]
     if not os.path.exists(path(kernel)):
         return []
     try:
@@ -190,6 +198,29 @@ def purge(
         if scrub:
             index.purge()
     except Exception as exc:  # noqa: BLE001 - the case's files are done; the index is behind
+        return [warning(exc)]
+    finally:
+        index.close()
+    return []
+
+
+def follow(kernel: Kernel, moves: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """After cases moved into this store from others (adopt): their rows follow them."""
+    from cortex.recall.manifest import forget, refresh
+
+    if not os.path.exists(path(kernel)):
+        return []
+    try:
+        index = Index.write(path(kernel))
+    except RecallIndexError as exc:
+        return [warning(exc)]
+    try:
+        here = store_ref(kernel, kernel.store)
+        for root, tasks in moves:
+            for task_id in tasks:
+                forget(index, os.path.realpath(root), task_id)
+                refresh(index, here, task_id, kernel.redactor)
+    except Exception as exc:  # noqa: BLE001 - the cases moved; the index is only behind
         return [warning(exc)]
     finally:
         index.close()
