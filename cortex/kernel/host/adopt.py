@@ -206,9 +206,10 @@ def _move_store(
     store = kernel.store
     info = store.lock_info(kernel.actor(None), "adopt")
     first, second = sorted([orphan.root, kernel.cases_root])
+    timeout = store.lock_timeout
     with (
-        FileLock(os.path.join(first, STORE_LOCK_FILE), timeout=store.lock_timeout, info=info),
-        FileLock(os.path.join(second, STORE_LOCK_FILE), timeout=store.lock_timeout, info=info),
+        FileLock(os.path.join(first, STORE_LOCK_FILE), timeout=timeout, info=info, what=first),
+        FileLock(os.path.join(second, STORE_LOCK_FILE), timeout=timeout, info=info, what=second),
     ):
         for source, target, ids in (
             (orphan.root, kernel.cases_root, orphan.cases),
