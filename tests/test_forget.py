@@ -22,7 +22,7 @@ from test_trust import at_terminal, detached
 
 FORGET_CHILD = str(CHILDREN / "forget_child.py")
 APPENDER = str(CHILDREN / "crash_child.py")
-SECRET = "the vault phrase is zzquokka7731 marmalade"
+SECRET = "the vault phrase is zzquokka7731 marmalade"  # noqa: S105 - made up
 TOKEN = b"quokka7731"
 """A piece of the secret as every file stores it: the recall index keeps terms lower-cased and
 prefix-compressed, so the test looks for a part no neighbouring term can share."""
@@ -32,12 +32,12 @@ DEBRIS = {"uncommitted_tail", "stray_file", "pending_journal", "orphan_blob", "f
 
 def holding(*roots: Path) -> list[str]:
     """Every file under `roots` whose bytes hold the secret's token."""
-    found = []
-    for root in roots:
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and not path.is_symlink() and TOKEN in path.read_bytes():
-                found.append(str(path.relative_to(root.parent)))
-    return found
+    return [
+        str(path.relative_to(root.parent))
+        for root in roots
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink() and TOKEN in path.read_bytes()
+    ]
 
 
 @pytest.fixture
@@ -183,23 +183,22 @@ POINTS = [
 ]
 
 
-def run_forget(env: dict[str, str], repo: Path, task: str, target: str, point: str, skip: int) -> Run:
-    return watch([sys.executable, FORGET_CHILD, point, str(skip), str(repo), task, target], env)
+def run_forget(env: dict[str, str], repo: Path, argv: list[str]) -> Run:
+    """forget_child.py with `[task, record, point, skip]`."""
+    task, target, point, skip = argv
+    return watch([sys.executable, FORGET_CHILD, point, skip, str(repo), task, target], env)
 
 
-@pytest.mark.parametrize(("point", "passes"), POINTS)
+@pytest.mark.parametrize("stop", POINTS, ids=[point for point, _ in POINTS])
 def test_a_forget_killed_at_each_point_is_undone_or_finished(
-    cli: Cli,
-    env: dict[str, str],
-    repo: Path,
-    tmp_path: Path,
-    roots: tuple[Path, Path],
-    point: str,
-    passes: int,
+    cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path, stop: tuple[str, int]
 ) -> None:
+    point, passes = stop
+    env["CORTEX_CACHE_DIR"] = str(tmp_path / "cache")
+    roots = (Path(env["CORTEX_STATE_DIR"]), tmp_path / "cache")
     task, record, _ = with_secret(cli, tmp_path)
     for skip in range(passes):
-        run = run_forget(env, repo, task, record, point, skip)
+        run = run_forget(env, repo, [task, record, point, str(skip)])
         assert run.killed, f"{point} (skip {skip}) was never reached"
         report = cli("case", "audit", task).data
         assert report["ok"] is True, report
@@ -218,7 +217,7 @@ def test_a_forget_killed_at_each_point_is_undone_or_finished(
         assert holding(roots[0]) != []
     else:
         # Never committed: a forget run now does it all.
-        out = run_forget(env, repo, task, record, "-", 0)
+        out = run_forget(env, repo, [task, record, "-", "0"])
         assert out.acked, "the retried forget failed"
     cli("recall", "reindex")
     assert holding(*roots) == []
@@ -238,23 +237,24 @@ def test_a_forget_racing_appends_loses_none_of_them(
     writers = [
         subprocess.Popen(
             [sys.executable, APPENDER, "never", "0", str(repo), json.dumps(batch)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for batch in commands
     ]
     time.sleep(0.3)
-    forgot = run_forget(env, repo, task, record, "-", 0)
+    forgot = run_forget(env, repo, [task, record, "-", "0"])
     acked: list[str] = []
     for proc in writers:
         stdout, stderr = proc.communicate(timeout=180)
         assert proc.returncode == 0, stderr.decode()
-        for line in stdout.decode().splitlines():
-            if line.startswith("ACK "):
-                acked.append(json.loads(line[4:])["data"]["evidence"]["id"])
+        lines = stdout.decode().splitlines()
+        acked += [json.loads(x[4:])["data"]["evidence"]["id"] for x in lines if x[:4] == "ACK "]
     assert forgot.acked
     assert len(acked) == 30
-    held = {entry["id"] for entry in cli("case", "timeline", task, "--kind", "evidence",
-                                          "--limit", "500").data["entries"]}  # fmt: skip
+    timeline = cli("case", "timeline", task, "--kind", "evidence", "--limit", "500").data
+    held = {entry["id"] for entry in timeline["entries"]}
     assert set(acked) <= held
     report = cli("case", "audit", task).data
     assert report["ok"] is True

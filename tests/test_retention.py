@@ -12,12 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 from conftest import CHILDREN, Cli, case_path, committed_state, git, run_cortex
 from test_crash import watch
 from test_trust import at_terminal, detached
 
-from cortex.mcp.tools import BY_NAME
+from cortex.mcp.tools import BY_NAME, Leases
 
 FORGET_CHILD = str(CHILDREN / "forget_child.py")
 
@@ -82,7 +83,9 @@ class TestArchive:
         assert "closed cases" in out.envelope["error"]["message"]
         assert committed_state(case_path(env, task)) == before
 
-    def test_a_repo_local_archive_is_ignored_by_git(self, cli: Cli, repo: Path, env: dict[str, str]) -> None:
+    def test_a_repo_local_archive_is_ignored_by_git(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
         (repo / "cortex.toml").write_text('cases_dir = ".cortex/cases"\n')
         git(repo, "add", "cortex.toml", env=env)
         git(repo, "commit", "-q", "-m", "local store", env=env)
@@ -108,14 +111,14 @@ class TestArchive:
 
         kernel = Kernel(str(cli.cwd), cli.env, default_actor="mcp", via="mcp")
         tool = BY_NAME["cortex_archive"]
-        result = tool.call(kernel, tool.args(task_id=task), {})  # type: ignore[call-arg]
+        result = tool.call(kernel, msgspec.convert({"task_id": task}, tool.args), Leases())
         assert result.data["archived"] is True
         assert listed(cli) == []
 
 
 class TestPrune:
     def test_a_dry_run_lists_idle_open_cases_and_apply_abandons_and_archives_them(
-        self, cli: Cli, env: dict[str, str]
+        self, cli: Cli
     ) -> None:
         idle = cli.open("Left behind")
         done = closed(cli, "Finished")
@@ -160,8 +163,12 @@ class TestPrune:
         assert "lease" in item["action"]
 
 
-def rm_at_terminal(env: dict[str, str], repo: Path, task: str, typed: str) -> subprocess.CompletedProcess[bytes] | object:
-    out, _ = at_terminal(["case", "rm", task, "--force"], env, repo, typed=typed, prompt=b"to remove it")
+def rm_at_terminal(
+    env: dict[str, str], repo: Path, task: str, typed: str
+) -> subprocess.CompletedProcess[bytes] | object:
+    out, _ = at_terminal(
+        ["case", "rm", task, "--force"], env, repo, typed=typed, prompt=b"to remove it"
+    )
     return out
 
 
@@ -249,7 +256,9 @@ def test_a_removal_killed_at_each_point_is_finished_by_the_next_one(
 
 
 class TestSizesAndCaches:
-    def test_doctor_and_overview_show_the_sizes(self, cli: Cli, env: dict[str, str], repo: Path) -> None:
+    def test_doctor_and_overview_show_the_sizes(
+        self, cli: Cli, env: dict[str, str], repo: Path
+    ) -> None:
         cli.open()
         proc = run_cortex(["doctor", "--json"], env, repo)
         checks = {c["name"]: c for c in json.loads(proc.stdout)["data"]["checks"]}

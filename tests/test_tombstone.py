@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -25,7 +26,7 @@ from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
 from cortex.cases.tombstone import FORGOTTEN_CLAIM, build, recorded
 
-SECRET = "the quokka password is zanzibar-7731"
+SECRET = "the quokka password is zanzibar-7731"  # noqa: S105 - made up
 
 
 @pytest.fixture
@@ -76,13 +77,15 @@ def lines(store: CaseStore, task: str) -> list[bytes]:
     return (Path(store.case_path(task)) / "evidence.jsonl").read_bytes().splitlines()
 
 
-def report(store: CaseStore, task: str) -> dict[str, object]:
-    found = audit_case(store.case_path(task), task, Redactor(()))
-    return msgspec.to_builtins(found)  # type: ignore[no-any-return]
+def report(store: CaseStore, task: str) -> dict[str, Any]:
+    found: dict[str, Any] = msgspec.to_builtins(
+        audit_case(store.case_path(task), task, Redactor(()))
+    )
+    return found
 
 
-def codes(found: dict[str, object], kind: str = "errors") -> list[str]:
-    return [item["code"] for item in found[kind]]  # type: ignore[attr-defined,index]
+def codes(found: dict[str, Any], kind: str = "errors") -> list[str]:
+    return [item["code"] for item in found[kind]]
 
 
 class TestTheFormat:
@@ -97,7 +100,11 @@ class TestTheFormat:
         assert recorded(tomb) == sha256_hex(line) == ledger.line_hash(tomb)
         assert tomb.startswith(b'{"id":"' + first.encode() + b'"')
         parsed = ledger.parse_line(tomb, Evidence, where="test")
-        assert (parsed.id, parsed.timestamp, parsed.prev) == (record.id, record.timestamp, record.prev)
+        assert (parsed.id, parsed.timestamp, parsed.prev) == (
+            record.id,
+            record.timestamp,
+            record.prev,
+        )
         assert parsed.claim == FORGOTTEN_CLAIM
         assert SECRET.encode() not in tomb
 
@@ -133,7 +140,7 @@ class TestForget:
         found = report(store, task)
         assert found["ok"] is True, found
         assert found["warnings"] == []
-        (tombstone,) = found["tombstones"]  # type: ignore[misc]
+        (tombstone,) = found["tombstones"]
         assert tombstone["record"] == first
         assert tombstone["removedLine"] == forgotten.line
         assert tombstone["by"] == "alice"
@@ -146,6 +153,7 @@ class TestForget:
         task, (first,) = case_with(store, "a claim worth keeping", raw=SECRET.encode())
         forget(store, task, first, what="raw")
         record = store.find_records(store.read_case(task), "evidence", [first])[first]
+        assert isinstance(record, Evidence)
         assert record.claim == "a claim worth keeping"
         assert record.raw_ref is None
         assert SECRET.encode() not in everything(tmp_path / "store")
@@ -156,7 +164,7 @@ class TestForget:
         forget(store, task, first)
         with pytest.raises(InvalidInputError, match="already forgotten"):
             forget(store, task, first)
-        marker = [r for r in store.read_ledger(store.read_case(task), "evidence")][-1]
+        marker = list(store.read_ledger(store.read_case(task), "evidence"))[-1]
         with pytest.raises(InvalidInputError, match="record of a forget"):
             forget(store, task, marker.id)
 
@@ -204,7 +212,7 @@ class TestRecovery:
         found = report(store, task)
         assert found["ok"] is True
         assert found["warnings"] == []
-        assert len(found["tombstones"]) == 1  # type: ignore[arg-type]
+        assert len(found["tombstones"]) == 1
 
     def test_recovery_refuses_a_line_that_is_neither_the_original_nor_the_tombstone(
         self, store: CaseStore, monkeypatch: pytest.MonkeyPatch
@@ -264,7 +272,8 @@ class TestAudit:
         data = path.read_bytes()
         tomb = data.split(b"\n", 1)[0]
         edited = tomb.replace(b'"kind":"observation"', b'"kind":"note"       ', 1)
-        assert len(edited) == len(tomb) and edited != tomb
+        assert len(edited) == len(tomb)
+        assert edited != tomb
         path.write_bytes(data.replace(tomb, edited, 1))
         assert codes(report(store, task)) == ["tombstone"]
         path.write_bytes(data.replace(tomb, original, 1))

@@ -105,7 +105,9 @@ def _check_blobs(path: str, record: Evidence, pending: bool, found: _Collector) 
             if sha256_hex(data) != blob.sha256:
                 continue
             if pending:
-                found.warn("forget_pending", f"{relative} is removed by the next write", file=relative)
+                found.warn(
+                    "forget_pending", f"{relative} is removed by the next write", file=relative
+                )
             else:
                 msg = f"{relative} was forgotten by {record.id} but is still here"
                 found.error("forgotten_present", msg, file=relative)

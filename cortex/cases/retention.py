@@ -40,7 +40,9 @@ def is_archive(root: str) -> bool:
 
 
 def _case_lock(path: str, task_id: str, timeout: float, info: LockInfo) -> FileLock:
-    return FileLock(os.path.join(path, LOCK_FILE), timeout=timeout, info=info, what=f"case {task_id}")
+    return FileLock(
+        os.path.join(path, LOCK_FILE), timeout=timeout, info=info, what=f"case {task_id}"
+    )
 
 
 def _existing_case(root: str, task_id: str) -> str:
@@ -102,9 +104,7 @@ def _ignore_everything(directory: str) -> None:
     fsync_dir(directory)
 
 
-def remove(
-    root: str, task_id: str, *, archived: bool, timeout: float, info: LockInfo
-) -> None:
+def remove(root: str, task_id: str, *, archived: bool, timeout: float, info: LockInfo) -> None:
     """Remove a case of the store at `root` (from its archive if `archived`), for good.
 
     Under the store lock, so no `case open` claims an idempotency key meanwhile: the case

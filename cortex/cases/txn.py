@@ -294,7 +294,10 @@ class Transaction:
         from cortex.cases.forgetting import plan
 
         step, forgetting = plan(self, record_id, what=what)
-        if any(queued.ledger == step.ledger and queued.offset == step.offset for queued in self._forgets):
+        if any(
+            queued.ledger == step.ledger and queued.offset == step.offset
+            for queued in self._forgets
+        ):
             msg = f"{record_id} is forgotten twice in one commit"
             raise ValueError(msg)
         self._forgets.append(step)
@@ -562,7 +565,9 @@ class Transaction:
 
     def _resolve_journal(self, journal: Journal, case: CaseFile) -> None:
         committed = case.revision >= journal.to_revision
-        needed = journal.replica_ledgers or any(s.ledger.startswith("replicas/") for s in journal.forget)
+        needed = journal.replica_ledgers or any(
+            s.ledger.startswith("replicas/") for s in journal.forget
+        )
         lengths = self._replica_lengths(case) if needed else {}
         _check_journal(journal, self.task_id, case, committed=committed, replica_lengths=lengths)
         if committed:

@@ -681,7 +681,12 @@ COMMANDS: tuple[Cmd, ...] = (
         positionals=(_TASK,),
         options=(_ACTOR,),
     ),
-    Cmd(("case", "unarchive"), "bring an archived case back", positionals=(_TASK,), options=(_ACTOR,)),
+    Cmd(
+        ("case", "unarchive"),
+        "bring an archived case back",
+        positionals=(_TASK,),
+        options=(_ACTOR,),
+    ),
     Cmd(
         ("case", "prune"),
         "abandon and archive cases idle longer than an age (a dry run unless --apply)",
@@ -705,7 +710,9 @@ COMMANDS: tuple[Cmd, ...] = (
     Cmd(
         ("adopt",),
         "take back the cases a moved or renamed repository left in its old store",
-        positionals=(("store", "an orphaned store's id (default: those holding this repository's commits)"),),
+        positionals=(
+            ("store", "an orphaned store's id (default: those holding this repository's commits)"),
+        ),
         optional=1,
         options=(Opt("--dry-run", "write nothing; show what would move", kind="flag"),),
     ),

@@ -75,7 +75,9 @@ def adopted(console: Console, data: Data) -> None:
         count = len(store["cases"]) + len(store["archived"])
         _line(console, f"{verb} {store['id']}: ", f"{count} case(s) into {data['into']['root']}")
         if not store["orphaned"]:
-            console.print(Text("  its repository still exists: its cases move here", style="yellow"))
+            console.print(
+                Text("  its repository still exists: its cases move here", style="yellow")
+            )
     for alias in data["aliases"]:
         console.print(Text(f"  @latest counts cases opened at {alias['from']} as opened here"))
     for item in data["skipped"]:

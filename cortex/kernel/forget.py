@@ -120,7 +120,9 @@ def forget(
     )
 
 
-def _record(store: CaseStore, task_id: str, target: str) -> tuple[Evidence, Literal["record", "raw"]]:
+def _record(
+    store: CaseStore, task_id: str, target: str
+) -> tuple[Evidence, Literal["record", "raw"]]:
     """The committed record `target` names (a raw id: the record citing it), and what goes."""
     case = store.read_case(task_id)
     if is_id(target, "ev"):

@@ -51,7 +51,9 @@ def archive(kernel: Kernel, task: str, *, actor: str | None = None) -> Result:
         return _moved(task_id, case.status, archived=True, path=store.case_path(task_id))
     _closed("archive", task_id, case.status)
     info = store.lock_info(who, "case.archive")
-    path = move(store.root, task_id, archive_root(store.root), timeout=store.lock_timeout, info=info)
+    path = move(
+        store.root, task_id, archive_root(store.root), timeout=store.lock_timeout, info=info
+    )
     from cortex.kernel.recall import purge
 
     warnings = purge(kernel, kernel.store, task_id, derive=False, scrub=False)
@@ -90,8 +92,10 @@ def _moved(
 def prune(
     kernel: Kernel, *, older_than: str | None, apply: bool, actor: str | None = None
 ) -> Result:
-    """Abandon and archive this store's open cases idle longer than an age (dry run unless
-    `apply`). A case whose change lease is active is left alone: someone holds it."""
+    """Abandon and archive this store's open cases idle longer than an age.
+
+    A dry run unless `apply`. A case whose change lease is active is left alone: someone holds it.
+    """
     from cortex.kernel.config import duration
     from cortex.kernel.lease import state
 

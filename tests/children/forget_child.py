@@ -20,9 +20,10 @@ from child_common import stop_here
 def main() -> None:
     point, skip, workdir, task, target = sys.argv[1:6]
     remove = len(sys.argv) > 6
+    import msgspec
+
     from cortex.cases import _crash
     from cortex.cases.errors import CortexError
-    import msgspec
     from cortex.kernel.kernel import Kernel
 
     if point != "-":

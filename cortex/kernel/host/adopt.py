@@ -11,6 +11,7 @@ cases here, case by case under their locks, and records the old workspace root s
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from typing import Any, NamedTuple
 
 from cortex.cases.errors import CortexError, InvalidInputError, NotFoundError
@@ -255,17 +256,13 @@ def _drop_if_empty(root: str) -> None:
         for leftover in (".gitignore",):
             if os.path.isfile(os.path.join(path, leftover)):
                 os.unlink(os.path.join(path, leftover))
-        try:
+        with suppress(OSError):
             os.rmdir(path)
-        except OSError:
-            pass
     if any(is_id(name, "task") for name in os.listdir(root)):
         return
     for name in (STORE_LOCK_FILE, ".adopted.json", ".gitignore"):
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(os.path.join(root, name))
-        except FileNotFoundError:
-            pass
     try:
         os.rmdir(root)
     except OSError:

@@ -121,7 +121,11 @@ def _retention(kernel: object) -> list[Check]:
                 name="orphaned stores",
                 status="warn",
                 detail=f"no case of these stores names a workspace that still exists: {shown}"
-                + (f"; {', '.join(o.id for o in ours)} holds this repository's commits" if ours else ""),
+                + (
+                    f"; {', '.join(o.id for o in ours)} holds this repository's commits"
+                    if ours
+                    else ""
+                ),
                 fix=fix or "cortex adopt STORE moves one here; or remove its directory",
             )
         )
