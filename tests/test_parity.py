@@ -64,7 +64,7 @@ NOT_SERVED = {
     "case.rm": "deletes a case for good: a person's act at a terminal",
     "case.forget": "removes a record for good: a person's act at a terminal",
     "adopt": "moves a store's cases: set-up, run from a shell",
-    "cache.drop": "maintenance from a shell",
+    "recall.drop": "maintenance from a shell",
 }
 """CLI commands with no MCP tool, and why."""
 

@@ -1,4 +1,4 @@
-"""`case archive`, `unarchive`, `prune`, `rm`, `cache drop`, and the sizes doctor and overview show.
+"""`case archive`, `unarchive`, `prune`, `rm`, `recall drop`, and the sizes doctor and overview show.
 
 docs/design/storage.md, "Archive, remove, adopt". Removal is killed at its crash points with
 real processes; the person's confirmation runs at a real pseudo-terminal.
@@ -268,17 +268,17 @@ class TestSizesAndCaches:
         assert overview["bytes"]["stateRoot"] >= overview["bytes"]["stores"]
         assert overview["byRepo"][0]["bytes"] > 0
 
-    def test_cache_drop_deletes_derived_files_and_recall_rebuilds_them(
+    def test_recall_drop_deletes_derived_files_and_recall_rebuilds_them(
         self, cli: Cli, env: dict[str, str], tmp_path: Path
     ) -> None:
         env["CORTEX_CACHE_DIR"] = str(tmp_path / "cache")
         task = cli.open()
         cli("case", "note", task, "a person's word", "--origin", "human")
         assert cli("recall", "reindex").code == 0
-        dry = cli("cache", "drop", "--dry-run").data
+        dry = cli("recall", "drop", "--dry-run").data
         assert dry["bytes"] > 0
         assert list((tmp_path / "cache").rglob("*.sqlite"))
-        done = cli("cache", "drop").data
+        done = cli("recall", "drop").data
         assert done["bytes"] == dry["bytes"]
         assert not list((tmp_path / "cache").rglob("*.sqlite"))
         assert cli("recall", "rebuild").data["cards"] == 1

@@ -543,7 +543,7 @@ def _adopt(c: Call) -> Result:
     return adopt(c.kernel, c["store"], dry_run=c["dry_run"])
 
 
-def _cache_drop(c: Call) -> Result:
+def _recall_drop(c: Call) -> Result:
     from cortex.kernel.host.storage import drop
 
     return drop(c.kernel, dry_run=c["dry_run"])
@@ -656,5 +656,5 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.prune": _prune,
     "case.rm": _rm,
     "adopt": _adopt,
-    "cache.drop": _cache_drop,
+    "recall.drop": _recall_drop,
 }

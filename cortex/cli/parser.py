@@ -717,8 +717,8 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(Opt("--dry-run", "write nothing; show what would move", kind="flag"),),
     ),
     Cmd(
-        ("cache", "drop"),
-        "delete the recall index and the git index mirrors (rebuilt when next needed)",
+        ("recall", "drop"),
+        "delete the recall index and the git index mirrors; both are made again when needed",
         options=(Opt("--dry-run", "delete nothing; list what would go", kind="flag"),),
     ),
     Cmd(
@@ -786,7 +786,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "studio",
         ),
     ),
-    ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild")),
+    ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild", "recall.drop")),
     ("share", ("case.share", "case.fetch", "case.bundle", "case.trailer")),
     ("review", ("case.report", "review")),
     (
@@ -800,7 +800,6 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "setup.git-trailer",
             "serve",
             "completion",
-            "cache.drop",
         ),
     ),
 )

@@ -660,7 +660,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
             ("case.rm", "removed"),
             ("case.forget", "forgotten"),
             ("adopt", "adopted"),
-            ("cache.drop", "dropped"),
+            ("recall.drop", "dropped"),
         )
     },
 }

@@ -1,4 +1,4 @@
-"""Text for `case archive`, `unarchive`, `prune`, `rm`, `forget`, `adopt` and `cache drop`.
+"""Text for `case archive`, `unarchive`, `prune`, `rm`, `forget`, `adopt` and `recall drop`.
 
 Every value from a case goes into a `Text`, never read as markup.
 """
@@ -86,7 +86,7 @@ def adopted(console: Console, data: Data) -> None:
 
 
 def dropped(console: Console, data: Data) -> None:
-    """`cache drop`."""
+    """`recall drop`."""
     verb = "Would drop (dry run)" if data["dryRun"] else "Dropped"
     _line(console, f"{verb} {data['bytes']} bytes", "")
     for item in data["dropped"]:

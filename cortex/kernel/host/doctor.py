@@ -105,7 +105,7 @@ def _retention(kernel: object) -> list[Check]:
                 f"(archived: {_megabytes(found['archiveBytes'])}); state directory "
                 f"{_megabytes(found['stateBytes'])}, caches {_megabytes(found['cacheBytes'])}"
             ),
-            fix=None if found["cacheBytes"] < 500_000_000 else "cortex cache drop",
+            fix=None if found["cacheBytes"] < 500_000_000 else "cortex recall drop",
         )
     ]
     lost = orphans(kernel)

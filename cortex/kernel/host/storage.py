@@ -1,8 +1,8 @@
-"""How much the store and the caches hold, and dropping the caches (`cortex cache drop`).
+"""How much the store and the caches hold, and dropping the caches (`cortex recall drop`).
 
 The case files are the truth; everything under the cache root (the recall index) and the index
 mirrors under the state root are derived and disposable (docs/design/recall.md). `doctor` and
-`case overview` show the sizes; `cache drop` removes the derived files, and `recall rebuild` (or
+`case overview` show the sizes; `recall drop` removes the derived files, and `recall rebuild` (or
 the next use) makes them again.
 """
 
