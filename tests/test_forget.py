@@ -260,3 +260,53 @@ def test_a_forget_racing_appends_loses_none_of_them(
     assert report["ok"] is True
     assert [t["record"] for t in report["tombstones"]] == [record]
     assert holding(*roots) == []
+
+
+class TestShared:
+    """docs/design/sharing.md, "Forgotten records": the next share publishes the tombstone."""
+
+    def test_the_next_share_publishes_the_tombstone_and_history_keeps_what_was_pushed(
+        self, tmp_path: Path
+    ) -> None:
+        from share_kit import case_objects, make_machine, make_remote
+
+        remote = make_remote(tmp_path)
+        a = make_machine(tmp_path, "a", remote)
+        b = make_machine(tmp_path, "b", remote)
+        task = a.ok("case", "open", "Find why the vault rotates")["taskId"]
+        raw = tmp_path / "out.txt"
+        raw.write_bytes(BLOB)
+        record = a.ok("case", "evidence", "add", task, "--claim", SECRET, "--raw-file", str(raw))
+        record_id = record["evidence"]["id"]
+        a.ok("case", "share", task)
+        b.ok("case", "fetch", task)  # b holds the line before the forget
+        out, _ = forget_at_terminal(a.env, a.repo, task, record_id)
+        assert out.code == 0, out.stdout
+        a.ok("case", "share", task)
+        tip = a.git("rev-parse", f"refs/cortex/cases/{task}^{{tree}}")
+        listing = a.git("ls-tree", "-r", tip).splitlines()
+        contents = b"".join(
+            subprocess.run(
+                ["git", "cat-file", "blob", line.split()[2]],
+                cwd=a.repo, env=a.env, capture_output=True, check=True,
+            ).stdout
+            for line in listing
+        )  # fmt: skip
+        assert TOKEN not in contents  # the shared state holds the tombstone, not the text
+        assert b"(forgotten)" in contents
+        assert TOKEN in case_objects(remote, a.env)  # what was pushed before stays in history
+        # A machine fetching now gets the tombstone; one that fetched before is told to forget.
+        c = make_machine(tmp_path, "c", remote)
+        c.ok("case", "fetch", task)
+        report = c.ok("case", "audit", task)
+        assert [t["record"] for t in report["tombstones"]] == [record_id]
+        assert holding(Path(c.env["CORTEX_STATE_DIR"])) == []
+        b.ok("case", "fetch", task)
+        warned = b.ok("case", "audit", task)
+        assert "forgotten_elsewhere" in {w["code"] for w in warned["warnings"]}
+        out, _ = forget_at_terminal(b.env, b.repo, task, record_id)
+        assert out.code == 0, out.stdout
+        assert holding(Path(b.env["CORTEX_STATE_DIR"])) == []
+        again = b.ok("case", "audit", task)
+        assert again["warnings"] == []
+        assert len(again["tombstones"]) == 1

@@ -265,6 +265,24 @@ def locate(path: str, length: int, record_id: str) -> tuple[int, bytes] | None:
         os.close(fd)
 
 
+def lines_containing(path: str, length: int, needle: bytes) -> list[bytes]:
+    """Every committed line holding `needle` (a JSON member pattern), in ledger order, once."""
+    if length == 0:
+        return []
+    fd = _checked_fd(path, length)
+    try:
+        found: list[bytes] = []
+        last = -1
+        for at in _occurrences(fd, length, needle):
+            start, line = _line_around(fd, length, at)
+            if start != last:
+                found.append(line)
+                last = start
+        return found
+    finally:
+        os.close(fd)
+
+
 def find_lines(path: str, length: int, record_ids: list[str]) -> dict[str, bytes]:
     """The committed line (newline stripped) of each record id found, without decoding the rest.
 
