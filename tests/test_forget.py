@@ -180,6 +180,7 @@ POINTS = [
     ("txn.case_replaced", 1),
     ("forget.rewritten", 1),
     ("forget.removed", 1),
+    ("recall.dropped", 1),
 ]
 
 

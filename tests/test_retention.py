@@ -1,4 +1,5 @@
-"""`case archive`, `unarchive`, `prune`, `rm`, `recall drop`, and the sizes doctor and overview show.
+"""`case archive`, `unarchive`, `prune`, `rm`, `recall drop`, and the sizes doctor and overview
+show.
 
 docs/design/storage.md, "Archive, remove, adopt". Removal is killed at its crash points with
 real processes; the person's confirmation runs at a real pseudo-terminal.

@@ -190,11 +190,16 @@ def purge(
         index = Index.write(path(kernel))
     except RecallIndexError as exc:
         return [warning(exc)]
+    from cortex.cases import _crash
+
     try:
         ref = store_ref(kernel, store)
+        if scrub:
+            index.begin_purge()
         forget(index, ref.root, task_id)
         if derive:
             refresh(index, ref, task_id, kernel.redactor)
+        _crash.point("recall.dropped")
         if scrub:
             index.purge()
     except Exception as exc:  # noqa: BLE001 - the case's files are done; the index is behind
