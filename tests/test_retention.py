@@ -249,6 +249,9 @@ def test_a_removal_killed_at_each_point_is_finished_by_the_next_one(
     assert cli("case", "status", task).code == 3
     assert task not in listed(cli)
     assert list(store_root(env).glob(".removing-*"))
+    health = [c for c in json.loads(run_cortex(["doctor", "--json"], env, repo).stdout)["data"]
+              ["checks"] if c["name"] == "store health"]  # fmt: skip
+    assert "removal was interrupted" in health[0]["detail"]
     again = cli("case", "open", "Remove me", "--idempotency-key", "k-kill").data
     assert again["taskId"] != task
     assert not list(store_root(env).glob(".removing-*"))

@@ -316,6 +316,18 @@ def _debris(kernel: object) -> Check:
             unreadable.append(f"{task_id}: {exc.message}")
             continue
         found += [f"{task_id}: {warning}" for warning in store.debris(case)]
+    from cortex.cases.retention import REMOVING_PREFIX
+
+    try:
+        names = os.listdir(store.root)
+    except OSError:
+        names = []
+    found += [
+        f"{name[len(REMOVING_PREFIX) :]}: a removal was interrupted; the next `case rm` or "
+        "`case open` here finishes it"
+        for name in sorted(names)
+        if name.startswith(REMOVING_PREFIX)
+    ]
     if unreadable:
         return Check(
             name="store health",
