@@ -18,14 +18,17 @@ from cortex.cases.bounds import JOURNAL_MAX
 from cortex.cases.errors import IntegrityError, NotFoundError
 from cortex.cases.fsio import check_real_dir, fsync_dir, make_private_dirs, read_bounded
 from cortex.cases.ids import is_id
-from cortex.cases.layout import KEYS_DIR, LOCK_FILE, STORE_LOCK_FILE, case_dir
+from cortex.cases.layout import (
+    ARCHIVE_DIR,
+    KEYS_DIR,
+    LOCK_FILE,
+    REMOVING_PREFIX,
+    STORE_LOCK_FILE,
+    case_dir,
+)
 from cortex.cases.lock import FileLock
 from cortex.cases.records import KeyRecord, LockInfo, decode
 
-ARCHIVE_DIR = ".archive"
-"""Archived cases of a store, each a case directory as it was."""
-REMOVING_PREFIX = ".removing-"
-"""A case being removed: stray only after a crash, finished by the next removal or open."""
 _IGNORE_ALL = b"*\n"
 
 

@@ -37,6 +37,7 @@ from cortex.cases.fsio import (
 )
 from cortex.cases.ids import check_id, is_id, new_id
 from cortex.cases.layout import (
+    ARCHIVE_DIR,
     BACKUP_PREFIX,
     CASE_FILE,
     CREATING_PREFIX,
@@ -45,6 +46,7 @@ from cortex.cases.layout import (
     LOCK_FILE,
     RAW_DIR,
     REFS_DIR,
+    REMOVING_PREFIX,
     REPLICAS_FILE,
     STORE_LOCK_FILE,
     case_dir,
@@ -199,9 +201,7 @@ class CaseStore:
 
     def archived(self, task_id: str) -> bool:
         """Whether the store's archive holds this case."""
-        from cortex.cases.retention import archive_root
-
-        return os.path.lexists(case_dir(archive_root(self.root), task_id))
+        return os.path.lexists(case_dir(os.path.join(self.root, ARCHIVE_DIR), task_id))
 
     def list_ids(self) -> list[str]:
         """Ids of the cases in this store, newest first. Reads one directory; writes nothing."""
@@ -548,10 +548,10 @@ class CaseStore:
         A removal a crash interrupted is finished too, key files first: a retried open must
         not find a key naming a case that is being removed, and bring it back.
         """
-        from cortex.cases.retention import REMOVING_PREFIX, finish_removals
-
         names = os.listdir(self.root)
         if any(n.startswith(REMOVING_PREFIX) for n in names):
+            from cortex.cases.retention import finish_removals
+
             finish_removals(self.root)
         strays = [n for n in names if n.startswith(CREATING_PREFIX)]
         if not strays:

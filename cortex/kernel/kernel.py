@@ -16,7 +16,7 @@ import msgspec
 from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id, is_id
-from cortex.cases.layout import case_dir
+from cortex.cases.layout import ARCHIVE_DIR, case_dir
 from cortex.cases.records import Via
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
@@ -244,9 +244,7 @@ class Kernel:
         store settings come from that repository's configuration.
         """
         task_id, store = self.find(ref, argument=argument)
-        from cortex.cases.retention import is_archive
-
-        if is_archive(store.root):
+        if os.path.basename(store.root) == ARCHIVE_DIR:
             from cortex.kernel.envelope import step
             from cortex.kernel.errors import GateRefusedError
 
@@ -299,10 +297,8 @@ class Kernel:
         seen = {*stores, self.cases_root}
         extra = [root for root in registered(self.state_root) if root not in seen]
         others = [root for root in stores if root != self.cases_root] + extra
-        from cortex.cases.retention import archive_root
-
         # Archived cases last: found by id for reading, never by a writer (`find_writable`).
-        archives = [archive_root(root) for root in (self.cases_root, *others)]
+        archives = [os.path.join(root, ARCHIVE_DIR) for root in (self.cases_root, *others)]
         return others + [root for root in archives if os.path.isdir(root)]
 
     def _latest(self) -> str:

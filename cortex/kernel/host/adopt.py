@@ -248,8 +248,7 @@ def _move_keys(source: str, target: str) -> None:
 
 def _drop_if_empty(root: str) -> None:
     """Remove what an emptied store keeps for itself; the store directory, if nothing is left."""
-    from cortex.cases.layout import KEYS_DIR, STORE_LOCK_FILE
-    from cortex.cases.retention import ARCHIVE_DIR
+    from cortex.cases.layout import ARCHIVE_DIR, KEYS_DIR, STORE_LOCK_FILE
 
     for name in (KEYS_DIR, ARCHIVE_DIR):
         path = os.path.join(root, name)

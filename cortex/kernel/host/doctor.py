@@ -316,7 +316,7 @@ def _debris(kernel: object) -> Check:
             unreadable.append(f"{task_id}: {exc.message}")
             continue
         found += [f"{task_id}: {warning}" for warning in store.debris(case)]
-    from cortex.cases.retention import REMOVING_PREFIX
+    from cortex.cases.layout import REMOVING_PREFIX
 
     try:
         names = os.listdir(store.root)
