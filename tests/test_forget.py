@@ -311,3 +311,29 @@ class TestShared:
         again = b.ok("case", "audit", task)
         assert again["warnings"] == []
         assert len(again["tombstones"]) == 1
+
+    def test_every_copy_of_a_record_is_forgotten(self, tmp_path: Path) -> None:
+        """A forked state directory shares its twin's earlier records: after a fetch, this
+        machine holds the record twice (its own line, and the fork's copy); both go."""
+        from share_kit import copy_machine, make_machine, make_remote
+
+        remote = make_remote(tmp_path)
+        a = make_machine(tmp_path, "a", remote)
+        task = a.ok("case", "open", "Find why the vault rotates")["taskId"]
+        record_id = a.ok("case", "evidence", "add", task, "--claim", SECRET)["evidence"]["id"]
+        twin = copy_machine(tmp_path, a, "twin")
+        twin.ok("case", "note", task, "the twin goes its own way")
+        twin.ok("case", "share", task)
+        a.ok("case", "note", task, "and so does the original")
+        a.ok("case", "fetch", task)
+        state = Path(a.env["CORTEX_STATE_DIR"])
+        assert len([p for p in holding(state) if p.endswith("evidence.jsonl")]) == 2
+        out, _ = forget_at_terminal(a.env, a.repo, task, record_id)
+        assert out.code == 0, out.stdout
+        assert len(out.data["copies"]) == 2
+        assert holding(state) == []
+        report = a.ok("case", "audit", task)
+        assert len(report["tombstones"]) == 2
+        assert report["warnings"] == [] or {w["code"] for w in report["warnings"]} == {
+            "replica_forked"
+        }

@@ -54,7 +54,7 @@ def case_with(store: CaseStore, *claims: str, raw: bytes | None = None) -> tuple
 
 def forget(store: CaseStore, task: str, record_id: str, what: str = "record") -> Forgetting:
     with store.transaction(task, actor="alice", operation="case.forget") as txn:
-        forgotten = txn.forget(record_id, what=what)  # type: ignore[arg-type]
+        (forgotten,) = txn.forget(record_id, what=what)  # type: ignore[arg-type]
         txn.append(
             "evidence",
             Evidence(

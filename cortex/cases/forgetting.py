@@ -35,9 +35,27 @@ LOCAL = ledger_file("evidence")
 
 def plan(
     txn: Transaction, record_id: str, *, what: Literal["record", "raw"]
+) -> list[tuple[ForgetStep, Forgetting]]:
+    """The journal step and the forget record's warrant for each copy of `record_id`.
+
+    A record is held once, except where a replica's history was forked or this machine's own
+    was imported back: every copy is forgotten, and the blob goes with the first.
+    """
+    found = _find(txn, record_id)
+    planned = [_plan_one(txn, record_id, copy, what=what) for copy in found]
+    for step, _ in planned[1:]:
+        step.remove = []
+    return planned
+
+
+def _plan_one(
+    txn: Transaction,
+    record_id: str,
+    copy: tuple[str, int, bytes],
+    *,
+    what: Literal["record", "raw"],
 ) -> tuple[ForgetStep, Forgetting]:
-    """The journal step and the forget record's warrant for forgetting `record_id`."""
-    relative, offset, line = _find(txn, record_id)
+    relative, offset, line = copy
     if relative == LOCAL:
         record = ledger.parse_line(line, Evidence, where=f"{relative} byte {offset}")
         chain_hash = ledger.line_hash(line)
@@ -74,8 +92,8 @@ def plan(
     return step, forgetting
 
 
-def _find(txn: Transaction, record_id: str) -> tuple[str, int, bytes]:
-    """(ledger relative to the case, offset, line) of a committed evidence record."""
+def _find(txn: Transaction, record_id: str) -> list[tuple[str, int, bytes]]:
+    """(ledger relative to the case, offset, line) of each committed copy of a record."""
     case = txn.case
     candidates = [(LOCAL, (case.ledgers.get("evidence") or LedgerState()).bytes)]
     if "replicas" in case.snapshots:
@@ -84,11 +102,14 @@ def _find(txn: Transaction, record_id: str) -> tuple[str, int, bytes]:
             for relative, length in sorted(txn._replica_lengths(case).items())  # noqa: SLF001
             if relative.endswith("/" + LOCAL)
         ]
+    copies = []
     for relative, length in candidates:
         found = ledger.locate(os.path.join(txn.path, relative), length, record_id)
         if found is not None:
-            return relative, found[0], found[1]
-    raise NotFoundError(f"no evidence record {record_id} in case {case.id}")
+            copies.append((relative, found[0], found[1]))
+    if not copies:
+        raise NotFoundError(f"no evidence record {record_id} in case {case.id}")
+    return copies
 
 
 def _blobs(path: str, task_id: str, record: Evidence) -> list[tuple[str, ForgottenBlob]]:

@@ -68,7 +68,12 @@ def audit_forgets(context: _LedgerContext, found: _Collector) -> list[Tombstone]
                 forget_record=record.id,
             )
         )
+    tombstoned = {record_id for _, record_id, *_ in context.tombstones}
     for (file, record_id), (origin, record) in sorted(vouch.items()):
+        if origin is not None and (
+            record_id in tombstoned or record_id not in context.evidence_ids
+        ):
+            continue  # forgotten here too (under this machine's own name for it), or never held
         if origin is not None:
             found.warn(
                 "forgotten_elsewhere",

@@ -283,25 +283,25 @@ class Transaction:
             raise ValueError(msg)
         self._replica_appends.append((relative, data, committed))
 
-    def forget(self, record_id: str, *, what: Literal["record", "raw"] = "record") -> Forgetting:
+    def forget(
+        self, record_id: str, *, what: Literal["record", "raw"] = "record"
+    ) -> list[Forgetting]:
         """Queue replacing a committed evidence record (or only its raw output) by a tombstone.
 
-        The record is looked for in this replica's evidence ledger, then in each imported
-        replica's. The tombstone is written, and the blobs removed, only after the commit
-        point; recovery finishes that if the writer dies (docs/design/storage.md, "Forgetting
-        a record"). Returns what the forget record must vouch for.
+        Every copy is found: in this replica's evidence ledger and in each imported replica's.
+        The tombstones are written, and the blobs removed, only after the commit point; recovery
+        finishes that if the writer dies (docs/design/storage.md, "Forgetting a record").
+        Returns what forget records must vouch for, one per copy.
         """
         from cortex.cases.forgetting import plan
 
-        step, forgetting = plan(self, record_id, what=what)
-        if any(
-            queued.ledger == step.ledger and queued.offset == step.offset
-            for queued in self._forgets
-        ):
+        planned = plan(self, record_id, what=what)
+        queued = {(step.ledger, step.offset) for step in self._forgets}
+        if any((step.ledger, step.offset) in queued for step, _ in planned):
             msg = f"{record_id} is forgotten twice in one commit"
             raise ValueError(msg)
-        self._forgets.append(step)
-        return forgetting
+        self._forgets += [step for step, _ in planned]
+        return [forgetting for _, forgetting in planned]
 
     # Commit -------------------------------------------------------------------------------
 

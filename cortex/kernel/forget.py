@@ -84,18 +84,22 @@ def forget(
     claim = head + reason.encode()[:room].decode("utf-8", "ignore")
     with store.transaction(task_id, actor=who, operation="case.forget") as txn:
         txn.target = target
-        forgetting = txn.forget(record.id, what=what)
-        marker = txn.append(
-            "evidence",
-            Evidence(
-                id=new_id("ev"),
-                timestamp=kernel.now(),
-                kind="note",
-                source=Source(tool=FORGOTTEN_TOOL, actor=who, origin="human"),
-                claim=claim,
-                forgets=forgetting,
-            ),
-        )
+        copies = txn.forget(record.id, what=what)
+        markers = [
+            txn.append(
+                "evidence",
+                Evidence(
+                    id=new_id("ev"),
+                    timestamp=kernel.now(),
+                    kind="note",
+                    source=Source(tool=FORGOTTEN_TOOL, actor=who, origin="human"),
+                    claim=claim,
+                    forgets=forgetting,
+                ),
+            )
+            for forgetting in copies
+        ]
+    forgetting, marker = copies[0], markers[0]
     warnings = list(txn.warnings)
     from cortex.kernel.recall import purge
 
@@ -115,6 +119,7 @@ def forget(
                 for blob in forgetting.raw
             ],
             "forgetRecord": marker.id,
+            "copies": [forgetting.ledger for forgetting in copies],
             "warnings": warnings,
         }
     )
