@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +231,7 @@ def test_a_forget_racing_appends_loses_none_of_them(
     forgotten one is gone, and the ledger audits."""
     task, record, _ = with_secret(cli, tmp_path)
     commands = [
-        [["case", "evidence", "add", task, "--claim", f"writer {n} seq {i}"] for i in range(15)]
+        [["case", "evidence", "add", task, "--claim", f"writer {n} seq {i}"] for i in range(80)]
         for n in range(2)
     ]
     writers = [
@@ -244,19 +243,24 @@ def test_a_forget_racing_appends_loses_none_of_them(
         )
         for batch in commands
     ]
-    time.sleep(0.3)
+    assert writers[0].stdout is not None
+    first = writers[0].stdout.readline().decode()  # appends are under way: forget now
+    assert first.startswith("ACK "), first
     forgot = run_forget(env, repo, [task, record, "-", "0"])
     acked: list[str] = []
-    for proc in writers:
+    for n, proc in enumerate(writers):
         stdout, stderr = proc.communicate(timeout=180)
         assert proc.returncode == 0, stderr.decode()
-        lines = stdout.decode().splitlines()
+        lines = ([first] if n == 0 else []) + stdout.decode().splitlines()
         acked += [json.loads(x[4:])["data"]["evidence"]["id"] for x in lines if x[:4] == "ACK "]
     assert forgot.acked
-    assert len(acked) == 30
+    assert len(acked) == 160
     timeline = cli("case", "timeline", task, "--kind", "evidence", "--limit", "500").data
-    held = {entry["id"] for entry in timeline["entries"]}
-    assert set(acked) <= held
+    order = [entry["id"] for entry in timeline["entries"]]
+    assert set(acked) <= set(order)
+    marker = order.index(forgot.acked[0]["forgetRecord"])
+    written = [i for i, entry in enumerate(order) if entry in set(acked)]
+    assert min(written) < marker < max(written)  # the forget really ran between appends
     report = cli("case", "audit", task).data
     assert report["ok"] is True
     assert [t["record"] for t in report["tombstones"]] == [record]
