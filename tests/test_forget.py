@@ -170,12 +170,20 @@ class TestWhoMayForget:
 # (point, passes): a forget appends to two ledgers (the forget record, the audit line) and
 # writes the journal and case.json through write_atomic.
 POINTS = [
+    ("txn.fence", 1),
+    ("txn.staged", 1),
+    ("snapshot.tmp_created", 2),
+    ("snapshot.tmp_written", 2),
+    ("snapshot.tmp_synced", 2),
+    ("snapshot.replaced", 2),
+    ("snapshot.dir_synced", 2),
     ("txn.journaled", 1),
+    ("ledger.before_write", 2),
     ("ledger.torn_write", 2),
+    ("ledger.written", 2),
     ("ledger.synced", 2),
     ("txn.appended", 1),
-    ("snapshot.tmp_written", 2),
-    ("snapshot.replaced", 2),
+    ("txn.published", 1),
     ("txn.case_replaced", 1),
     ("forget.rewritten", 1),
     ("forget.removed", 1),

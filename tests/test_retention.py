@@ -259,6 +259,25 @@ def test_a_removal_killed_at_each_point_is_finished_by_the_next_one(
     assert out.code == 0, out.stdout  # type: ignore[attr-defined]
 
 
+def test_a_removal_killed_before_the_recall_purge_leaves_nothing_after_the_next_write(
+    cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    env["CORTEX_CACHE_DIR"] = str(tmp_path / "cache")
+    task = cli.open("Remove me")
+    cli("case", "note", task, "the marmalade7731 fact", "--origin", "human")
+    assert cli("case", "abort", task, "--reason", "x").code == 0
+    assert cli("recall", "reindex").code == 0
+    run = watch(
+        [sys.executable, FORGET_CHILD, "recall.dropped", "0", str(repo), task, "-", "rm"], env
+    )
+    assert run.killed
+    assert cli("case", "status", task).code == 3
+    assert cli("recall", "reindex").code == 0  # the next writer of the index purges
+    held = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert held
+    assert all(b"marmalade7731" not in p.read_bytes() for p in held)
+
+
 class TestSizesAndCaches:
     def test_doctor_and_overview_show_the_sizes(
         self, cli: Cli, env: dict[str, str], repo: Path
