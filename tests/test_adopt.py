@@ -102,3 +102,29 @@ def test_a_copy_that_keeps_its_original_is_not_adopted_unless_named(
     assert here("adopt", store).data["moved"] == [task]
     assert cli("case", "list").data["items"] == []
     assert here("adopt", "nonexistent-0123456789ab").code == 3
+
+
+def test_an_adopt_killed_after_its_first_move_is_finished_by_the_next(
+    cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    import sys
+
+    from conftest import CHILDREN
+    from test_crash import watch
+
+    first, latest = history(cli)
+    target = moved(tmp_path, repo, "mv")
+    run = watch([sys.executable, str(CHILDREN / "crash_child.py"), "archive.moved", "0",
+                 str(target), json.dumps([["adopt"]])], env)  # fmt: skip
+    assert run.killed
+    here = Cli(env, target)
+    assert len(here("case", "list").data["items"]) == 1  # one case moved, whole
+    assert here("case", "status", "@latest").code in {0, 3}
+    done = here("adopt").data
+    assert len(done["moved"]) == 1
+    assert sorted(i["taskId"] for i in here("case", "list").data["items"]) == sorted(
+        [first, latest]
+    )
+    assert here("case", "status", "@latest").data["taskId"] == latest
+    for task in (first, latest):
+        assert here("case", "audit", task).data["ok"] is True
