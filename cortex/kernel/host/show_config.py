@@ -62,6 +62,7 @@ def show_config(kernel: Kernel) -> Result:
                 "share": entry(
                     "share", {"enabled": config.share.enabled, "remote": config.share.remote}
                 ),
+                "prune_older_than": entry("prune_older_than", config.prune_older_than),
             },
             "verifiers": verifiers,
         }
