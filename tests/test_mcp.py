@@ -45,6 +45,8 @@ EXPECTED_TOOLS = {
     "cortex_recall": (True, False, True),
     "cortex_recall_get": (True, False, True),
     "cortex_review": (True, False, True),
+    "cortex_archive": (False, False, True),
+    "cortex_unarchive": (False, False, True),
 }
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 

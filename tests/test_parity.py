@@ -60,6 +60,11 @@ NOT_SERVED = {
     "case.trailer": "read by the prepare-commit-msg hook, which runs the CLI",
     "setup.git-trailer": "set-up, run from a shell",
     "case.report": "writes a file where the caller stands; agents read handoff and status",
+    "case.prune": "abandons other agents' idle cases: a person or a scheduled job decides",
+    "case.rm": "deletes a case for good: a person's act at a terminal",
+    "case.forget": "removes a record for good: a person's act at a terminal",
+    "adopt": "moves a store's cases: set-up, run from a shell",
+    "recall.drop": "maintenance from a shell",
 }
 """CLI commands with no MCP tool, and why."""
 
@@ -69,6 +74,7 @@ ONLY_CLI = {
     ("case.handoff", "format"): "says what --output writes",
     ("case.verify", "follow"): "prints output at a terminal; over MCP it is debug log entries",
     ("review", "format"): "says how the CLI prints the verdict; over MCP it is data",
+    ("case.list", "archived"): "archived cases are for people; an agent lists the live ones",
     **{
         (command, "lease_token"): "a server keeps the tokens its own begin_change was given"
         for command in ("case.plan", "case.begin-change", "case.verify", "case.complete")

@@ -386,6 +386,7 @@ class TestOverview:
             "ofComplete": 0.3333,
         }
         repos = {r["repository"]: r for r in data["byRepo"]}
+        assert all(r.pop("bytes") > 0 for r in data["byRepo"])
         assert repos["alpha"] | {"store": None} == {
             "store": None,
             "repository": "alpha",

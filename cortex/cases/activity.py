@@ -17,6 +17,7 @@ from typing import Literal
 
 import msgspec
 
+from cortex.cases import ledger
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError
 from cortex.cases.fsio import (
@@ -244,7 +245,10 @@ def read(case_dir: str, task_id: str, *, wait: float = LOCK_WAIT) -> Log:
     prev = genesis(task_id)
     for index, line in enumerate(lines, start=1):
         try:
-            record = msgspec.json.decode(line, type=Activity)
+            # A forgotten record is a tombstone: it decodes as what is left of it, and chains
+            # on the hash of the line it replaced (docs/design/storage.md, forgetting).
+            body = ledger.tombstone_body(line) if ledger.recorded_hash(line) else line
+            record = msgspec.json.decode(body, type=Activity)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             log.problems.append(f"{FILE} line {index} does not decode ({exc})")
             break
@@ -254,7 +258,7 @@ def read(case_dir: str, task_id: str, *, wait: float = LOCK_WAIT) -> Log:
                 "dropped or reordered"
             )
             break
-        prev = sha256_hex(line)
+        prev = ledger.line_hash(line)
         log.records.append(record)
         log.hashes.append(prev)
     return log

@@ -199,6 +199,9 @@ STALE_AFTER_DEFAULT = 24 * 3600
 """Seconds without an update after which an active case is flagged stale (unless told)."""
 STALE_AFTER_MAX = 365 * 24 * 3600
 """The longest `--stale-after` (a year)."""
+PRUNE_AFTER_DEFAULT = 30 * 24 * 3600
+"""How long a case that is not closed may stay idle before `case prune` abandons and archives
+it, unless `prune_older_than` or `--older-than` says otherwise."""
 SUMMARY_HEAD_MAX = 4 * KIB
 """Bytes of a completed case's summary.md read to find its verdict at completion."""
 DAMAGED_SHOWN_MAX = 50

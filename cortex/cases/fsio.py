@@ -192,6 +192,50 @@ def write_once(path: str, data: bytes, *, mode: int) -> bool:
     return ours
 
 
+def splice(path: str, offset: int, data: bytes, *, temp_dir: str) -> None:
+    """Replace `len(data)` bytes of `path` at `offset`, so readers see the old or the new file.
+
+    The file is copied to a temp file in `temp_dir` (the case directory, where recovery sweeps
+    temps; the same file system as `path`) with the range replaced, synced, renamed over `path`,
+    and the directory synced. A reader holding the old file reads it whole; nothing is written
+    in place, so no reader ever sees half of the change. It costs a copy of the file: a forget
+    is rare, and keeping every offset means no reader needs to know one happened.
+    """
+    tmp, out = _create_temp(temp_dir, os.path.basename(path))
+    try:
+        source = open_for_read(path)
+        try:
+            check_single_link(source, path)
+            size = os.fstat(source).st_size
+            if offset + len(data) > size:
+                msg = f"{path} is {size} bytes; cannot replace bytes {offset}-{offset + len(data)}"
+                raise IntegrityError(msg, path=path)
+            _copy_range(source, out, 0, offset)
+            write_all(out, data)
+            _copy_range(source, out, offset + len(data), size)
+        finally:
+            os.close(source)
+        os.fsync(out)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    finally:
+        os.close(out)
+    fsync_dir(os.path.dirname(path))
+
+
+def _copy_range(source: int, out: int, start: int, end: int) -> None:
+    position = start
+    while position < end:
+        chunk = os.pread(source, min(1 << 20, end - position), position)
+        if not chunk:
+            msg = "the file shrank while it was copied"
+            raise IntegrityError(msg)
+        write_all(out, chunk)
+        position += len(chunk)
+
+
 def _create_temp(directory: str, final_name: str) -> tuple[str, int]:
     """A new temp file for `final_name` and its descriptor, which holds the file's lock.
 

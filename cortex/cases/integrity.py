@@ -43,6 +43,7 @@ from cortex.cases.records import (
     CaseFile,
     Command,
     Evidence,
+    ForgottenBlob,
     LedgerState,
     PhaseChange,
     case_digest,
@@ -73,6 +74,22 @@ class Finding(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     offset: int | None = None
 
 
+class Tombstone(msgspec.Struct, kw_only=True, rename="camel"):
+    """A forgotten record, as its forget record vouches for it: who, how, when, why, what."""
+
+    record: str
+    ledger: str
+    what: str
+    removed_line: str
+    """The chain hash of the line the tombstone replaced: the digest of what was removed."""
+    removed_raw: list[ForgottenBlob]
+    by: str | None
+    via: str | None
+    at: str
+    reason: str
+    forget_record: str
+
+
 class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
     """The outcome of an audit: ok means no errors (warnings allowed)."""
 
@@ -82,6 +99,7 @@ class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
     records: dict[str, int]
     errors: list[Finding]
     warnings: list[Finding]
+    tombstones: list[Tombstone] = msgspec.field(default_factory=list)
 
 
 class _Collector:
@@ -114,6 +132,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
     found = _Collector()
     records: dict[str, int] = {}
     case = _audit_snapshot(path, task_id, found)
+    tombstones: list[Tombstone] = []
     if case is not None:
         context = _LedgerContext(path=path, case=case, found=found, redactor=redactor)
         if "replicas" in case.snapshots:
@@ -125,6 +144,10 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
             records[name] = _audit_ledger(context, name)
         records["activity"] = _audit_activity(context)
         _audit_raw(path, context.raw_refs, found)
+        if context.tombstones or context.forgets:
+            from cortex.cases.forgotten import audit_forgets
+
+            tombstones = audit_forgets(context, found)
         _audit_case_digest(case, context.last_command, found)
         _audit_phases(case, context.phases, found)
         _audit_snapshots(path, case, context.evidence_ids, found)
@@ -137,6 +160,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
         records=records,
         errors=found.errors,
         warnings=found.warnings,
+        tombstones=tombstones,
     )
 
 
@@ -207,6 +231,20 @@ class _LedgerContext:
         self.phases: list[PhaseChange] = []
         self.anchors: list[ActivityAnchor] = []
         """Each commit's anchor of the activity ledger, in order (docs/design/activity.md)."""
+        self.tombstones: list[tuple[str, str, int, str, str]] = []
+        """(ledger file, record id, offset, recorded chain hash, sha256 of the tombstone)."""
+        self.forgets: list[tuple[str | None, Evidence]] = []
+        """Forget records, each with the replica key it was imported from (None: local)."""
+
+    def note_forget(
+        self, file: str, record: Evidence, line: bytes, offset: int, origin: str | None
+    ) -> None:
+        """Remember a tombstone or a forget record, for `forgotten.audit_forgets`."""
+        recorded = ledger.recorded_hash(line)
+        if recorded is not None:
+            self.tombstones.append((file, record.id, offset, recorded, sha256_hex(line)))
+        if record.forgets is not None:
+            self.forgets.append((origin, record))
 
 
 def _audit_ledger(context: _LedgerContext, name: str) -> int:
@@ -265,6 +303,7 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
             seen.add(record.id)
             if isinstance(record, Evidence):
                 _check_evidence(record, context, fail, offset)
+                context.note_forget(file, record, line, offset, None)
             elif isinstance(record, Command):
                 context.last_command = record
                 if record.activity is not None:

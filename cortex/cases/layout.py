@@ -16,6 +16,11 @@ KEYS_DIR = ".keys"
 CREATING_PREFIX = ".creating-"
 BACKUP_PREFIX = ".bak-"
 
+ARCHIVE_DIR = ".archive"
+"""A store's archived cases, each a case directory as it was (cortex.cases.retention)."""
+REMOVING_PREFIX = ".removing-"
+"""A case being removed: stray only after a crash, finished by the next removal or open."""
+
 REPLICAS_DIR = "replicas"
 """Imported replicas' ledgers, one directory per replica key (docs/design/sharing.md)."""
 REPLICAS_FILE = "replicas.json"

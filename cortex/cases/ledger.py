@@ -39,9 +39,41 @@ def genesis(task_id: str, ledger: str) -> str:
     return sha256_hex(f"cortex-ledger/v1\0{task_id}\0{ledger}".encode())
 
 
+FORGOTTEN_MEMBER = b',"forgotten":"'
+"""How a tombstone ends, before its recorded hash, `"}` and padding. JSON escapes every quote
+inside a string, so these bytes can only be that member (docs/design/storage.md)."""
+_TOMBSTONE_TAIL = len(FORGOTTEN_MEMBER) + 64 + 2
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def recorded_hash(line: bytes) -> str | None:
+    """The chain hash a tombstone records (the sha256 of the line it replaced), else None."""
+    end = len(line)
+    while end and line[end - 1] == 0x20:  # the padding that keeps the line's length
+        end -= 1
+    start = end - _TOMBSTONE_TAIL
+    if start < 1 or line[start : start + len(FORGOTTEN_MEMBER)] != FORGOTTEN_MEMBER:
+        return None
+    digest = line[end - 66 : end - 2]
+    if line[end - 2 : end] != b'"}' or not _HEX.issuperset(digest):
+        return None
+    return digest.decode("ascii")
+
+
+def tombstone_body(line: bytes) -> bytes:
+    """A tombstone without its `"forgotten"` member and padding: the record it decodes as."""
+    end = len(line.rstrip(b" "))
+    return line[: end - _TOMBSTONE_TAIL] + b"}"
+
+
 def line_hash(line: bytes) -> str:
-    """The hash that the next line's `prev` must carry (of the line without its newline)."""
-    return sha256_hex(line)
+    """The hash that the next line's `prev` must carry (of the line without its newline).
+
+    The sha256 of the line, or for a tombstone the hash it records: so a forget keeps every
+    chain verifiable.
+    """
+    recorded = recorded_hash(line)
+    return sha256_hex(line) if recorded is None else recorded
 
 
 def format_line(record: object) -> bytes:
@@ -54,7 +86,12 @@ def format_line(record: object) -> bytes:
 
 
 def parse_line(line: bytes, type_: type[_R], *, where: str) -> _R:
-    """Decode one line (without its newline) into `type_`, or raise IntegrityError."""
+    """Decode one line (without its newline) into `type_`, or raise IntegrityError.
+
+    A tombstone decodes as the record it keeps (its `"forgotten"` member set aside).
+    """
+    if recorded_hash(line) is not None:
+        line = tombstone_body(line)
     try:
         return decode(line, type_)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -209,6 +246,39 @@ def line_containing(path: str, length: int, needle: bytes) -> bytes | None:
         for at in _occurrences(fd, length, needle):
             return _line_around(fd, length, at)[1]
         return None
+    finally:
+        os.close(fd)
+
+
+def locate(path: str, length: int, record_id: str) -> tuple[int, bytes] | None:
+    """The offset and bytes (newline stripped) of a record's committed line, or None."""
+    if length == 0:
+        return None
+    fd = _checked_fd(path, length)
+    try:
+        needle = b'{"id":"' + record_id.encode() + b'"'
+        for at in _occurrences(fd, length, needle):
+            if at == 0 or os.pread(fd, 1, at - 1) == b"\n":
+                return _line_around(fd, length, at)
+        return None
+    finally:
+        os.close(fd)
+
+
+def lines_containing(path: str, length: int, needle: bytes) -> list[bytes]:
+    """Every committed line holding `needle` (a JSON member pattern), in ledger order, once."""
+    if length == 0:
+        return []
+    fd = _checked_fd(path, length)
+    try:
+        found: list[bytes] = []
+        last = -1
+        for at in _occurrences(fd, length, needle):
+            start, line = _line_around(fd, length, at)
+            if start != last:
+                found.append(line)
+                last = start
+        return found
     finally:
         os.close(fd)
 

@@ -206,6 +206,30 @@ class Resolution(_Record, kw_only=True):
     """The contesting evidence ids this resolution closes (those open when it was made)."""
 
 
+class ForgottenBlob(_Record, kw_only=True):
+    """A raw blob a forget removed: which, and the digest and size of what was removed."""
+
+    id: str
+    sha256: Digest
+    bytes: Count
+
+
+class Forgetting(_Record, kw_only=True):
+    """What a forget record vouches for (docs/design/storage.md, "Forgetting a record")."""
+
+    record: str
+    ledger: str = "evidence.jsonl"
+    """The ledger holding the tombstone, relative to the case directory of the replica that
+    wrote this record (`replicas/<key>/evidence.jsonl` for a record imported from another)."""
+    what: Literal["record", "raw"] = "record"
+    """`record`: the whole record; `raw`: only its raw output (the claim stays)."""
+    line: Digest
+    """The chain hash of the replaced line: the digest of what was removed."""
+    tombstone: Digest
+    """The sha256 of the tombstone as written."""
+    raw: list[ForgottenBlob] = msgspec.field(default_factory=list)
+
+
 class Evidence(_Record, kw_only=True):
     """One line of `evidence.jsonl`: a claim with its provenance."""
 
@@ -225,6 +249,8 @@ class Evidence(_Record, kw_only=True):
     """A decision (dec_...) this record disputes; it stays contested until a person resolves it."""
     resolves: Resolution | None = None
     """Set on the record of a person's resolution of a contest (`case decision resolve`)."""
+    forgets: Forgetting | None = None
+    """Set on the record of a forget: what it replaced by a tombstone, and why (the claim)."""
     revision: Revision = 0
     prev: str = ""
 
@@ -312,6 +338,26 @@ class StagedFile(_Record, kw_only=True):
     so a journal cannot make recovery delete a file another commit published."""
 
 
+class RemovedFile(_Record, kw_only=True):
+    """A file a committed forget removes, if it still holds what was named."""
+
+    path: str
+    sha256: Digest
+
+
+class ForgetStep(_Record, kw_only=True):
+    """One forget a committed journal applies: a ledger range and the files to remove."""
+
+    ledger: str
+    offset: Count
+    length: Count
+    was: Digest
+    """The sha256 of the bytes the range holds before the forget."""
+    tombstone: str
+    """The bytes that replace them (ASCII JSON and spaces, no forgotten text)."""
+    remove: list[RemovedFile] = msgspec.field(default_factory=list)
+
+
 class Journal(_Record, kw_only=True):
     """`.journal.json`: enough to roll an interrupted multi-file commit back or forward."""
 
@@ -324,6 +370,8 @@ class Journal(_Record, kw_only=True):
     replica_ledgers: dict[str, int] = msgspec.field(default_factory=dict)
     """Imported replicas' ledgers this commit appends to (`replicas/<key>/<ledger>.jsonl`) and
     their committed lengths, which a rollback truncates them back to."""
+    forget: list[ForgetStep] = msgspec.field(default_factory=list)
+    """What a forget replaces and removes once the commit point is passed; recovery finishes it."""
 
 
 class LockInfo(msgspec.Struct, kw_only=True):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -126,8 +127,14 @@ def _audit_ledger(
     seen: set[str] = set()
     problems = 0
     try:
-        lines = (line for _, line in ledger.iter_lines(full, state.bytes))
-        for record, meta, hashed in check_chain(lines, name, prev=tip, where=relative):
+        current: list[tuple[int, bytes]] = []
+
+        def lines() -> Iterator[bytes]:
+            for offset, line in ledger.iter_lines(full, state.bytes):
+                current[:] = [(offset, line)]
+                yield line
+
+        for record, meta, hashed in check_chain(lines(), name, prev=tip, where=relative):
             count += 1
             tip = hashed
             if not is_id(record.id, prefix) or not context.check_ulid(record.id[len(prefix) + 1 :]):
@@ -139,6 +146,8 @@ def _audit_ledger(
             seen.add(record.id)
             if isinstance(record, Evidence):
                 context.evidence_ids.add(record.id)
+                offset, line = current[0]
+                context.note_forget(relative, record, line, offset, key)
                 withheld = meta is not None and (
                     meta.withheld is not None or (meta.raw is not None and meta.raw.withheld)
                 )

@@ -37,6 +37,7 @@ from cortex.cases.fsio import (
 )
 from cortex.cases.ids import check_id, is_id, new_id
 from cortex.cases.layout import (
+    ARCHIVE_DIR,
     BACKUP_PREFIX,
     CASE_FILE,
     CREATING_PREFIX,
@@ -45,6 +46,7 @@ from cortex.cases.layout import (
     LOCK_FILE,
     RAW_DIR,
     REFS_DIR,
+    REMOVING_PREFIX,
     REPLICAS_FILE,
     STORE_LOCK_FILE,
     case_dir,
@@ -196,6 +198,10 @@ class CaseStore:
     def exists(self, task_id: str) -> bool:
         """Whether the store has an entry for this case (a symlink counts, and is refused later)."""
         return os.path.lexists(case_dir(self.root, task_id))
+
+    def archived(self, task_id: str) -> bool:
+        """Whether the store's archive holds this case."""
+        return os.path.lexists(case_dir(os.path.join(self.root, ARCHIVE_DIR), task_id))
 
     def list_ids(self) -> list[str]:
         """Ids of the cases in this store, newest first. Reads one directory; writes nothing."""
@@ -479,6 +485,12 @@ class CaseStore:
                 existing = self._claim_key(idempotency_key, fingerprint, case.id)
                 if existing is not None and self.exists(existing):
                     return self.read_case(existing), False
+                if existing is not None and self.archived(existing):
+                    msg = (
+                        f"this idempotency key opened {existing}, which is archived: unarchive "
+                        "it (cortex case unarchive), or use a new key"
+                    )
+                    raise InvalidInputError(msg)
                 if existing is not None:
                     # The key was written but the crash came before the case was published.
                     prepared = self._prepare(
@@ -531,8 +543,17 @@ class CaseStore:
         return self._key_target(path, data, fingerprint)
 
     def _remove_stray_creations(self) -> None:
-        """Remove `.creating-*` directories: under the store lock only a dead writer has one."""
-        strays = [n for n in os.listdir(self.root) if n.startswith(CREATING_PREFIX)]
+        """Remove `.creating-*` directories: under the store lock only a dead writer has one.
+
+        A removal a crash interrupted is finished too, key files first: a retried open must
+        not find a key naming a case that is being removed, and bring it back.
+        """
+        names = os.listdir(self.root)
+        if any(n.startswith(REMOVING_PREFIX) for n in names):
+            from cortex.cases.retention import finish_removals
+
+            finish_removals(self.root)
+        strays = [n for n in names if n.startswith(CREATING_PREFIX)]
         if not strays:
             return
         import shutil  # only needed after a crash

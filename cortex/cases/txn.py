@@ -11,14 +11,19 @@ import os
 import stat
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Literal, Self, TypeVar
 
 import msgspec
 
 from cortex.cases import _crash, activity, ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
-from cortex.cases.errors import IntegrityError, InvalidInputError, RevisionConflictError
+from cortex.cases.errors import (
+    IntegrityError,
+    InvalidInputError,
+    NotFoundError,
+    RevisionConflictError,
+)
 from cortex.cases.fsio import (
     TEMP_PREFIX,
     UnsyncedReplaceError,
@@ -46,6 +51,8 @@ from cortex.cases.records import (
     LEDGERS,
     CaseFile,
     Command,
+    ForgetStep,
+    Forgetting,
     Journal,
     LedgerRecord,
     LedgerState,
@@ -112,6 +119,7 @@ class Transaction:
         self._snapshots: list[tuple[str, msgspec.Struct]] = []
         self._verbatim: list[tuple[str, bytes, int]] = []
         self._replica_appends: list[tuple[str, bytes, int]] = []
+        self._forgets: list[ForgetStep] = []
         self._started = monotonic_ms() if started_ms is None else started_ms
         self._lock = FileLock(
             os.path.join(self.path, LOCK_FILE),
@@ -123,7 +131,11 @@ class Transaction:
     # Context manager ----------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        self._lock.acquire()
+        try:
+            self._lock.acquire()
+        except FileNotFoundError:
+            # Archived or removed between finding the case and locking it: nothing is written.
+            raise NotFoundError(f"case {self.task_id} was moved or removed meanwhile") from None
         try:
             self.case = self.store.read_case(self.task_id)
             self._recover(self.case)
@@ -271,6 +283,26 @@ class Transaction:
             raise ValueError(msg)
         self._replica_appends.append((relative, data, committed))
 
+    def forget(
+        self, record_id: str, *, what: Literal["record", "raw"] = "record"
+    ) -> list[Forgetting]:
+        """Queue replacing a committed evidence record (or only its raw output) by a tombstone.
+
+        Every copy is found: in this replica's evidence ledger and in each imported replica's.
+        The tombstones are written, and the blobs removed, only after the commit point; recovery
+        finishes that if the writer dies (docs/design/storage.md, "Forgetting a record").
+        Returns what forget records must vouch for, one per copy.
+        """
+        from cortex.cases.forgetting import plan
+
+        planned = plan(self, record_id, what=what)
+        queued = {(step.ledger, step.offset) for step in self._forgets}
+        if any((step.ledger, step.offset) in queued for step, _ in planned):
+            msg = f"{record_id} is forgotten twice in one commit"
+            raise ValueError(msg)
+        self._forgets += [step for step, _ in planned]
+        return [forgetting for _, forgetting in planned]
+
     # Commit -------------------------------------------------------------------------------
 
     def _commit(self) -> None:
@@ -355,7 +387,7 @@ class Transaction:
             check()
         journal = None
         try:
-            if staged:
+            if staged or self._forgets:
                 journal = self._stage(staged, case, revision)
             for name, data in payloads:
                 ledger.append(os.path.join(self.path, ledger_file(name)), data)
@@ -376,7 +408,7 @@ class Transaction:
         if journal is not None:
             try:
                 self._finish(journal)
-            except OSError as exc:
+            except (OSError, IntegrityError) as exc:
                 self.warnings.append(f"committed; cleanup is left to the next write ({exc})")
 
     def _replace_case(self, snapshot: bytes) -> None:
@@ -444,6 +476,7 @@ class Transaction:
             ledgers={name: (case.ledgers.get(name) or LedgerState()).bytes for name in LEDGERS},
             files=files,
             replica_ledgers={path: committed for path, _, committed in self._replica_appends},
+            forget=self._forgets,
         )
         write_atomic(os.path.join(self.path, JOURNAL_FILE), encode(journal))
         _crash.point("txn.journaled")
@@ -468,6 +501,10 @@ class Transaction:
             fsync_dir(directory)
 
     def _finish(self, journal: Journal) -> None:
+        if journal.forget:
+            from cortex.cases.forgetting import apply
+
+            apply(self.path, journal.forget)
         for entry in journal.files:
             if entry.backup is not None:
                 _unlink_if_present(os.path.join(self.path, entry.backup))
@@ -529,7 +566,10 @@ class Transaction:
 
     def _resolve_journal(self, journal: Journal, case: CaseFile) -> None:
         committed = case.revision >= journal.to_revision
-        lengths = self._replica_lengths(case) if journal.replica_ledgers else {}
+        needed = journal.replica_ledgers or any(
+            s.ledger.startswith("replicas/") for s in journal.forget
+        )
+        lengths = self._replica_lengths(case) if needed else {}
         _check_journal(journal, self.task_id, case, committed=committed, replica_lengths=lengths)
         if committed:
             # The commit point was reached: only the clean-up is missing.
@@ -611,6 +651,8 @@ def _check_journal(
         problem = "its ledger lengths are not the committed ones"
     elif not committed and not _replica_lengths_ok(journal, replica_lengths):
         problem = "its imported replicas' ledger lengths are not the committed ones"
+    elif journal.forget and not _forgets_ok(journal, case, replica_lengths):
+        problem = "it names a forget this case's ledgers cannot hold"
     else:
         for entry in journal.files:
             if not journal_entry_ok(entry):
@@ -629,6 +671,14 @@ def _check_journal(
     if problem is not None:
         msg = f"the commit journal of {task_id} cannot be trusted ({problem}); left untouched"
         raise IntegrityError(msg)
+
+
+def _forgets_ok(journal: Journal, case: CaseFile, replica_lengths: dict[str, int]) -> bool:
+    """Each forget step replaces a range of an evidence ledger of this case, committed."""
+    from cortex.cases.forgetting import step_ok
+
+    evidence = (case.ledgers.get("evidence") or LedgerState()).bytes
+    return all(step_ok(step, evidence, replica_lengths) for step in journal.forget)
 
 
 def _replica_lengths_ok(journal: Journal, committed: dict[str, int]) -> bool:

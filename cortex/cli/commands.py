@@ -66,7 +66,7 @@ def _open(c: Call) -> Result:
 def _list(c: Call) -> Result:
     from cortex.kernel.views.status import list_cases
 
-    return list_cases(c.kernel, limit=c["limit"])
+    return list_cases(c.kernel, limit=c["limit"], archived=c["archived"])
 
 
 def _status(c: Call) -> Result:
@@ -420,6 +420,7 @@ def _sessions(c: Call) -> Result:
         stale_after=c["stale_after"],
         query=c["query"],
         limit=c["limit"],
+        archived=c["archived"],
     )
 
 
@@ -516,6 +517,54 @@ def _decision_resolve(c: Call) -> Result:
     )
 
 
+def _archive(c: Call) -> Result:
+    from cortex.kernel.retention import archive
+
+    return archive(c.kernel, c["task"], actor=c["actor"])
+
+
+def _unarchive(c: Call) -> Result:
+    from cortex.kernel.retention import unarchive
+
+    return unarchive(c.kernel, c["task"], actor=c["actor"])
+
+
+def _prune(c: Call) -> Result:
+    from cortex.kernel.retention import prune
+
+    return prune(c.kernel, older_than=c["older_than"], apply=c["apply"], actor=c["actor"])
+
+
+def _rm(c: Call) -> Result:
+    from cortex.cli.retention import confirm_remove
+    from cortex.kernel.retention import remove
+
+    confirm = confirm_remove if c.kernel.via == "cli-tty" else None
+    return remove(c.kernel, c["task"], force=c["force"], confirm=confirm)
+
+
+def _adopt(c: Call) -> Result:
+    from cortex.kernel.host.adopt import adopt
+
+    return adopt(c.kernel, c["store"], dry_run=c["dry_run"])
+
+
+def _recall_drop(c: Call) -> Result:
+    from cortex.kernel.host.storage import drop
+
+    return drop(c.kernel, dry_run=c["dry_run"])
+
+
+def _forget(c: Call) -> Result:
+    from cortex.cli.retention import confirm_forget
+    from cortex.kernel.forget import forget
+
+    confirm = confirm_forget if c.kernel.via == "cli-tty" else None
+    return forget(
+        c.kernel, c["task"], c["id"], reason=c["reason"], confirm=confirm, actor=c["actor"]
+    )
+
+
 def _share(c: Call) -> Result:
     from cortex.kernel.share import share
 
@@ -607,4 +656,11 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.trailer": _trailer,
     "setup.git-trailer": _git_trailer,
     "review": _review,
+    "case.forget": _forget,
+    "case.archive": _archive,
+    "case.unarchive": _unarchive,
+    "case.prune": _prune,
+    "case.rm": _rm,
+    "adopt": _adopt,
+    "recall.drop": _recall_drop,
 }

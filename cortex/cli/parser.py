@@ -140,6 +140,7 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt(
                 "--limit", "at most N cases", metavar="N", default=defaults.LIST_LIMIT, integer=True
             ),
+            Opt("--archived", "the archived cases instead", kind="flag"),
         ),
     ),
     Cmd(("case", "status"), "where a case stands and what can be done next", positionals=(_TASK,)),
@@ -478,6 +479,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 default=defaults.SESSIONS_LIMIT,
                 integer=True,
             ),
+            Opt("--archived", "the archived cases instead", kind="flag"),
         ),
     ),
     Cmd(
@@ -678,6 +680,59 @@ COMMANDS: tuple[Cmd, ...] = (
         ),
     ),
     Cmd(
+        ("case", "archive"),
+        "move a closed case out of the default views and the recall corpus (unarchive: back)",
+        positionals=(_TASK,),
+        options=(_ACTOR,),
+    ),
+    Cmd(
+        ("case", "unarchive"),
+        "bring an archived case back",
+        positionals=(_TASK,),
+        options=(_ACTOR,),
+    ),
+    Cmd(
+        ("case", "prune"),
+        "abandon and archive cases idle longer than an age (a dry run unless --apply)",
+        options=(
+            Opt(
+                "--older-than",
+                "idle at least this long: 12h, 30d (default: prune_older_than, else 30d)",
+                metavar="DURATION",
+            ),
+            Opt("--apply", "abandon and archive them", kind="flag"),
+            _ACTOR,
+        ),
+    ),
+    Cmd(
+        ("case", "rm"),
+        "delete a closed case, its recall cards and local refs (a dry run unless --force; "
+        "asks at the terminal)",
+        positionals=(_TASK,),
+        options=(Opt("--force", "remove it (a person at a terminal types the id)", kind="flag"),),
+    ),
+    Cmd(
+        ("adopt",),
+        "take back the cases a moved or renamed repository left in its old store",
+        positionals=(
+            ("store", "an orphaned store's id (default: those holding this repository's commits)"),
+        ),
+        optional=1,
+        options=(Opt("--dry-run", "write nothing; show what would move", kind="flag"),),
+    ),
+    Cmd(
+        ("recall", "drop"),
+        "delete the recall index and the git index mirrors; both are made again when needed",
+        options=(Opt("--dry-run", "delete nothing; list what would go", kind="flag"),),
+    ),
+    Cmd(
+        ("case", "forget"),
+        "replace one record, or its raw output, by a tombstone: its text leaves every file "
+        "(for people: asks at the terminal)",
+        positionals=(_TASK, ("id", "the whole id of the record (ev_...) or raw output (raw_...)")),
+        options=(_REASON, _ACTOR),
+    ),
+    Cmd(
         ("review",),
         "approve a branch, or say what its cases lack: proof current for the head's tree, "
         "completion, decisions (read-only; never runs a verifier; exit 5 unless approved)",
@@ -714,6 +769,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("finish", ("case.complete", "case.block", "case.unblock", "case.abort")),
     (
+        "keep",
+        ("case.archive", "case.unarchive", "case.prune", "case.rm", "case.forget", "adopt"),
+    ),
+    (
         "read",
         (
             "case.status",
@@ -731,7 +790,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "studio",
         ),
     ),
-    ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild")),
+    ("recall", ("recall", "recall.get", "recall.reindex", "recall.rebuild", "recall.drop")),
     ("share", ("case.share", "case.fetch", "case.bundle", "case.trailer")),
     ("review", ("case.report", "review")),
     (

@@ -13,6 +13,7 @@ import msgspec
 from rich.console import Console
 from rich.text import Text
 
+from cortex.cli import render_retention
 from cortex.kernel.envelope import Envelope
 from cortex.screen.blocks import assessment_rows as _assessment_rows
 from cortex.screen.blocks import failures_label as _failures_label
@@ -669,6 +670,18 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "setup.git-trailer": _hook,
     "case.report": _report,
     "review": _review,
+    **{
+        command: getattr(render_retention, name)
+        for command, name in (
+            ("case.archive", "archived"),
+            ("case.unarchive", "archived"),
+            ("case.prune", "pruned"),
+            ("case.rm", "removed"),
+            ("case.forget", "forgotten"),
+            ("adopt", "adopted"),
+            ("recall.drop", "dropped"),
+        )
+    },
 }
 
 

@@ -7,6 +7,7 @@ passes through the repository's redactor, configured literals included, as every
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import msgspec
@@ -43,6 +44,29 @@ def actor(env: Mapping[str, str], host: str, session_id: str | None, agent: str 
     return base if agent is None else f"{base}/{agent}"
 
 
+_SEGMENTS = re.compile(r"(\s*(?:&&|\|\||[;|\n])\s*)")
+_CORTEX_WORDS = 4
+"""Words of a `cortex` command kept (`cortex case evidence add`): its arguments are the case's
+own records, which keep them; the activity keeps only what was run, so a forgotten record's
+text is never also here (docs/design/activity.md, section 1)."""
+
+
+def elide_cortex_arguments(command: str) -> str:
+    """`command` with every `cortex ...` segment cut to its subcommand (and a task id)."""
+    parts = _SEGMENTS.split(command)
+    for index in range(0, len(parts), 2):
+        words = parts[index].split()
+        at = next((i for i, w in enumerate(words[:3]) if w.rsplit("/", 1)[-1] == "cortex"), None)
+        if at is None:
+            continue
+        kept = [w for w in words[at : at + _CORTEX_WORDS] if not w.startswith("-")]
+        task = next((w for w in words if w.startswith("task_")), None)
+        if task is not None and task not in kept:
+            kept.append(task)
+        parts[index] = " ".join([*words[:at], *kept, "…"])
+    return "".join(parts)
+
+
 def build(seen: Observation, *, host: str, env: Mapping[str, str], now: float) -> activity.Activity:
     """The record of one call (before redaction, chaining and its position)."""
     entry = activity.Activity(
@@ -52,7 +76,9 @@ def build(seen: Observation, *, host: str, env: Mapping[str, str], now: float) -
         tool=seen.tool,
         actor=actor(env, host, seen.session, seen.agent),
         session=actor(env, host, seen.session, None),
-        command=None if seen.command is None else seen.command[: activity.COMMAND_MAX],
+        command=None
+        if seen.command is None
+        else elide_cortex_arguments(seen.command)[: activity.COMMAND_MAX],
         files=seen.files[:16],
         exit=seen.exit,
         failed=seen.failed,

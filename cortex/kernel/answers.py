@@ -196,6 +196,8 @@ class Listing(_Answer):
     limit: int
     truncated: bool
     items: list[Listed]
+    archived: bool = False
+    """Whether these are the store's archived cases (`--archived`)."""
 
 
 class Recorded(_Answer):

@@ -21,9 +21,11 @@ from cortex.cases.bounds import (
     CONFIG_VERIFIERS_MAX,
     LOCK_TIMEOUT_DEFAULT,
     LOCK_TIMEOUT_MAX,
+    PRUNE_AFTER_DEFAULT,
     REDACT_LITERAL_MAX,
     REDACT_LITERAL_MIN,
     REDACT_LITERALS_MAX,
+    STALE_AFTER_MAX,
     VERIFIER_TIMEOUT_DEFAULT,
     VERIFIER_TIMEOUT_MAX,
 )
@@ -43,6 +45,7 @@ FILE_KEYS = (
     "recall_brief",
     "share",
     "hooks",
+    "prune_older_than",
 )
 """Keys accepted in configuration files (CONFIG.md documents each one)."""
 
@@ -51,6 +54,7 @@ ENV_KEYS = {
     "redact_literals": "CORTEX_REDACT_LITERALS",
     "lock_timeout": "CORTEX_LOCK_TIMEOUT",
     "recall_brief": "CORTEX_RECALL_BRIEF",
+    "prune_older_than": "CORTEX_PRUNE_OLDER_THAN",
 }
 """Environment variables that set a configuration key (they override files)."""
 
@@ -90,6 +94,8 @@ class Config(msgspec.Struct, kw_only=True):
     """Whether `case open` answers with the brief of what earlier cases learned."""
     share: ShareConfig = msgspec.field(default_factory=ShareConfig)
     hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
+    prune_older_than: int = PRUNE_AFTER_DEFAULT
+    """Seconds a case that is not closed may stay idle before `case prune` takes it."""
     sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For each key that is not at its default, the sources that set it."""
     files: list[str] = msgspec.field(default_factory=list)
@@ -255,6 +261,9 @@ def _apply(
             raise ConfigError(source, key, "must be true or false")
         config.recall_brief = value
         config.sources[key] = [source]
+    elif key == "prune_older_than":
+        config.prune_older_than = duration(value, source, key)
+        config.sources[key] = [source]
     elif key == "share":
         config.share = _share(source, value, config.share)
         config.sources.setdefault(key, []).append(source)
@@ -274,6 +283,24 @@ def _apply(
             raise ConfigError(source, key, f"more than {REDACT_LITERALS_MAX} literals in total")
         config.redact_literals = merged
         config.sources.setdefault(key, []).append(source)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value: object, source: str, key: str | None) -> int:
+    """`90s`, `15m`, `24h`, `7d` (or whole seconds) as seconds, 1 s to a year; else ConfigError."""
+    import re
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    elif isinstance(value, str) and (match := re.fullmatch(r"([0-9]{1,9})([smhd])", value)):
+        seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    else:
+        raise ConfigError(source, key, "must look like 90s, 15m, 24h or 30d")
+    if not 1 <= seconds <= STALE_AFTER_MAX:
+        raise ConfigError(source, key, f"must be between 1s and {STALE_AFTER_MAX // 86400}d")
+    return seconds
 
 
 def _share(source: str, value: object, current: ShareConfig) -> ShareConfig:

@@ -16,7 +16,7 @@ import msgspec
 from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id, is_id
-from cortex.cases.layout import case_dir
+from cortex.cases.layout import ARCHIVE_DIR, case_dir
 from cortex.cases.records import Via
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
@@ -35,6 +35,9 @@ STORE_GITIGNORE = b"""# A Cortex case store. Only the store's own files are igno
 /.store.lock
 /.keys/
 /.creating-*
+/.removing-*
+/.archive/
+/.adopted.json
 /task_*/
 """
 
@@ -254,6 +257,12 @@ class Kernel:
         store settings come from that repository's configuration.
         """
         task_id, store = self.find(ref, argument=argument)
+        if os.path.basename(store.root) == ARCHIVE_DIR:
+            from cortex.kernel.envelope import step
+            from cortex.kernel.errors import GateRefusedError
+
+            msg = f"case {task_id} is archived: unarchive it to write to it"
+            raise GateRefusedError(msg, [step("case.unarchive", "bring it back", task=task_id)])
         self.writing = (task_id, store)
         if store is not self.store:
             workspace = store.read_case(task_id).workspace.root
@@ -300,12 +309,22 @@ class Kernel:
 
         seen = {*stores, self.cases_root}
         extra = [root for root in registered(self.state_root) if root not in seen]
-        return [root for root in stores if root != self.cases_root] + extra
+        others = [root for root in stores if root != self.cases_root] + extra
+        # Archived cases last: found by id for reading, never by a writer (`find_writable`).
+        archives = [os.path.join(root, ARCHIVE_DIR) for root in (self.cases_root, *others)]
+        return others + [root for root in archives if os.path.isdir(root)]
 
     def _latest(self) -> str:
-        """The newest case opened in this workspace (its own worktree, if a store is shared)."""
+        """The newest case opened in this workspace (its own worktree, if a store is shared).
+
+        A case opened at a root this store adopted after a move counts as opened here
+        (`cortex adopt`, docs/design/paths.md).
+        """
+        from cortex.kernel.stores import adopted_roots
+
+        here = {self.workspace.root, *adopted_roots(self.cases_root, self.workspace.root)}
         for task_id in self.store.list_ids():
-            if self.store.read_case(task_id).workspace.root == self.workspace.root:
+            if self.store.read_case(task_id).workspace.root in here:
                 return task_id
         msg = f"no case has been opened in {self.workspace.root} yet, so @latest names none"
         raise NotFoundError(msg)
@@ -354,7 +373,10 @@ class Kernel:
             names = os.listdir(root)
         except (FileNotFoundError, NotADirectoryError):
             return
-        own = re.compile(r"task_[0-9A-Z]{26}|\.store\.lock|\.keys|\.creating-.*|\.gitignore")
+        own = re.compile(
+            r"task_[0-9A-Z]{26}|\.store\.lock|\.keys|\.creating-.*|\.gitignore"
+            r"|\.archive|\.removing-.*|\.adopted\.json"
+        )
         foreign = sorted(name for name in names if not own.fullmatch(name))
         if foreign:
             msg = (

@@ -79,6 +79,15 @@ def _store_id(kernel: Kernel, root: str) -> str:
     return f"{os.path.basename(os.path.dirname(parent))}/{os.path.basename(parent)}/{name}"
 
 
+def index_files(kernel: Kernel) -> list[str]:
+    """Every file the index of this state root may have, for either engine."""
+    found = []
+    for engine in ("fts5", "bm25py"):
+        base = index_path(cache_root(kernel.env), kernel.state_root, engine)
+        found += [base + suffix for suffix in ("", "-journal", "-wal", "-shm")]
+    return found
+
+
 def store_ref(kernel: Kernel, store: CaseStore) -> Store:
     """A store as the index files it."""
     root = os.path.realpath(store.root)
@@ -147,6 +156,76 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
     try:
         refresh(index, store_ref(kernel, store), task_id, kernel.redactor)
     except Exception as exc:  # noqa: BLE001 - as above
+        return [warning(exc)]
+    finally:
+        index.close()
+    return []
+
+
+def purge(
+    kernel: Kernel, store: CaseStore, task_id: str, *, derive: bool, scrub: bool = True
+) -> list[str]:
+    """Drop a case's rows, and with `scrub` purge the file so none of their text is left.
+
+    After a forget (`derive`: its rows are derived again from the tombstoned files), a removal,
+    or an archive (dropped, not scrubbed: nothing was forgotten). With `scrub`, the other
+    engine's file for this state root is deleted: it is a cache, and it would still hold the
+    text. Without an index there is nothing to do. Warnings, never an exception.
+    """
+    from cortex.recall.index import engine_name
+    from cortex.recall.manifest import forget, refresh
+
+    mine = index_path(cache_root(kernel.env), kernel.state_root, engine_name())
+    for other in index_files(kernel) if scrub else []:
+        if not other.startswith(mine):
+            try:
+                os.unlink(other)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                return [warning(exc)]
+    if not os.path.exists(path(kernel)):
+        return []
+    try:
+        index = Index.write(path(kernel))
+    except RecallIndexError as exc:
+        return [warning(exc)]
+    from cortex.cases import _crash
+
+    try:
+        ref = store_ref(kernel, store)
+        if scrub:
+            index.begin_purge()
+        forget(index, ref.root, task_id)
+        if derive:
+            refresh(index, ref, task_id, kernel.redactor)
+        _crash.point("recall.dropped")
+        if scrub:
+            index.purge()
+    except Exception as exc:  # noqa: BLE001 - the case's files are done; the index is behind
+        return [warning(exc)]
+    finally:
+        index.close()
+    return []
+
+
+def follow(kernel: Kernel, moves: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """After cases moved into this store from others (adopt): their rows follow them."""
+    from cortex.recall.manifest import forget, refresh
+
+    if not os.path.exists(path(kernel)):
+        return []
+    try:
+        index = Index.write(path(kernel))
+    except RecallIndexError as exc:
+        return [warning(exc)]
+    try:
+        here = store_ref(kernel, kernel.store)
+        for root, tasks in moves:
+            for task_id in tasks:
+                forget(index, os.path.realpath(root), task_id)
+                refresh(index, here, task_id, kernel.redactor)
+    except Exception as exc:  # noqa: BLE001 - the cases moved; the index is only behind
         return [warning(exc)]
     finally:
         index.close()

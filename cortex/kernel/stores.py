@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import stat
 
+import msgspec
+
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 
 REGISTRY_DIR = "stores"
@@ -78,3 +80,55 @@ def _read_entry(file: str) -> str | None:
     except OSError:
         return None
     return path
+
+
+ADOPTED_FILE = ".adopted.json"
+"""In a store: the workspace roots whose cases it adopted after a move, and where they went."""
+
+
+class Move(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One workspace root that moved: its cases count as opened at `to` (`@latest`)."""
+
+    from_root: str = msgspec.field(name="from")
+    to_root: str = msgspec.field(name="to")
+    at: str
+
+
+class Adopted(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`.adopted.json`."""
+
+    moves: list[Move] = msgspec.field(default_factory=list)
+
+
+def adopted(cases_root: str) -> Adopted:
+    """What this store recorded of moved workspaces (empty when nothing was adopted)."""
+    from cortex.cases.bounds import JOURNAL_MAX
+    from cortex.cases.errors import IntegrityError
+    from cortex.cases.fsio import read_bounded
+
+    try:
+        data = read_bounded(os.path.join(cases_root, ADOPTED_FILE), JOURNAL_MAX)
+    except (FileNotFoundError, NotADirectoryError, IntegrityError):
+        return Adopted()
+    try:
+        return msgspec.json.decode(data, type=Adopted)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return Adopted()  # a hint, like the registry: a damaged one adopts nothing
+
+
+def adopted_roots(cases_root: str, workspace_root: str) -> list[str]:
+    """The earlier roots of the workspace at `workspace_root`, as this store recorded them."""
+    if not os.path.lexists(os.path.join(cases_root, ADOPTED_FILE)):
+        return []
+    return [move.from_root for move in adopted(cases_root).moves if move.to_root == workspace_root]
+
+
+def record_adopted(cases_root: str, moves: list[Move]) -> None:
+    """Add `moves` to the store's record (written whole, atomically)."""
+    from cortex.cases.fsio import write_atomic
+
+    known = adopted(cases_root)
+    seen = {(m.from_root, m.to_root) for m in known.moves}
+    merged = known.moves + [m for m in moves if (m.from_root, m.to_root) not in seen]
+    make_private_dirs(cases_root)
+    write_atomic(os.path.join(cases_root, ADOPTED_FILE), msgspec.json.encode(Adopted(moves=merged)))

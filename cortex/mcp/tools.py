@@ -305,6 +305,13 @@ class Unblock(_Args):
     actor: Actor = None
 
 
+class Archive(_Args):
+    """Arguments of cortex_archive and cortex_unarchive."""
+
+    task_id: TaskId
+    actor: Actor = None
+
+
 class ReadEvidence(_Args):
     """Arguments of cortex_read_evidence."""
 
@@ -635,6 +642,18 @@ def _abort(k: Kernel, a: Abort, _held: Leases) -> Result:
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
 
 
+def _archive(k: Kernel, a: Archive, _held: Leases) -> Result:
+    from cortex.kernel.retention import archive
+
+    return archive(k, a.task_id, actor=a.actor)
+
+
+def _unarchive(k: Kernel, a: Archive, _held: Leases) -> Result:
+    from cortex.kernel.retention import unarchive
+
+    return unarchive(k, a.task_id, actor=a.actor)
+
+
 def _block(k: Kernel, a: Block, _held: Leases) -> Result:
     from cortex.kernel.close import close
 
@@ -810,6 +829,22 @@ TOOLS: tuple[Tool, ...] = (
         args=Block,
         call=_block,
         destructive=True,
+    ),
+    Tool(
+        name="cortex_archive",
+        command="case.archive",
+        description="Move a closed case out of listings and recall; nothing is deleted.",
+        args=Archive,
+        call=_archive,
+        idempotent=True,
+    ),
+    Tool(
+        name="cortex_unarchive",
+        command="case.unarchive",
+        description="Bring an archived case back.",
+        args=Archive,
+        call=_unarchive,
+        idempotent=True,
     ),
     Tool(
         name="cortex_read_evidence",

@@ -32,6 +32,8 @@ from cortex.recall import bm25
 from cortex.recall.cards import Card, Closing, Contest, Derived, stored_terms, subject_key
 from cortex.recall.terms import fts5_match
 
+PURGE = "purge"
+"""A meta key present while deleted text may still be in the file (see `Index.purge`)."""
 FORMAT = "1"
 """The index's own format; a file of another format is rebuilt, never read."""
 BUSY_MS = 5000
@@ -247,6 +249,8 @@ class Index:
                 db.execute("PRAGMA synchronous=NORMAL")
                 index = cls(path, db, engine)
                 index._schema()
+                if index.meta(PURGE) is not None:
+                    index.purge()  # one a killed writer began: its deleted text is still here
             except sqlite3.DatabaseError as exc:
                 if "locked" in str(exc) or "busy" in str(exc) or attempt:
                     raise RecallIndexError(f"cannot open {path}: {exc}") from None
@@ -459,6 +463,30 @@ class Index:
             "INSERT OR REPLACE INTO cases VALUES (?, ?, ?, ?, ?, ?, ?)",
             (store, task, read_key, revision, evidence_bytes, source, digest),
         )
+
+    def begin_purge(self) -> None:
+        """Note, before deleting rows whose text must not stay, that a purge is owed.
+
+        The note commits first, so a writer killed before `purge` finished leaves it, and the
+        next writer to open the file purges (`write`).
+        """
+        with self.transaction():
+            self.set_meta(PURGE, "pending")
+
+    def purge(self) -> None:
+        """Leave no byte of deleted rows in the file (after a forget or a removal).
+
+        A deleted row's terms stay in FTS5's older index segments until they are merged
+        (`optimize`), and freed pages keep their bytes until the file is rebuilt (`VACUUM`).
+        Outside any transaction: VACUUM cannot run inside one.
+        """
+        try:
+            if self.engine == "fts5":
+                self.db.execute("INSERT INTO cards_fts(cards_fts) VALUES('optimize')")
+            self.db.execute("VACUUM")
+            self.db.execute("DELETE FROM meta WHERE key = ?", (PURGE,))
+        except sqlite3.Error as exc:
+            raise RecallIndexError(f"the recall index could not be purged: {exc}") from None
 
     def drop_case(self, store: str, task: str) -> None:
         """Forget a case that no longer exists."""

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from cortex.cases.errors import CortexError
 from cortex.cases.layout import CASE_FILE
 from cortex.recall.cards import derive
-from cortex.recall.index import CaseRow, Index, Store
+from cortex.recall.index import PURGE, CaseRow, Index, Store
 from cortex.recall.source import file_key, read_source, unchanged
 
 Redact = Callable[[str], str]
@@ -131,7 +131,12 @@ def refresh(index: Index, ref: Store, task: str, redact: Redact) -> bool:
             return False
         since = 0 if row is None else row.evidence_bytes
         read = read_source(ref.store, task, ref.id, since=since)
-        full = row is None or since == 0 or read.evidence_bytes < since
+        # A forget since the last read replaced a record this index may hold, or quote: the
+        # case's rows are derived again whole, and the file purged (docs/design/recall.md).
+        forgot = row is not None and any(r.forgets is not None for r in read.source.evidence)
+        if forgot:
+            index.set_meta(PURGE, "pending")  # committed with the rows it replaces
+        full = row is None or since == 0 or read.evidence_bytes < since or forgot
         if full and since:
             read = read_source(ref.store, task, ref.id, since=0)
         index.put_case(
@@ -146,6 +151,8 @@ def refresh(index: Index, ref: Store, task: str, redact: Redact) -> bool:
             workspace=read.source.case.workspace.root,
         )
         index.relate(ref.root)
+    if forgot:
+        index.purge()
     return True
 
 

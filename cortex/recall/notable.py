@@ -19,8 +19,8 @@ def notable(record: Evidence) -> bool:
     Contests and resolutions count even when sensitive for `changes_cards`: the relation (ids
     only) is indexed, the text never is.
     """
-    if record.sensitivity == "sensitive" or record.kind == "plan":
-        return False
+    if record.sensitivity == "sensitive" or record.kind == "plan" or record.forgets is not None:
+        return False  # a forget record: its reason is about the case's records, not a finding
     if record.contests is not None or record.resolves is not None:
         return True
     if record.kind == "human_report" and record.source.tool == "cortex":
@@ -31,5 +31,13 @@ def notable(record: Evidence) -> bool:
 
 
 def changes_cards(record: Evidence) -> bool:
-    """Whether appending `record` can change the index (its cards or its relations)."""
-    return notable(record) or record.contests is not None or record.resolves is not None
+    """Whether appending `record` can change the index (its cards or its relations).
+
+    A forget record always does: the record it forgot may be a card, or quoted by one.
+    """
+    return (
+        notable(record)
+        or record.contests is not None
+        or record.resolves is not None
+        or record.forgets is not None
+    )

@@ -37,6 +37,7 @@ _MAYBE = (
     b'"origin":"reviewer"',
     b'"contests":"',
     b'"resolves":{',
+    b'"forgets":{',
 )
 """Byte patterns one of which every line that can make a card or a relation holds."""
 

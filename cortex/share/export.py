@@ -26,6 +26,7 @@ from cortex.cases.records import (
     LEDGER_TYPES,
     CaseFile,
     Evidence,
+    Forgetting,
     LedgerState,
     encode,
     encode_pretty,
@@ -102,6 +103,8 @@ class Exported(msgspec.Struct, kw_only=True):
     sizes: dict[str, int] = msgspec.field(default_factory=dict)
     """Bytes of every file of the replica's directory (reused ones included)."""
     shas: dict[str, str] = msgspec.field(default_factory=dict)
+    dropped: list[str] = msgspec.field(default_factory=list)
+    """Tree paths (`blobs/...`) of blobs this case's forgets removed: left out of the commit."""
 
     @property
     def total(self) -> int:
@@ -188,9 +191,14 @@ def build(context: Context, previous: Previous) -> Exported:
     ledgers: dict[str, LedgerHead] = {}
     all_lines: dict[str, list[bytes]] = {}
     full = True
+    forgets = _forgets(path, case.ledgers.get("evidence") or LedgerState())
     for name in LEDGER_NAMES:
         state = case.ledgers.get(name) or LedgerState()
         before = previous.head.ledgers.get(name) if reuse and previous.head else None
+        if name == "evidence" and before is not None and _forgot_since(path, state, before):
+            # A forget rewrote a line the previous export may hold: nothing of it is reused
+            # (docs/design/sharing.md, "Forgotten records").
+            before = None
         result = _ledger(
             context,
             path=path,
@@ -305,7 +313,12 @@ def build(context: Context, previous: Previous) -> Exported:
             shas[file] = segment.sha256
     for label in check.leaks:
         check.hits.append(f"{label} (a path of this machine)")
+    dropped = {
+        blob_path(blob.sha256, tree=tree) for forget in forgets for blob in forget.raw
+        for tree in (False, True)
+    }  # fmt: skip
     return Exported(
+        dropped=sorted(dropped - set(blobs)),
         head=head,
         files=files,
         reused=reused,
@@ -445,6 +458,33 @@ def _ledger(
         blobs=blob_outs,
         withheld=withheld_records,
     )
+
+
+_FORGETS = b'"forgets":{'
+
+
+def _forgets(path: str, state: LedgerState) -> list[Forgetting]:
+    """What every forget of this replica removed (found at memchr speed, then decoded)."""
+    file = os.path.join(path, ledger_file("evidence"))
+    found = []
+    for line in ledger.lines_containing(file, state.bytes, _FORGETS):
+        record = ledger.parse_line(line, Evidence, where=ledger_file("evidence"))
+        if record.forgets is not None:
+            found.append(record.forgets)
+    return found
+
+
+def _forgot_since(path: str, state: LedgerState, before: LedgerHead) -> bool:
+    """Whether a forget was committed after the previous export's end."""
+    end = (
+        before.tail.end
+        if before.tail is not None
+        else (before.segments[-1].end if before.segments else 0)
+    )
+    if state.bytes <= end:
+        return False
+    region = ledger.read_range(os.path.join(path, ledger_file("evidence")), end, state.bytes)
+    return _FORGETS in region
 
 
 def _mismatch(name: str, found: int, committed: int) -> Any:

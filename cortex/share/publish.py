@@ -266,6 +266,11 @@ def place(
         raise GitFailedError(msg)
     for path, data in exported.blobs.items():
         root.put(path, data)
+    for path in exported.dropped:
+        directory, _, name = path.rpartition("/")
+        node = root.walk(directory, create=False)
+        if node is not None and name in node.names():
+            node.remove(name)
     if root.get(META) is None and META not in root.blobs:
         root.put(META, exported.meta)
     return forks

@@ -86,7 +86,57 @@ def doctor(cwd: str, env: Mapping[str, str]) -> Result:
         hooks_check(kernel),
     ]
     checks.append(_programs(kernel))
+    checks += _retention(kernel)
     return _finish(checks)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def _retention(kernel: object) -> list[Check]:
+    """The store's size, and orphaned stores (a moved repository's cases) with their fix."""
+    from cortex.kernel.host.adopt import orphans
+    from cortex.kernel.host.storage import sizes
+    from cortex.kernel.kernel import Kernel
+
+    assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
+    found = sizes(kernel)
+    cases = len(kernel.store.list_ids())
+    checks = [
+        Check(
+            name="store size",
+            status="ok",
+            detail=(
+                f"{cases} case(s), {_megabytes(found['storeBytes'])} in {kernel.cases_root} "
+                f"(archived: {_megabytes(found['archiveBytes'])}); state directory "
+                f"{_megabytes(found['stateBytes'])}, caches {_megabytes(found['cacheBytes'])}"
+            ),
+            fix=None if found["cacheBytes"] < 500_000_000 else "cortex recall drop",
+        )
+    ]
+    lost = orphans(kernel)
+    if lost:
+        ours = [o for o in lost if o.ours]
+        shown = "; ".join(
+            f"{o.id} ({len(o.cases) + len(o.archived)} case(s), opened at {', '.join(o.roots)})"
+            for o in lost
+        )
+        fix = "cortex adopt --dry-run, then cortex adopt" if ours else None
+        checks.append(
+            Check(
+                name="orphaned stores",
+                status="warn",
+                detail=f"no case of these stores names a workspace that still exists: {shown}"
+                + (
+                    f"; {', '.join(o.id for o in ours)} holds this repository's commits"
+                    if ours
+                    else ""
+                ),
+                fix=fix or "cortex adopt STORE moves one here; or remove its directory",
+            )
+        )
+    return checks
 
 
 def _finish(checks: list[Check]) -> Result:
@@ -273,6 +323,18 @@ def _debris(kernel: object) -> Check:
             unreadable.append(f"{task_id}: {exc.message}")
             continue
         found += [f"{task_id}: {warning}" for warning in store.debris(case)]
+    from cortex.cases.layout import REMOVING_PREFIX
+
+    try:
+        names = os.listdir(store.root)
+    except OSError:
+        names = []
+    found += [
+        f"{name[len(REMOVING_PREFIX) :]}: a removal was interrupted; the next `case rm` or "
+        "`case open` here finishes it"
+        for name in sorted(names)
+        if name.startswith(REMOVING_PREFIX)
+    ]
     if unreadable:
         return Check(
             name="store health",

@@ -66,6 +66,7 @@ def show_config(kernel: Kernel) -> Result:
                     "hooks",
                     {"stop_gate": config.hooks.stop_gate, "capture": config.hooks.capture},
                 ),
+                "prune_older_than": entry("prune_older_than", config.prune_older_than),
             },
             "verifiers": verifiers,
         }

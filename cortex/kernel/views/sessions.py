@@ -62,6 +62,17 @@ class Store(NamedTuple):
     store: CaseStore
 
 
+def archives(kernel: Kernel) -> list[Store]:
+    """The archive of every store `stores` lists that has one (`--archived`)."""
+    from cortex.cases.retention import archive_root
+
+    return [
+        Store(entry.id, _reader(kernel, archive_root(entry.store.root)))
+        for entry in stores(kernel)
+        if os.path.isdir(archive_root(entry.store.root))
+    ]
+
+
 def stores(kernel: Kernel) -> list[Store]:
     """Every store under `<state root>/sessions/`, this workspace's, and every registered one.
 
@@ -205,8 +216,9 @@ def sessions(
     stale_after: str | int | None = None,
     query: str | None = None,
     limit: int = defaults.SESSIONS_LIMIT,
+    archived: bool = False,
 ) -> Result:
-    """Cases across every store, newest update first, filtered, with an exact total.
+    """Cases across every store (or every archive), newest update first, with an exact total.
 
     Unreadable cases come first (an unreadable case cannot be shown not to match, and the
     listing must not look healthier than the stores are); only `repo` filters them, by store.
@@ -216,7 +228,7 @@ def sessions(
     filters = _filters(repo, active=active, stale_after=stale_after, query=query)
     threshold = filters.stale_after or STALE_AFTER_DEFAULT
     now = kernel.clock()
-    found = stores(kernel)
+    found = archives(kernel) if archived else stores(kernel)
     # The `limit` greatest keys seen, in a min-heap: O(limit) memory whatever the total.
     kept: list[tuple[tuple[int, float, str], int, Store]] = []
     total = 0
@@ -252,6 +264,7 @@ def sessions(
                 "active": active,
                 "staleAfterSeconds": filters.stale_after,
                 "query": query,
+                "archived": archived,
             },
             "staleAfterSeconds": threshold,
             "stores": len(found),
@@ -326,6 +339,7 @@ class _Repo:
         self.store_id = store_id
         self.repository: str | None = None
         self.total = self.active = self.complete = self.verified = self.unreadable = 0
+        self.bytes = 0
 
     def view(self) -> dict[str, object]:
         return {
@@ -336,6 +350,7 @@ class _Repo:
             "complete": self.complete,
             "verifiedComplete": self.verified,
             "unreadable": self.unreadable,
+            "bytes": self.bytes,
         }
 
 
@@ -349,8 +364,11 @@ def overview(kernel: Kernel) -> Result:
     unreadable: list[dict[str, object]] = []
     unreadable_count = 0
     repos: dict[str, _Repo] = {}
+    from cortex.cases.retention import tree_bytes
+
     for entry in found:
         repo = repos.setdefault(entry.id, _Repo(entry.id))
+        repo.bytes += tree_bytes(entry.store.root)
         for task_id in entry.store.list_ids():
             total += 1
             repo.total += 1
@@ -380,10 +398,17 @@ def overview(kernel: Kernel) -> Result:
     complete = by_phase["complete"]
     closed = sum(by_phase[p] for p in TERMINAL)
     readable = total - unreadable_count
+    from cortex.kernel.config import cache_root
+
     return Result(
         data={
             "now": format_time(now),
             "stores": len(found),
+            "bytes": {
+                "stores": sum(r.bytes for r in repos.values()),
+                "stateRoot": tree_bytes(kernel.state_root),
+                "cache": tree_bytes(cache_root(kernel.env)),
+            },
             "total": total,
             "unreadable": unreadable_count,
             "unreadableCases": unreadable,

@@ -207,11 +207,17 @@ def _children(store: CaseStore, case: CaseFile) -> list[dict[str, object]]:
     return children
 
 
-def list_cases(kernel: Kernel, *, limit: int = defaults.LIST_LIMIT) -> Result:
-    """The cases of the current workspace's store, newest first, with an exact total."""
+def list_cases(
+    kernel: Kernel, *, limit: int = defaults.LIST_LIMIT, archived: bool = False
+) -> Result:
+    """The cases of the current workspace's store (or its archive), newest first, counted."""
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise ArgumentError(f"{{limit}} must be between 1 and {LIST_LIMIT_MAX}", "limit")
     store = kernel.store
+    if archived:
+        from cortex.cases.retention import archive_root
+
+        store = kernel.reader(archive_root(kernel.cases_root))
     ids = store.list_ids()
     items: list[dict[str, object]] = []
     for task_id in ids[:limit]:
@@ -241,5 +247,6 @@ def list_cases(kernel: Kernel, *, limit: int = defaults.LIST_LIMIT) -> Result:
             "limit": limit,
             "truncated": len(ids) > limit,
             "items": items,
+            "archived": archived,
         }
     )
