@@ -208,6 +208,11 @@ def test_audit_checks_the_chain_and_the_anchors(
     out = cli("case", "audit", changing)
     assert out.code == 4
     assert "records were cut" in out.stdout
+    # Delete the whole ledger: the anchors still name its records.
+    path.unlink()
+    out = cli("case", "audit", changing)
+    assert out.code == 4
+    assert "records were cut" in out.stdout
     # Edit a record: the chain breaks.
     edited = lines[0].replace(b"pytest -q tests/", b"pytest -q tests/x")
     path.write_bytes(edited + lines[1])
