@@ -240,3 +240,24 @@ def test_the_cheap_hooks_fail_open(env: dict[str, str], repo: Path, stdin: bytes
         assert out.getvalue() == ""
     log = (Path(env["CORTEX_STATE_DIR"]) / "hooks.log").read_text()
     assert "PostToolUse" in log
+
+
+def test_every_surface_shows_what_was_observed(
+    changing: str, cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    """timeline, show, handoff and the report carry the activity and the flags."""
+    failing_pytest(env, repo)
+    cli("case", "evidence", "add", changing, "--claim", "all tests pass")
+    timeline = cli("case", "timeline", changing, "--kind", "activity").data
+    [entry] = timeline["entries"]
+    assert entry["kind"] == "activity"
+    assert entry["outcome"] == "failed"
+    assert "1 failed, 2 passed" in entry["title"]
+    shown = cli("case", "show", changing, human=True).stdout
+    assert "last pytest" in shown
+    assert "claim after failed run" in shown
+    report = cli("case", "report", changing, "--format", "md", human=True).stdout
+    assert "Observed by the host" in report
+    assert "says the tests pass" in report
+    handoff = cli("case", "handoff", changing).data
+    assert "claim_after_failed_run" in json.dumps(handoff)

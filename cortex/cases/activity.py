@@ -143,9 +143,10 @@ def lock(case_dir: str, *, shared: bool, wait: float = LOCK_WAIT) -> int | None:
     The capture hook holds it (exclusive) from before it forks until its record is on disk;
     readers take it shared, so they see every record of a tool call that has returned.
     """
+    # A reader never creates the lock: where there is none, no capture ever ran to wait for.
+    flags = os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT
     try:
-        fd = os.open(os.path.join(case_dir, LOCK), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
-                     | os.O_CLOEXEC, FILE_MODE)  # fmt: skip
+        fd = os.open(os.path.join(case_dir, LOCK), flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     except OSError:
         return None
     deadline = time.monotonic() + wait

@@ -197,7 +197,7 @@ def _case(data: Data) -> str:
 def _receipts(data: Data) -> str:
     batch = data["batch"]
     if batch is None:
-        return "<p>Nothing has been verified yet.</p>"
+        return "<p>Nothing has been verified yet.</p>" + _observed(data.get("observed"))
     head = (
         f"<p>Latest batch {_code(batch['id'])}, {marker(batch['binding'])}, by "
         f"{_code(batch['actor'])}, finished {text(batch['finishedAt'])}, at HEAD "
@@ -249,7 +249,27 @@ def _receipts(data: Data) -> str:
             for b in earlier
         ]
         parts.append(f"<p>Earlier batches ({len(earlier)}), superseded:</p>" + _list(rows))
+    parts.append(_observed(data.get("observed")))
     return "".join(parts)
+
+
+def _observed(observed: Data | None) -> str:
+    """What the agent's host saw it do, next to the receipts (docs/design/activity.md)."""
+    if not observed:
+        return ""
+    runs = [
+        f"last {text(r['runner'])} run {marker(r['outcome'])} at {text(r['at'])} by "
+        f"{_code(r['actor'])}: {text(r.get('summary') or '-')} ({_code(r['id'])})"
+        for r in observed["lastRuns"]
+    ]
+    flags = [f"[{text(f['kind'])}] {text(f['message'])}" for f in observed["flags"]]
+    flags += [f"[activity] {text(p)}" for p in observed["problems"]]
+    return (
+        f"<h3>Observed by the host ({text(observed['records'])} tool calls)</h3>"
+        + _list(runs, empty="No test run observed.")
+        + "<p>Against the agent's claims:</p>"
+        + _list(flags, empty="Nothing observed contradicts them.")
+    )
 
 
 def _plan(data: Data) -> str:

@@ -95,7 +95,7 @@ def _receipts(data: Data) -> list[str]:
     lines = ["## Receipts", ""]
     batch = data["batch"]
     if batch is None:
-        return [*lines, "Nothing has been verified yet.", ""]
+        return [*lines, "Nothing has been verified yet.", "", *_observed(data.get("observed"))]
     lines.append(
         f"Latest batch {code(batch['id'])}, {_mark(batch['binding'])}, finished "
         f"{inline(batch['finishedAt'])} at HEAD {code(_short(batch['head']))}, tree "
@@ -131,6 +131,21 @@ def _receipts(data: Data) -> list[str]:
                 f"- {code(b['id'])} {inline(b['finishedAt'])} {inline(b['binding'])}: "
                 f"{inline(statuses)} {_mark('superseded')}"
             )
+    return [*lines, "", *_observed(data.get("observed"))]
+
+
+def _observed(observed: Data | None) -> list[str]:
+    """What the agent's host saw it do, next to the receipts (docs/design/activity.md)."""
+    if not observed:
+        return []
+    lines = [f"Observed by the host ({observed['records']} tool calls):", ""]
+    lines += [
+        f"- Last {inline(r['runner'])} run {_mark(r['outcome'])} at {inline(r['at'])} by "
+        f"{code(r['actor'])}: {inline(r.get('summary') or '-')} ({code(r['id'])})"
+        for r in observed["lastRuns"]
+    ] or ["- No test run observed."]
+    lines += [f"- {_mark(f['kind'])} {inline(f['message'])}" for f in observed["flags"]]
+    lines += [f"- {_mark('activity')} {inline(p)}" for p in observed["problems"]]
     return [*lines, ""]
 
 

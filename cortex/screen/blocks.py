@@ -78,6 +78,28 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
     return rows
 
 
+def observed_rows(observed: Data | None) -> list[tuple[str, str | Text]]:
+    """What the host saw the agent do: the last run of each test runner, then every flag."""
+    if not observed:
+        return []
+    runs = observed.get("lastRuns") or []
+    rows: list[tuple[str, str | Text]] = [
+        ("observed", f"{observed['records']} tool call(s) recorded by the host"
+         + (f", {observed['dropped']} dropped" if observed.get("dropped") else "")),
+    ]  # fmt: skip
+    for run in runs:
+        style = "green" if run["outcome"] == "passed" else "bold red"
+        line = Text(f"{run['outcome']}", style=style)
+        line += Text(f" at {run['at']} by {run['actor']}: {run.get('summary') or '-'}")
+        rows.append((f"  last {run['runner']}", line))
+    rows.extend(
+        (f"  ! {flag['kind'].replace('_', ' ')}", Text(flag["message"], style="yellow"))
+        for flag in observed.get("flags") or []
+    )
+    rows.extend(("  ! activity", Text(p, style="bold red")) for p in observed.get("problems") or [])
+    return rows
+
+
 def status(console: Console, data: Data) -> None:
     """`case status`'s block: the case, its plan, lease, proof and what it waits on."""
     console.print(Text(data["taskId"], style="bold") + Text(f"  {data['status']}", style="cyan"))
@@ -136,6 +158,7 @@ def status(console: Console, data: Data) -> None:
         (f"child {c['taskId']}", c.get("status") or c.get("error", {}).get("message", "?"))
         for c in data.get("children", [])
     )
+    rows.extend(observed_rows(data.get("observed")))
     console.print(kv(rows))
     if store.get("note"):
         console.print(Text(store["note"], style="dim"))

@@ -133,3 +133,16 @@ def observed(store: CaseStore, case: CaseFile, documents: dict[str, Any]) -> dic
         ],
         "flags": flags,
     }
+
+
+def summary_lines(seen: dict[str, Any] | None) -> list[str]:
+    """A few Markdown lines of what was observed (the handoff's), empty when nothing was."""
+    if not seen:
+        return []
+    lines = ["", f"## Observed by the host ({seen['records']} tool calls)", ""]
+    lines += [
+        f"- last {run['runner']} run {run['outcome']} at {run['at']}: {run['summary'] or '-'}"
+        for run in seen["lastRuns"]
+    ]
+    lines += [f"- [{flag['kind']}] {flag['message']}" for flag in seen["flags"]]
+    return lines

@@ -188,6 +188,11 @@ def gather(
         "previews": _previews(kernel, store, case, verification, assessment, records),
         "integrity": _integrity(kernel, store, case, documents, full_audit=full_audit),
     }
+    from cortex.kernel.views.claims import observed
+
+    seen = observed(store, case, documents)
+    if seen is not None:
+        data["observed"] = seen
     return _redacted(data, kernel.redactor)
 
 

@@ -110,11 +110,15 @@ def handoff(kernel: Kernel, task_id: str, *, compact: bool) -> Result:
     case, documents = store.read_view(task_id)
     full = gather(kernel, store, case, documents)
     budget = HANDOFF_BUDGET
+    from cortex.kernel.views.claims import observed, summary_lines
+
+    seen = observed(store, case, documents)
+    extra = "".join(line + "\n" for line in summary_lines(seen))
     for index in range(COMPACT_TIER if compact else 0, len(TIERS)):
         packet = _packet(full, index, kernel.redactor, compact=compact, budget=budget)
         # Redacted again as a whole: escaping may have changed how a redacted value reads, and
         # the surfaces redact answers once more; a second pass here makes theirs a no-op.
-        markdown = kernel.redactor(render(packet))
+        markdown = kernel.redactor(render(packet) + extra)
         size = len(markdown.encode("utf-8"))
         json_size = len(encode_pretty(packet))
         if size <= budget and json_size <= budget:
@@ -131,6 +135,7 @@ def handoff(kernel: Kernel, task_id: str, *, compact: bool) -> Result:
                     "omitted": packet["handoff"]["omitted"],
                     "packet": packet,
                     "markdown": markdown,
+                    **({} if seen is None else {"observed": seen}),
                 },
                 actions=msgspec.convert(full["steps"], list[Action]),
             )

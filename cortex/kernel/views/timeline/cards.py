@@ -1,9 +1,10 @@
 """Timeline entries: every event of a case, streamed, and the small card each one shows as.
 
-An entry comes from one of five places: the three ledgers (phase changes, evidence, commands),
-`decisions.json` (a request and, once answered, an answer: two entries) and
-`verification.json` (batches and their receipts). Entries are streamed in storage order, not
-time order, so that a caller can keep only what it will show; `key` gives the total order.
+An entry comes from one of six places: the three ledgers (phase changes, evidence, commands),
+`decisions.json` (a request and, once answered, an answer: two entries),
+`verification.json` (batches and their receipts) and the host's activity (`activity.jsonl`).
+Entries are streamed in storage order, not time order, so that a caller can keep only what it
+will show; `key` gives the total order.
 
 A card carries identifiers, a one-line title and a few facts, never a body: no raw output, no
 full text of a long claim, and no text at all of a record marked sensitive.
@@ -15,6 +16,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, cast
 
+from cortex.cases.activity import Activity
 from cortex.cases.bounds import TIMELINE_TITLE_MAX
 from cortex.cases.documents import Batch, Decision, Decisions, Receipt, Verification
 from cortex.cases.errors import NotFoundError
@@ -23,7 +25,7 @@ from cortex.cases.store import CaseStore
 from cortex.kernel.assessment import acknowledged
 from cortex.kernel.provenance import shown
 
-KINDS = ("phase", "evidence", "command", "decision", "receipt", "batch")
+KINDS = ("phase", "evidence", "command", "decision", "receipt", "batch", "activity")
 """Entry kinds, in the order `--kind` lists them."""
 ANSWER_SUFFIX = ":answer"
 """An answer shares its decision's id; this suffix keeps the two entries' ids distinct."""
@@ -32,7 +34,7 @@ SENSITIVE = "(sensitive)"
 ELLIPSIS = "\u2026"
 
 Key = tuple[str, str, str]
-Record = Evidence | Command | PhaseChange | Decision | Receipt | Batch
+Record = Evidence | Command | PhaseChange | Decision | Receipt | Batch | Activity
 
 _SPACE = re.compile(r"\s+")
 
@@ -100,6 +102,12 @@ def stream(
             yield decision_entry(decision, answer=False)
             if decision.answered_at is not None:
                 yield decision_entry(decision, answer=True)
+    if "activity" in kinds:
+        # What the agent's host saw it do (docs/design/activity.md): local to this machine.
+        from cortex.cases import activity
+
+        for record in activity.read(store.case_path(case.id), case.id).records:
+            yield Entry(sort_key(record.timestamp, record.id), "activity", record.actor, record)
     verification: Verification | None = documents.get("verification.json")
     if verification is None:
         return
@@ -212,7 +220,28 @@ def card(entry: Entry, context: Context) -> dict[str, object]:
         return {**head, **_decision(record, answer=entry.answer)}
     if isinstance(record, Receipt):
         return {**head, **_receipt(record, context)}
+    if isinstance(record, Activity):
+        return {**head, **_activity(record)}
     return {**head, **_batch(record, context)}
+
+
+def _activity(record: Activity) -> dict[str, object]:
+    """A tool call the host reported: what ran or was edited, and how it ended."""
+    text = record.command if record.command is not None else ", ".join(record.files)
+    ended = "failed" if record.failed else ("exit " + str(record.exit) if record.exit else "ok")
+    if record.runner is not None:
+        ended = f"{record.runner} {record.outcome or '?'}: {record.summary or '-'}"
+    facts: dict[str, object] = {
+        "title": title(f"{record.tool}: {text} ({ended})"),
+        "tool": record.tool,
+        "exit": record.exit,
+        "failed": record.failed,
+    }
+    if record.runner is not None:
+        facts.update(runner=record.runner, outcome=record.outcome)
+    if record.outside:
+        facts["outside"] = record.outside
+    return facts
 
 
 def _decision(decision: Decision, *, answer: bool) -> dict[str, object]:

@@ -18,7 +18,8 @@ from cortex.kernel.views.timeline.cards import LEDGER_KINDS, Entry, Key, date_an
 from cortex.kernel.views.timeline.index import OrderedLedger
 from cortex.kernel.views.timeline.query import Query
 
-SNAPSHOT_KINDS = frozenset({"decision", "batch", "receipt"})
+SNAPSHOT_KINDS = frozenset({"decision", "batch", "receipt", "activity"})
+"""Kinds read whole and sorted in memory (activity is bounded: activity.RECORDS_MAX)."""
 
 
 class View(NamedTuple):
