@@ -1405,6 +1405,20 @@ class TestTerminal:
         assert renew.code == 5
         assert_audit_ok(cli, task)
 
+    def test_unblock_returns_to_the_phase_block_announced(self, cli: Cli) -> None:
+        """Issue 29: blocked in orienting, a note while blocked, and unblock went elsewhere."""
+        task = cli.open("Fix the login redirect")
+        blocked = succeed(cli, "case", "block", task, "--reason", "waiting on staging")
+        assert blocked["resumesIn"] == "orienting"
+        succeed(cli, "case", "note", task, "staging is slow today")
+        assert status(cli, task)["pausedFrom"] == "orienting"
+        resumed = succeed(cli, "case", "unblock", task, "--reason", "staging is back")
+        assert resumed["status"] == blocked["resumesIn"]
+        # The investigation starts with the next evidence, as it would have without the hold.
+        add_evidence(cli, task)
+        assert status(cli, task)["status"] == "investigating"
+        assert_audit_ok(cli, task)
+
     @pytest.mark.parametrize(("command", "phase"), CLOSES)
     def test_closing_withdraws_a_pending_decision(
         self, cli: Cli, env: dict[str, str], command: str, phase: str
@@ -1452,6 +1466,50 @@ class TestParentChild:
         assert status(cli, parent)["status"] == "investigating"
         assert_audit_ok(cli, parent)
         assert_audit_ok(cli, child)
+
+    @pytest.mark.parametrize("child_ends", ["abort", "complete"])
+    def test_a_parent_cannot_complete_while_a_child_is_open(
+        self, cli: Cli, state_root: Path, child_ends: str
+    ) -> None:
+        """Issue 29: a parent completed while its child was still orienting.
+
+        Refused (exit 5) naming the child and the ways out; a blocked child is still open. Once
+        the child is complete or abandoned, the parent completes.
+        """
+
+        def finishable(*open_args: str) -> str:
+            task = investigating(cli, "--mode", "investigate", *open_args)
+            succeed(cli, "case", "plan", task, "--hypothesis", HYPOTHESIS, *UNCERTAINTY)
+            assert cli("case", "verify", task).envelope["data"]["status"] == "verifying"
+            return task
+
+        def complete(task: str) -> Any:
+            return cli(
+                "case", "complete", task, "--outcome", "done",
+                "--verification-not-possible", "nothing to run",
+            )  # fmt: skip
+
+        parent = finishable()
+        child = finishable("--parent", parent)
+        succeed(cli, "case", "block", child, "--reason", "later")
+        before = durable_state(state_root)
+        refused = complete(parent)
+        assert refused.code == 5, refused.stdout
+        assert refused.error_code == "refused"
+        message = refused.envelope["error"]["message"]
+        assert child in message
+        assert "blocked" in message
+        commands = action_commands(refused.envelope)
+        assert any(c.startswith(f"cortex case abort {child}") for c in commands), commands
+        assert durable_state(state_root) == before
+        assert status(cli, parent)["status"] == "verifying"
+        if child_ends == "abort":
+            succeed(cli, "case", "abort", child, "--reason", "not needed")
+        else:
+            succeed(cli, "case", "unblock", child, "--reason", "now")
+            assert complete(child).code == 0
+        assert complete(parent).data["status"] == "complete"
+        assert_audit_ok(cli, parent)
 
     @pytest.mark.parametrize("close", ["block", "abort"])
     def test_a_terminal_parent_is_refused(self, cli: Cli, close: str) -> None:

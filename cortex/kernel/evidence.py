@@ -177,8 +177,9 @@ def add_evidence(
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
-        elif txn.case.status in lifecycle.HELD and txn.case.paused_from == "orienting":
-            # Paused or blocked before any evidence: it resumes into the investigation.
+        elif txn.case.status == lifecycle.PAUSED and txn.case.paused_from == "orienting":
+            # Paused before any evidence: the answer resumes it into the investigation. A
+            # blocked case keeps the phase `block` announced; its next evidence moves it on.
             txn.case.paused_from = "investigating"
         if parents:
             parents = refs.evidence(store, txn.case, parents, argument="derived_from")
