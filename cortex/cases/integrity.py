@@ -71,6 +71,14 @@ class Finding(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     offset: int | None = None
 
 
+class ReplicaAudited(msgspec.Struct, kw_only=True, rename="camel"):
+    """One imported replica the audit checked, and the lines of each ledger it read there."""
+
+    key: str
+    replica: str
+    records: dict[str, int]
+
+
 class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
     """The outcome of an audit: ok means no errors (warnings allowed)."""
 
@@ -78,8 +86,11 @@ class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
     ok: bool
     revision: int | None
     records: dict[str, int]
+    """Ledger lines audited, per ledger: the local replica's and every imported one's."""
     errors: list[Finding]
     warnings: list[Finding]
+    replicas: list[ReplicaAudited] = msgspec.field(default_factory=list)
+    """The imported replicas audited (a fetched case's records are mostly theirs)."""
 
 
 class _Collector:
@@ -111,6 +122,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
     """Check every invariant of the case directory at `path`."""
     found = _Collector()
     records: dict[str, int] = {}
+    replicas: list[ReplicaAudited] = []
     case = _audit_snapshot(path, task_id, found)
     if case is not None:
         context = _LedgerContext(path=path, case=case, found=found, redactor=redactor)
@@ -118,9 +130,11 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
             # First: local records may cite records imported before them.
             from cortex.cases.replica_audit import audit_replicas
 
-            audit_replicas(context, found)
+            replicas = audit_replicas(context, found)
         for name in LEDGERS:
-            records[name] = _audit_ledger(context, name)
+            records[name] = _audit_ledger(context, name) + sum(
+                r.records.get(name, 0) for r in replicas
+            )
         _audit_raw(path, context.raw_refs, found)
         _audit_case_digest(case, context.last_command, found)
         _audit_phases(case, context.phases, found)
@@ -134,6 +148,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
         records=records,
         errors=found.errors,
         warnings=found.warnings,
+        replicas=replicas,
     )
 
 

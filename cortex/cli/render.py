@@ -225,10 +225,15 @@ def _evidence(console: Console, data: Data) -> None:
 def _audit(console: Console, data: Data) -> None:
     total = sum(data["records"].values())
     verdict = Text("ok", style="bold green") if data["ok"] else Text("FAILED", style="bold red")
+    replicas = data.get("replicas") or []
+    scope = f"{total} ledger records"
+    if replicas:
+        noun = "replica" if len(replicas) == 1 else "replicas"
+        scope += f" of this machine and {len(replicas)} imported {noun}"
     console.print(
         Text(f"Audit of {data['taskId']} at revision {data['revision']}: ")
         + verdict
-        + Text(f" ({total} ledger records)")
+        + Text(f" ({scope})")
     )
     for finding in data["errors"] + data["warnings"]:
         style = "red" if finding["severity"] == "error" else "yellow"

@@ -36,9 +36,23 @@ def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
 def counts(case: CaseFile) -> dict[str, int]:
     """Committed record counts of the local replica, from the snapshot (no ledger scan).
 
-    `status` adds the imported replicas' records (`replicas`, with their own counts).
+    `status` counts a case with imported replicas across all of them (`_counts`).
     """
     return {name: (case.ledgers.get(name) or LedgerState()).count for name in LEDGERS}
+
+
+def _counts(store: CaseStore, case: CaseFile, documents: dict[str, Any]) -> dict[str, int]:
+    """The header's record counts: every replica's records once each, once the case has any.
+
+    A fetched case's records are mostly another machine's: counting only the local replica
+    would say `0 evidence` beside an activity list of nine.
+    """
+    index = documents.get("replicas.json")
+    if index is None:
+        return counts(case)
+    from cortex.cases.replicas import totals
+
+    return totals(store, case, index)
 
 
 def status(kernel: Kernel, task_id: str) -> Result:
@@ -76,7 +90,7 @@ def describe_case(
             "updatedAt": case.updated_at,
             "workspace": case.workspace,
             "store": _store_info(kernel, store, case),
-            "counts": counts(case),
+            "counts": _counts(store, case, documents),
             "surfaces": case.surfaces,
             "acceptanceCriteria": case.acceptance_criteria,
             "lease": describe(case.change_lease, kernel.clock()),
