@@ -906,19 +906,21 @@ class TestLease:
         span = parse_time(lease["expiresAt"]) - parse_time(lease["acquiredAt"])
         assert abs(span - seconds) < 0.002
 
-    def test_begin_change_needs_an_identity(
-        self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path
+    def test_begin_change_without_an_actor_holds_as_the_face_by_its_token(
+        self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
-        """Without --actor and without CORTEX_ACTOR it is exit 4; CORTEX_ACTOR is enough."""
+        """Without --actor or CORTEX_ACTOR the lease is taken as `cli` (issue 29: the MCP server
+        acts as `mcp` the same way); the token, not the name, keeps another `cli` out."""
         task = planned(cli)
         assert "CORTEX_ACTOR" not in cli.env
-        before = durable_state(state_root)
-        out = cli("case", "begin-change", task)
-        assert out.code == 4
-        assert out.error_code == "invalid_input"
-        assert durable_state(state_root) == before
-        for command in (["lease", "renew"], ["lease", "release"]):
-            assert cli("case", *command, task).code == 4
+        data = cli("case", "begin-change", task).data
+        assert data["lease"]["actor"] == "cli"
+        assert data["leaseToken"]
+        stranger = Cli({k: v for k, v in env.items() if k != "CORTEX_LEASE_TOKEN"}, repo)
+        out = stranger("case", "lease", "renew", task, "--lease-token", "cortex-lease-not-it")
+        assert out.code == 6, out.stdout
+        assert out.error_code == "lease_conflict"
+        assert cli("case", "lease", "release", task).code == 0
         data = with_actor(env, repo, "agent-env")("case", "begin-change", task).data
         assert data["lease"]["actor"] == "agent-env"
 

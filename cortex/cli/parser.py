@@ -103,7 +103,7 @@ _CONTESTS = Opt(
     "dispute this answered decision; both are [contested] until a person resolves it",
     metavar="DEC",
 )
-_HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar="NAME")
+_HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR, else cli)", metavar="NAME")
 _TTL = Opt(
     "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
 )

@@ -154,16 +154,12 @@ class Kernel:
         return given or self.env.get("CORTEX_ACTOR") or None
 
     def lease_actor(self, given: str | None) -> str:
-        """Who takes or gives up the change lease: a real identity, never a face's default name.
+        """Who takes or gives up the change lease: the one given, $CORTEX_ACTOR, else the face's.
 
-        Two agents that both fell back to "cli" would share one lease, which would then keep
-        nobody apart; so the lease needs the actor given, or $CORTEX_ACTOR.
+        A name does not make a holder: the lease token does (docs/design/trust.md, "Lease
+        tokens"), so two callers that both fall back to `mcp` or `cli` are still two holders.
         """
-        actor = self.acting(given)
-        if actor is None:
-            msg = "the change lease needs an identity: give {actor} or set CORTEX_ACTOR"
-            raise ArgumentError(msg, "actor")
-        return actor
+        return self.acting(given) or self.default_actor
 
     def actor(self, given: str | None) -> str:
         """The acting identity: the one given, else the surface default; validated."""

@@ -228,7 +228,7 @@ class BeginChange(_Args):
     task_id: TaskId
     actor: Annotated[
         str | None,
-        msgspec.Meta(description="who takes the lease (default: $CORTEX_ACTOR; one is required)"),
+        msgspec.Meta(description="who takes the lease (default: $CORTEX_ACTOR, else mcp)"),
     ] = None
     ttl: Annotated[str | None, msgspec.Meta(description="90s, 15m, 1h (default 15m)")] = None
 
@@ -805,8 +805,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="cortex_block",
         command="case.block",
-        description="Stop a case that cannot go on (it ends blocked) and release its lease. "
-        "Terminal. Nothing is deleted.",
+        description="Put a case that cannot go on now on hold and release its lease; "
+        "cortex_unblock resumes it where it was. Nothing is deleted.",
         args=Block,
         call=_block,
         destructive=True,
