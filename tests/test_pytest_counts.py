@@ -127,8 +127,7 @@ def summary_line(output: str) -> str:
 def counted(summary: str) -> dict[str, int]:
     """`2 failed, 1 error` as {"failed": 2, "error": 1}: pytest's words, pytest's numbers."""
     return {
-        words: int(number)
-        for number, words in (part.split(" ", 1) for part in summary.split(", "))
+        words: int(number) for number, words in (part.split(" ", 1) for part in summary.split(", "))
     }
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, NotFoundError, naming
+from cortex.cases.errors import CortexError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id, is_id
 from cortex.cases.layout import case_dir

@@ -134,7 +134,7 @@ _SUMMARY_LINES = 200
 
 
 def summary_counts(stdout: bytes) -> tuple[str, dict[str, int]] | None:
-    """pytest's last summary line, without its time (`1 failed, 3 passed`), and its counts.
+    """The summary line pytest printed last, without its time (`1 failed, 3 passed`), counted.
 
     Keys are pytest's words in camelCase (`passed`, `xfailed`, `errors`, `subtestsPassed`).
     None when the output has no summary line (`-qq`, `-p no:terminal`, a plugin that rewrote it).
