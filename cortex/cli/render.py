@@ -256,7 +256,8 @@ def _verified(console: Console, data: Data) -> None:
     for receipt in data["receipts"]:
         text = receipt["claim"]
         if receipt.get("claimId"):
-            text = f"claim {receipt['claimId']}: {text}"
+            on = f" (on {receipt['contract']})" if receipt.get("contract") else ""
+            text = f"claim {receipt['claimId']}{on}: {text}"
         rows.append((_shown_status(receipt), text))
         rows.extend(("", f"  {note}") for note in receipt["notes"])
         failures = _named_failures(receipt)

@@ -123,6 +123,9 @@ class Status(_Answer):
     created_at: str
     updated_at: str
     workspace: Workspace
+    """The workspace as the case was opened in it (`commitBefore`: HEAD then)."""
+    head: str | None
+    """The commit HEAD names there now (None outside git, or when it cannot be read)."""
     store: StoreInfo
     counts: Counts
     surfaces: list[str]

@@ -67,7 +67,10 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
         mark = (
             "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
         )
-        rows.append((f"  {label or receipt['id']}", f"{shown_status(receipt)} ({mark})"))
+        shown = f"{shown_status(receipt)} ({mark})"
+        if receipt.get("contract"):
+            shown += f" on {receipt['contract']}"  # what the claim rests on: a test, or a run
+        rows.append((f"  {label or receipt['id']}", shown))
         failures = named_failures(receipt)
         if failures:
             rows.append((f"    {failures_label(receipt)}", failures))
@@ -85,8 +88,11 @@ def status(console: Console, data: Data) -> None:
     where = workspace["repository"]
     if workspace.get("branch"):
         where += f" @ {workspace['branch']}"
-    if workspace.get("commitBefore"):
-        where += f" ({workspace['commitBefore'][:12]})"
+    opened, head = workspace.get("commitBefore"), data.get("head")
+    if head and opened and head != opened:
+        where += f" (HEAD {head[:12]}; opened at {opened[:12]})"
+    elif head or opened:
+        where += f" ({(head or opened)[:12]})"
     store = data["store"]
     counts = data["counts"]
     rows: list[tuple[str, str | Text]] = [

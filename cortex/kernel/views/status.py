@@ -41,6 +41,18 @@ def counts(case: CaseFile) -> dict[str, int]:
     return {name: (case.ledgers.get(name) or LedgerState()).count for name in LEDGERS}
 
 
+def _head(case: CaseFile, live: Capture | None) -> str | None:
+    """The commit HEAD names in the case's workspace now: the capture's if one was taken, else
+    read from the refs (no git process); None outside git or when it cannot be read."""
+    if live is not None and live.head is not None:
+        return live.head
+    if case.workspace.kind != "git":
+        return None
+    from cortex.workspace.freshness import head_commit
+
+    return head_commit(case.workspace.root)
+
+
 def _counts(store: CaseStore, case: CaseFile, documents: dict[str, Any]) -> dict[str, int]:
     """The header's record counts: every replica's records once each, once the case has any.
 
@@ -89,6 +101,7 @@ def describe_case(
             "createdAt": case.created_at,
             "updatedAt": case.updated_at,
             "workspace": case.workspace,
+            "head": _head(case, live),
             "store": _store_info(kernel, store, case),
             "counts": _counts(store, case, documents),
             "surfaces": case.surfaces,
