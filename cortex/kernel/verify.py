@@ -28,7 +28,7 @@ from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import Assessment, assess
-from cortex.kernel.envelope import Result, step
+from cortex.kernel.envelope import NOT_VERIFIED, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, require_lease_holder, state
@@ -373,6 +373,7 @@ def verify(
             )
             if action.operation in _PROOF_STEPS
         ],
+        exit_status=0 if assessment.status == "verified" else NOT_VERIFIED,
     )
 
 
