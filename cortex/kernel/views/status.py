@@ -42,8 +42,10 @@ def counts(case: CaseFile) -> dict[str, int]:
 
 
 def _head(case: CaseFile, live: Capture | None) -> str | None:
-    """The commit HEAD names in the case's workspace now: the capture's if one was taken, else
-    read from the refs (no git process); None outside git or when it cannot be read."""
+    """The commit HEAD names in the case's workspace now (None outside git, or unreadable).
+
+    The capture's, if one was taken; else read from the refs, without a git process.
+    """
     if live is not None and live.head is not None:
         return live.head
     if case.workspace.kind != "git":
