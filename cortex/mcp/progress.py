@@ -14,8 +14,7 @@ case records the cancellation as a note and raises `Cancelled` without writing a
 handler returns only once the thread is done, leaving no process behind. (Closing the session
 cancels every call too; work already running then finishes, unanswered, as it always has.) The
 protocol forbids an answer to a cancelled request; a client still listening gets a final log
-entry and progress message saying
-what happened.
+entry and progress message saying what happened.
 """
 
 from __future__ import annotations
