@@ -251,6 +251,8 @@ class TestHappyPath:
         assert done.data["status"] == "complete"
         assert done.data["acknowledged"] is None
         assert done.data["assessment"]["status"] == "verified"
+        # Where it is, whole (issue 29: `summary in summary.md` did not say where that was).
+        assert done.data["summary"] == str(case_path(env, task) / "summary.md")
         summary = (case_path(env, task) / "summary.md").read_text()
         assert "## Outcome\n\n> fixed it\n" in summary
         assert "## Verification: verified" in summary

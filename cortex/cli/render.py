@@ -273,8 +273,9 @@ def _completed(console: Console, data: Data) -> None:
     verdict = data["assessment"]["status"]
     console.print(
         Text(f"{data['taskId']} is {data['status']}", style="bold green")
-        + Text(f" (verification: {verdict}); summary in {data['summary']}")
+        + Text(f" (verification: {verdict})")
     )
+    console.print(Text(f"summary: {data['summary']}"))
     if data.get("acknowledged"):
         console.print(Text(data["acknowledged"], style="yellow"))
 

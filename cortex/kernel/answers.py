@@ -258,6 +258,7 @@ class Completed(_Answer):
     assessment: Assessment
     acknowledged: str | None
     summary: str
+    """The path of the case's summary.md, whole."""
     warnings: list[str]
 
 

@@ -6,6 +6,8 @@ gate judges the code as it is at the commit (docs/design/verification.md §5).
 
 from __future__ import annotations
 
+import os
+
 from cortex.cases.bounds import OUTCOME_MAX
 from cortex.cases.documents import Verification
 from cortex.cases.errors import ArgumentError, CortexError
@@ -82,7 +84,7 @@ def complete(
             "status": committed.status,
             "assessment": assessment,
             "acknowledged": acknowledgement,
-            "summary": SUMMARY,
+            "summary": os.path.join(store.case_path(task_id), SUMMARY),
             "warnings": [*txn.warnings, *after_commit(kernel, store, task_id)],
         }
     )
