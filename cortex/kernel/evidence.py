@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
     from cortex.workspace.raw_tree import Captured
 
-RESERVED_KINDS = frozenset({"plan"})
+RESERVED_KINDS = defaults.RESERVED_KINDS
 """Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
 
 
