@@ -310,7 +310,12 @@ def _config(console: Console, data: Data) -> None:
         rows.append((key, f"{shown}  [{where}]"))
     for name, verifier in data["verifiers"].items():
         argv = " ".join(verifier["argv"])
-        rows.append((f"verifier {name}", f"{argv}  [{verifier['source']}]"))
+        source = verifier["source"]
+        if verifier.get("configured") is False:
+            source = f"not configured: {source}; `cortex init` writes it"
+        rows.append((f"verifier {name}", f"{argv}  [{source}]"))
+        if verifier.get("problem"):
+            rows.append(("", Text(f"cannot run: {verifier['problem']}", style="red")))
         rows.append(("", verifier["approval"]))
     console.print(_kv(rows))
 

@@ -21,6 +21,7 @@ from cortex.cases.records import ChangeBoundary, Criterion, Evidence, Workspace
 from cortex.kernel.assessment import Assessment
 from cortex.kernel.envelope import SCHEMA, ErrorInfo
 from cortex.kernel.kernel import StoreInfo
+from cortex.kernel.will_run import WillRun
 from cortex.recall.cards import Card as RecallCard
 
 
@@ -200,6 +201,8 @@ class Planned(_Answer):
     verification_required: list[str]
     uncertainty: str | None
     rejected_before: list[RejectedBefore] = msgspec.field(default_factory=list)
+    verifiers: list[WillRun] = msgspec.field(default_factory=list)
+    """Each required command verifier as it would run here: argv, program, approval."""
     warnings: list[str] = msgspec.field(default_factory=list)
 
 

@@ -15,12 +15,22 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 
 from cortex.cases.bounds import FAILING_TESTS_MAX, JUNIT_MAX, VERIFIER_TIMEOUT_DEFAULT
 from cortex.verifiers.base import Context, Finding, Outcome, Status, split
 from cortex.verifiers.command import run_configured
+from cortex.verifiers.programs import project_python
 
-DEFAULT_ARGV = ("python", "-m", "pytest")
+
+def default_argv(root: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """What `pytest` runs when no `[verifiers.pytest]` is configured: the project's own Python.
+
+    Found when the verifier runs (`programs.project_python`: the project's .venv or venv, the
+    active virtualenv, else python3 on PATH), never a bare `python` that may be any Python,
+    Cortex's own included. `config`, `doctor` and the plan's answer show the same argv.
+    """
+    return (project_python(root, env)[0], "-m", "pytest")
 
 
 class PytestVerifier:
@@ -41,7 +51,7 @@ class PytestVerifier:
         _, name = split(requirement)
         key = name or "pytest"
         config = context.verifiers.get(key)
-        argv = tuple(config.argv) if config else DEFAULT_ARGV
+        argv = tuple(config.argv) if config else default_argv(context.root, context.env)
         timeout = config.timeout if config else VERIFIER_TIMEOUT_DEFAULT
         report_dir = tempfile.mkdtemp(prefix="cortex-junit-")
         report = os.path.join(report_dir, "report.xml")
