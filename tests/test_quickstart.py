@@ -21,9 +21,7 @@ def test_the_quickstart_passes_and_shows_only_the_raw_output_it_means(tmp_path: 
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(sys.executable)
     cortex = venv / "bin" / "cortex"
-    cortex.write_text(
-        f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m cortex "$@"\n'
-    )
+    cortex.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m cortex "$@"\n')
     cortex.chmod(0o755)
     env = base_env(tmp_path)
     env.pop("CORTEX_STATE_DIR")  # the quickstart sets its own, under its temporary directory
