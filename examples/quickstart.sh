@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Cortex quickstart: copy the bundled example app into a throwaway git repository, open a case
-# for a bug, record evidence (one piece with raw tool output), and show the case.
+# Cortex quickstart: copy the bundled example app into a throwaway git repository, set it up
+# with `cortex init`, open a case for a bug, record evidence (one piece with raw tool output),
+# plan, fix, verify, and complete it.
 #
 # Everything happens in a temporary directory, including the case store (CORTEX_STATE_DIR),
 # so your real state is untouched. Set CORTEX to the cortex executable to use (default: cortex
-# on PATH); set KEEP=1 to keep the temporary directory and look around afterwards.
+# on PATH; its virtualenv must have pytest, as `pip install '.[dev]'` gives it); set KEEP=1 to
+# keep the temporary directory and look around afterwards.
 set -euo pipefail
 
 cortex=${CORTEX:-cortex}
@@ -22,11 +24,19 @@ repo="$work/checkout-app"
 cp -R "$here/checkout-app" "$repo"
 cd "$repo"
 git -c init.defaultBranch=main init -q
-# The pytest verifier runs the command configured here, never one a caller passes. It runs only
-# when approved: a launcher sets CORTEX_APPROVE_COMMANDS=1 (as below), or a person runs
-# `cortex case trust pytest` once at a terminal.
 python=$(dirname "$cortex")/python
-printf '[verifiers.pytest]\nargv = ["%s", "-m", "pytest", "-q"]\n' "$python" > cortex.toml
+# The app's own virtualenv (git-ignored, as virtualenvs are): here, the one cortex runs in.
+ln -s "$(cd "$(dirname "$cortex")/.." && pwd)" .venv
+printf '.venv\n' > .gitignore
+
+echo "== set the repository up"
+# `init` finds the test runner and writes [verifiers.pytest] to cortex.toml, with the app's
+# interpreter relative to the repository (.venv/bin/python), so the file works in any clone.
+# The verifier runs that command, never one a caller passes, and only when approved: a
+# launcher sets CORTEX_APPROVE_COMMANDS=1 (as here), or a person runs `cortex case trust
+# pytest` once at a terminal.
+"$cortex" init
+export CORTEX_APPROVE_COMMANDS=1
 git add -A
 git -c user.name=Quickstart -c user.email=quickstart@example.invalid commit -q -m "checkout app"
 
@@ -67,16 +77,20 @@ echo "== show the case"
 "$cortex" case status "$task"
 "$cortex" case read-evidence "$task" "$raw"
 echo "-- its raw output, as stored (the bearer token never reached the disk):"
-cat "$CORTEX_STATE_DIR"/sessions/*/"$task"/raw/*.txt
+ref=$("$cortex" case read-evidence "$task" "$raw" --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["evidence"]["rawRef"])')
+cat "$CORTEX_STATE_DIR"/sessions/*/"$task"/raw/"${ref##*/}".txt
 
-export CORTEX_APPROVE_COMMANDS=1
 claim=(--claim "return=after login from checkout the user is back on /checkout"
   --contract "return=pytest#tests/test_callback.py::test_login_from_checkout_returns_to_checkout")
 
 echo "== a first attempt that misses the point: verify fails, naming the failing test"
 sed -i.orig 's/"""Where to send the user after login."""/"""Where to send the user after login (return_to wins)."""/' \
   src/auth/callback.py && rm -f src/auth/callback.py.orig
-"$cortex" case verify "$task" "${claim[@]}"
+status=0
+"$cortex" case verify "$task" "${claim[@]}" || status=$?
+echo "-- verify exited $status: the batch is recorded, and it does not verify the case"
+[ "$status" = 2 ]
 
 echo "== fix the bug, verify again: receipts bound to this exact code"
 cat > src/auth/callback.py <<'PY'

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
-from cortex.kernel.host.programs import project_python
+from cortex.kernel.host.programs import portable_python
 
 
 def python_of(cli: Cli) -> str:
-    """The interpreter `init` writes for this test's repository (see test_interpreters)."""
-    return project_python(str(cli.cwd), cli.env)[0]
+    """The interpreter `init` writes for this test's repository (see test_portable)."""
+    return portable_python(str(cli.cwd), cli.env)[0]
 
 
 def write(path: Path, text: str) -> None:

@@ -906,19 +906,21 @@ class TestLease:
         span = parse_time(lease["expiresAt"]) - parse_time(lease["acquiredAt"])
         assert abs(span - seconds) < 0.002
 
-    def test_begin_change_needs_an_identity(
-        self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path
+    def test_begin_change_without_an_actor_holds_as_the_face_by_its_token(
+        self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
-        """Without --actor and without CORTEX_ACTOR it is exit 4; CORTEX_ACTOR is enough."""
+        """Without --actor or CORTEX_ACTOR the lease is taken as `cli` (issue 29: the MCP server
+        acts as `mcp` the same way); the token, not the name, keeps another `cli` out."""
         task = planned(cli)
         assert "CORTEX_ACTOR" not in cli.env
-        before = durable_state(state_root)
-        out = cli("case", "begin-change", task)
-        assert out.code == 4
-        assert out.error_code == "invalid_input"
-        assert durable_state(state_root) == before
-        for command in (["lease", "renew"], ["lease", "release"]):
-            assert cli("case", *command, task).code == 4
+        data = cli("case", "begin-change", task).data
+        assert data["lease"]["actor"] == "cli"
+        assert data["leaseToken"]
+        stranger = Cli({k: v for k, v in env.items() if k != "CORTEX_LEASE_TOKEN"}, repo)
+        out = stranger("case", "lease", "renew", task, "--lease-token", "cortex-lease-not-it")
+        assert out.code == 6, out.stdout
+        assert out.error_code == "lease_conflict"
+        assert cli("case", "lease", "release", task).code == 0
         data = with_actor(env, repo, "agent-env")("case", "begin-change", task).data
         assert data["lease"]["actor"] == "agent-env"
 
@@ -1405,6 +1407,20 @@ class TestTerminal:
         assert renew.code == 5
         assert_audit_ok(cli, task)
 
+    def test_unblock_returns_to_the_phase_block_announced(self, cli: Cli) -> None:
+        """Issue 29: blocked in orienting, a note while blocked, and unblock went elsewhere."""
+        task = cli.open("Fix the login redirect")
+        blocked = succeed(cli, "case", "block", task, "--reason", "waiting on staging")
+        assert blocked["resumesIn"] == "orienting"
+        succeed(cli, "case", "note", task, "staging is slow today")
+        assert status(cli, task)["pausedFrom"] == "orienting"
+        resumed = succeed(cli, "case", "unblock", task, "--reason", "staging is back")
+        assert resumed["status"] == blocked["resumesIn"]
+        # The investigation starts with the next evidence, as it would have without the hold.
+        add_evidence(cli, task)
+        assert status(cli, task)["status"] == "investigating"
+        assert_audit_ok(cli, task)
+
     @pytest.mark.parametrize(("command", "phase"), CLOSES)
     def test_closing_withdraws_a_pending_decision(
         self, cli: Cli, env: dict[str, str], command: str, phase: str
@@ -1452,6 +1468,50 @@ class TestParentChild:
         assert status(cli, parent)["status"] == "investigating"
         assert_audit_ok(cli, parent)
         assert_audit_ok(cli, child)
+
+    @pytest.mark.parametrize("child_ends", ["abort", "complete"])
+    def test_a_parent_cannot_complete_while_a_child_is_open(
+        self, cli: Cli, state_root: Path, child_ends: str
+    ) -> None:
+        """Issue 29: a parent completed while its child was still orienting.
+
+        Refused (exit 5) naming the child and the ways out; a blocked child is still open. Once
+        the child is complete or abandoned, the parent completes.
+        """
+
+        def finishable(*open_args: str) -> str:
+            task = investigating(cli, "--mode", "investigate", *open_args)
+            succeed(cli, "case", "plan", task, "--hypothesis", HYPOTHESIS, *UNCERTAINTY)
+            assert cli("case", "verify", task).envelope["data"]["status"] == "verifying"
+            return task
+
+        def complete(task: str) -> Any:
+            return cli(
+                "case", "complete", task, "--outcome", "done",
+                "--verification-not-possible", "nothing to run",
+            )  # fmt: skip
+
+        parent = finishable()
+        child = finishable("--parent", parent)
+        succeed(cli, "case", "block", child, "--reason", "later")
+        before = durable_state(state_root)
+        refused = complete(parent)
+        assert refused.code == 5, refused.stdout
+        assert refused.error_code == "refused"
+        message = refused.envelope["error"]["message"]
+        assert child in message
+        assert "blocked" in message
+        commands = action_commands(refused.envelope)
+        assert any(c.startswith(f"cortex case abort {child}") for c in commands), commands
+        assert durable_state(state_root) == before
+        assert status(cli, parent)["status"] == "verifying"
+        if child_ends == "abort":
+            succeed(cli, "case", "abort", child, "--reason", "not needed")
+        else:
+            succeed(cli, "case", "unblock", child, "--reason", "now")
+            assert complete(child).code == 0
+        assert complete(parent).data["status"] == "complete"
+        assert_audit_ok(cli, parent)
 
     @pytest.mark.parametrize("close", ["block", "abort"])
     def test_a_terminal_parent_is_refused(self, cli: Cli, close: str) -> None:
@@ -1695,8 +1755,9 @@ class TestActionsAreRunnable:
         failures = []
         for command in commands:
             assert command.startswith("cortex case "), command
-            # The case (and any decision) is named literally: it is not left to fill in.
-            assert TASK_ID.search(command), command
+            # The case (and any decision) is named literally: it is not left to fill in. (`case
+            # trust`, which a plan offers for an unapproved verifier, names the verifier.)
+            assert TASK_ID.search(command) or command.startswith("cortex case trust "), command
             try:
                 runnable_argv(command)
             except (UsageError, AssertionError) as exc:

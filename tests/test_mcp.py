@@ -464,3 +464,40 @@ def test_an_agent_unblocks_a_case_over_mcp(
     assert [(json.loads(r)["operation"], json.loads(r)["code"]) for r in refusals] == [
         ("case.unblock", "refused")
     ]
+
+
+def test_without_an_actor_the_server_acts_as_mcp_even_for_the_lease(
+    served: dict[str, str], repo: Path, errlog: IO[str]
+) -> None:
+    """Issue 29: README says the server acts as `mcp` unless a call names an actor, but
+    begin_change without one was refused. The server's own token keeps holders apart."""
+    env = {k: v for k, v in served.items() if k != "CORTEX_ACTOR"}
+    cli = Cli(env, repo)
+
+    async def body() -> None:
+        async with serving(repo, env, errlog) as s:
+            opened, _ = await s.call("cortex_open_task", goal="Fix the login")
+            task = opened["data"]["taskId"]
+            await s.call("cortex_record_evidence", task_id=task, claim="login is wrong")
+            await s.call(
+                "cortex_plan", task_id=task, hypotheses=["login is wrong :: a test passes"],
+                uncertainty="none", files=["app.py"], boundary_reason="there",
+                verify=["command:unit"],
+            )  # fmt: skip
+            taken, _ = await s.call("cortex_begin_change", task_id=task)
+            assert taken["ok"], taken
+            assert taken["data"]["lease"]["actor"] == "mcp"
+            # Another holder by the same name (a CLI without the token) is still kept out.
+            other = cli("case", "verify", task, "--actor", "mcp")
+            assert other.envelope["error"]["code"] == "lease_conflict"
+
+    run_async(body)
+
+
+def test_no_tool_calls_a_resumable_step_terminal() -> None:
+    """Issue 29: cortex_block called itself "Terminal", yet cortex_unblock resumes it."""
+    from cortex.mcp.tools import BY_NAME
+
+    block = BY_NAME["cortex_block"].description
+    assert "terminal" not in block.lower()
+    assert "cortex_unblock" in block

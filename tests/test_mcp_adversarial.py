@@ -216,7 +216,12 @@ def envelope_of(
         jsonschema.validate(envelope, schema)
     status = result["_meta"]["cortex/exitStatus"]
     assert isinstance(status, int)
-    assert (status == 0) is envelope["ok"]
+    if envelope["command"] == "case.verify" and envelope["ok"]:
+        # The CLI's status: 2 for a recorded batch that does not verify the case.
+        verified = envelope["data"]["assessment"]["status"] == "verified"
+        assert status == (0 if verified else 2)
+    else:
+        assert (status == 0) is envelope["ok"]
     return envelope, status
 
 
@@ -1049,7 +1054,7 @@ def test_a_slow_verify_does_not_block_other_calls(
         reply = s.wait_for(verifying, 60)
         assert reply is not None
         envelope, status = envelope_of(reply, s)
-        assert status == 0, envelope
+        assert envelope["ok"], envelope
         assert s.finish() == 0
     cli_audit(served, repo, task)
 

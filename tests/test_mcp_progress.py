@@ -2,8 +2,9 @@
 
 Driven by the SDK's own stdio client with a 5 s request timeout: a host that resets its timeout
 on progress sees a 15 s verifier through to its batch; the same client without resets times out
-and nothing is written; a cancelled verify leaves no verifier process and no partial batch. The
-CLI's live line and these notifications come from one event stream (the last test).
+and no receipt is written; a cancelled verify leaves no verifier process and no partial batch,
+and the case records the cancellation (issue 29: it left no trace). The CLI's live line and these
+notifications come from one event stream (the last test).
 """
 
 from __future__ import annotations
@@ -57,6 +58,28 @@ async def take_lease(session: Any, task: str) -> None:
     assert envelope["ok"] is True, envelope
 
 
+def only_the_cancellation_was_recorded(
+    env: dict[str, str], repo: Path, task: str, before: dict[str, Any]
+) -> dict[str, Any]:
+    """The case gained one note saying the verify was cancelled, and nothing else of a verify:
+    no batch, no receipt, no phase change. Returns the note."""
+    path = case_path(env, task)
+    after = tree_state(path)
+    changed = {name for name in after.keys() | before.keys() if after.get(name) != before.get(name)}
+    assert changed <= {"case.json", "evidence.jsonl", "commands.jsonl", ".lock"}, changed
+    assert not (path / "verification.json").exists()
+    lines = (path / "evidence.jsonl").read_text().splitlines()
+    note: dict[str, Any] = json.loads(lines[-1])
+    assert note["kind"] == "note"
+    assert note["source"]["tool"] == "cortex"
+    assert "verify cancelled" in note["claim"]
+    assert "command:slow (1 of 1)" in note["claim"]
+    assert "no receipt" in note["claim"]
+    audit = Cli(env, repo)("case", "audit", task)
+    assert audit.code == 0, audit.stdout
+    return note
+
+
 def wait_dead(pids: list[int], seconds: float = 15) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -93,7 +116,7 @@ def test_a_verify_longer_than_the_timeout_completes_when_progress_resets_it(
     assert [batch["binding"] for batch in verification["batches"]] == ["bound"]
 
 
-def test_without_resets_the_client_times_out_and_nothing_is_written(
+def test_without_resets_the_client_times_out_and_only_the_cancellation_is_recorded(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
     with slow_case(served, repo, tmp_path, 15) as (task, pids):
@@ -116,10 +139,10 @@ def test_without_resets_the_client_times_out_and_nothing_is_written(
                 assert envelope["data"]["status"] == "changing"
 
         run_async(body)
-        assert tree_state(case_path(served, task)) == before
+        only_the_cancellation_was_recorded(served, repo, task, before)
 
 
-def test_a_cancelled_verify_leaves_no_process_and_no_batch(
+def test_a_cancelled_verify_leaves_no_process_no_batch_and_a_note(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
     with slow_case(served, repo, tmp_path, 30) as (task, pids):
@@ -153,9 +176,10 @@ def test_a_cancelled_verify_leaves_no_process_and_no_batch(
                     await warned.wait()
 
         run_async(body)
-        assert tree_state(case_path(served, task)) == before
+        note = only_the_cancellation_was_recorded(served, repo, task, before)
         warning = next(entry for entry in logged if entry.level == "warning")
-        assert "nothing was written" in str(warning.data)
+        assert "no receipt was written" in str(warning.data)
+        assert note["id"] in str(warning.data)
         assert any("started command:slow" in str(entry.data) for entry in logged)
 
 

@@ -112,6 +112,30 @@ def test_a_shared_case_reads_the_same_on_another_machine(a: Machine, b: Machine)
     audit_ok(a, task)
 
 
+def test_a_fetched_case_counts_and_audits_every_replica(a: Machine, b: Machine) -> None:
+    """Issue 29: on the machine that fetched, the header said `0 evidence` beside 3 in the list,
+    and audit's report counted only this machine's records."""
+    task = opened(a)
+    for number in range(3):
+        add(a, task, f"finding {number}")
+    shared(a, task)
+    b.ok("case", "fetch", task)
+    b.ok("case", "note", task, "read on the reviewer's machine")
+    counts = b.ok("case", "status", task)["counts"]
+    assert counts["evidence"] == 4
+    show = b.ok("case", "show", task)
+    assert show["counts"] == show["recent"]["totals"] == counts
+    text = " ".join(b.cli("case", "status", task, human=True).stdout.split())
+    assert "4 evidence" in text
+    report = audit_ok(b, task)
+    assert report["records"]["evidence"] == 4
+    (imported,) = report["replicas"]
+    assert imported["records"]["evidence"] == 3
+    assert imported["replica"] == a.ok("case", "share", task, "--dry-run")["replica"]
+    shown = " ".join(b.cli("case", "audit", task, human=True).stdout.split())
+    assert "1 imported replica" in shown
+
+
 def test_sharing_is_opt_in_per_repository(tmp_path: Path) -> None:
     remote = make_remote(tmp_path, enabled=False)
     machine = make_machine(tmp_path, "a", remote)

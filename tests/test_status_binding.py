@@ -90,3 +90,29 @@ def test_complete_defaults_to_the_lease_holder(cli: Cli, repo: Path, env: dict[s
     assert done["status"] == "complete"
     summary = (case_path(env, task) / "summary.md").read_text()
     assert "Completed by agent-7" in summary
+
+
+def test_status_shows_the_contract_each_claim_rests_on_and_the_head_now(
+    cli: Cli, repo: Path, env: dict[str, str]
+) -> None:
+    """Issue 29: `claim c1 passed (proof)` said nothing of the test it rests on, and after the
+    verified code was committed the workspace line still named the commit the case opened at."""
+    configure_verifiers(repo, {**env}, {"unit": ["true"]})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    opened_at = git(repo, "rev-parse", "HEAD", env=env)
+    task = ready_to_verify(cli, verify=("command:unit",))
+    (repo / "app.py").write_text("print('fixed')\n")
+    verified = cli(
+        "case", "verify", task, "--claim", "c1=the app prints fixed",
+        "--contract", "c1=command:unit",
+    ).data  # fmt: skip
+    assert verified["assessment"]["status"] == "verified"
+    git(repo, "commit", "-q", "-am", "the fix", env=env)
+    now = git(repo, "rev-parse", "HEAD", env=env)
+    data = cli("case", "status", task).data
+    assert data["head"] == now
+    (claim,) = [r for r in data["verification"]["receipts"] if r["claimId"] == "c1"]
+    assert claim["contract"] == "command:unit"
+    text = " ".join(cli("case", "status", task, human=True).stdout.split())
+    assert f"HEAD {now[:12]}; opened at {opened_at[:12]}" in text
+    assert "claim c1 passed (proof) on command:unit" in text

@@ -247,16 +247,17 @@ class TestUnblock:
         assert blocked["resumesIn"] == "changing"
         assert run("case", "unblock", task, "--reason", "back").data["status"] == "changing"
 
-    def test_evidence_while_blocked_in_orienting_resumes_investigating(self, cli: Cli) -> None:
+    def test_evidence_while_blocked_in_orienting_keeps_the_announced_phase(self, cli: Cli) -> None:
+        """Unblock returns where block said it would (issue 29); the next evidence moves on."""
         task = cli.open("goal")
         assert cli("case", "block", task, "--reason", "no access yet").data["resumesIn"] == (
             "orienting"
         )
         cli("case", "evidence", "add", task, "--claim", "found a log")
-        assert cli("case", "status", task).data["pausedFrom"] == "investigating"
-        assert cli("case", "unblock", task, "--reason", "access").data["status"] == (
-            "investigating"
-        )
+        assert cli("case", "status", task).data["pausedFrom"] == "orienting"
+        assert cli("case", "unblock", task, "--reason", "access").data["status"] == "orienting"
+        cli("case", "evidence", "add", task, "--claim", "found another log")
+        assert cli("case", "status", task).data["status"] == "investigating"
 
     def test_only_a_blocked_case_can_be_unblocked(self, cli: Cli) -> None:
         task = cli.open("goal")

@@ -118,7 +118,7 @@ def test_a_marker_fails_the_batch_with_the_plugin_finding_and_report(
     (repo / "app.py").write_text("print('fixed')\n# FIXME: remove the debug print\n")
     claim = ["--claim", "clean=app.py has no marker", "--contract", f"clean={KIND}#app.py"]
     out = verify(installed, cli, task, *claim)
-    assert out.code == 0, out.stdout + out.stderr
+    assert out.code == 2, out.stdout + out.stderr  # recorded, and not verified
     receipts = receipts_by(out.data)
     run = receipts[KIND]
     assert (run["tool"], run["status"]) == (KIND, "failed")

@@ -251,6 +251,8 @@ class TestHappyPath:
         assert done.data["status"] == "complete"
         assert done.data["acknowledged"] is None
         assert done.data["assessment"]["status"] == "verified"
+        # Where it is, whole (issue 29: `summary in summary.md` did not say where that was).
+        assert done.data["summary"] == str(case_path(env, task) / "summary.md")
         summary = (case_path(env, task) / "summary.md").read_text()
         assert "## Outcome\n\n> fixed it\n" in summary
         assert "## Verification: verified" in summary
@@ -289,6 +291,40 @@ class TestHappyPath:
         assert later["current"] is False
         assert later["assessment"] != "verified"
         assert later["statement"] == statement
+
+
+class TestExitStatus:
+    """Issue 29: verify exited 0 on a `failed` batch. A script can rely on its exit status like
+    pytest's or `git diff --exit-code`'s: 0 only when the batch verified the case, 2 when it was
+    recorded but did not (failed, partial or unverified); refusals keep their own codes."""
+
+    def test_zero_only_when_verified_two_when_recorded_but_not(
+        self, cli: Cli, repo: Path, env: dict[str, str]
+    ) -> None:
+        configure_verifiers(repo, env, {"unit": ["false"]})
+        approve(env)
+        task = ready_to_verify(cli)
+        edit(repo)
+        failed = cli("case", "verify", task)
+        assert failed.code == 2, failed.stdout
+        envelope = failed.envelope
+        assert envelope["ok"] is True  # the batch was recorded
+        assert envelope["data"]["assessment"]["status"] == "failed"
+        text = cli("case", "verify", task, human=True)
+        assert text.code == 2
+        assert "assessment  failed" in text.stdout
+        configure_verifiers(repo, env, {"unit": ["true"]})
+        verified = cli("case", "verify", task)
+        assert verified.code == 0, verified.stdout
+        assert verified.envelope["data"]["assessment"]["status"] == "verified"
+
+    def test_a_refusal_keeps_its_own_code(self, cli: Cli, repo: Path, env: dict[str, str]) -> None:
+        configure_verifiers(repo, env, {"unit": ["true"]})
+        approve(env)
+        task = ready_to_verify(cli)
+        refused = cli("case", "verify", task)  # nothing changed: a change task needs --no-op
+        assert refused.code == 5
+        assert refused.envelope["ok"] is False
 
 
 # B. Nothing comes out verified ---------------------------------------------------------------

@@ -671,7 +671,8 @@ def test_two_concurrent_verify_processes_never_both_bind(
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-    assert [p.returncode for p in procs] == [0, 0], outs
+    # Exit 0 for the batch that verified the case when it was committed, 2 for the other.
+    assert sorted(p.returncode for p in procs) == [0, 2], outs
     bindings = [json.loads(out)["data"]["batch"]["binding"] for out, _ in outs]
     assert sorted(bindings) == ["bound", "unbound"]
     stored = json.loads((case_path(env, task) / "verification.json").read_bytes())
@@ -928,7 +929,8 @@ def test_a_plugin_outcome_with_lone_surrogates_is_not_a_crash(
     task = ready_to_verify(cli, verify=("fake",))
     edit(repo)
     out = cli("case", "verify", task)
-    assert out.code == 0, out.stdout
+    assert out.code in {0, 2}, out.stdout
+    assert out.envelope["ok"] is True
     assert cli("case", "audit", task).code == 0
 
 
@@ -967,7 +969,7 @@ def test_an_odd_grants_file_approves_nothing(
     task = ready_to_verify(cli)
     edit(repo)
     out = cli("case", "verify", task)
-    if out.code == 0:
+    if out.code == 2:
         assert receipts_by(out.data)["command:unit"]["status"] == "blocked"
         assert out.data["assessment"]["status"] != "verified"
     else:

@@ -90,6 +90,14 @@ class Tombstone(msgspec.Struct, kw_only=True, rename="camel"):
     forget_record: str
 
 
+class ReplicaAudited(msgspec.Struct, kw_only=True, rename="camel"):
+    """One imported replica the audit checked, and the lines of each ledger it read there."""
+
+    key: str
+    replica: str
+    records: dict[str, int]
+
+
 class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
     """The outcome of an audit: ok means no errors (warnings allowed)."""
 
@@ -97,9 +105,12 @@ class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
     ok: bool
     revision: int | None
     records: dict[str, int]
+    """Ledger lines audited, per ledger: the local replica's and every imported one's."""
     errors: list[Finding]
     warnings: list[Finding]
     tombstones: list[Tombstone] = msgspec.field(default_factory=list)
+    replicas: list[ReplicaAudited] = msgspec.field(default_factory=list)
+    """The imported replicas audited (a fetched case's records are mostly theirs)."""
 
 
 class _Collector:
@@ -131,6 +142,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
     """Check every invariant of the case directory at `path`."""
     found = _Collector()
     records: dict[str, int] = {}
+    replicas: list[ReplicaAudited] = []
     case = _audit_snapshot(path, task_id, found)
     tombstones: list[Tombstone] = []
     if case is not None:
@@ -139,9 +151,11 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
             # First: local records may cite records imported before them.
             from cortex.cases.replica_audit import audit_replicas
 
-            audit_replicas(context, found)
+            replicas = audit_replicas(context, found)
         for name in LEDGERS:
-            records[name] = _audit_ledger(context, name)
+            records[name] = _audit_ledger(context, name) + sum(
+                r.records.get(name, 0) for r in replicas
+            )
         if context.anchors or os.path.lexists(os.path.join(path, "activity.jsonl")):
             # A deleted activity ledger is found by the anchors its commits left.
             records["activity"] = _audit_activity(context)
@@ -163,6 +177,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
         errors=found.errors,
         warnings=found.warnings,
         tombstones=tombstones,
+        replicas=replicas,
     )
 
 

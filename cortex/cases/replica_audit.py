@@ -36,7 +36,7 @@ from cortex.cases.replica_index import ReplicaIndex
 from cortex.cases.replicas import check_chain
 
 if TYPE_CHECKING:
-    from cortex.cases.integrity import _Collector, _LedgerContext
+    from cortex.cases.integrity import ReplicaAudited, _Collector, _LedgerContext
 
 _MAX_FINDINGS = 20
 
@@ -62,17 +62,21 @@ def _index(path: str, sha256: str, found: _Collector) -> ReplicaIndex | None:
     return None  # `_audit_snapshots` reports the missing or edited version
 
 
-def audit_replicas(context: _LedgerContext, found: _Collector) -> None:
-    """Check every imported replica of the case at `context.path` (see the module docstring)."""
-    from cortex.cases.integrity import _audit_secrets
+def audit_replicas(context: _LedgerContext, found: _Collector) -> list[ReplicaAudited]:
+    """Check every imported replica of the case at `context.path` (see the module docstring).
+
+    Returns each replica checked with the lines read from each of its ledgers.
+    """
+    from cortex.cases.integrity import ReplicaAudited, _audit_secrets
 
     case, path = context.case, context.path
     ref = case.snapshots.get("replicas")
     if ref is None:
-        return
+        return []
     index = _index(path, ref.sha256, found)
     if index is None:
-        return
+        return []
+    audited: list[ReplicaAudited] = []
     keys: set[str] = set()
     for replica in index.replicas:
         if not is_replica_key(replica.key) or replica.key.partition("~")[0] != replica.replica:
@@ -90,8 +94,11 @@ def audit_replicas(context: _LedgerContext, found: _Collector) -> None:
         if mode is not None and not stat.S_ISDIR(mode):
             found.error("symlink", f"{REPLICAS_DIR}/{replica.key} is not a real directory")
             continue
-        for name in LEDGERS:
-            _audit_ledger(context, replica.key, name, replica.ledgers.get(name), found)
+        lines = {
+            name: _audit_ledger(context, replica.key, name, replica.ledgers.get(name), found)
+            for name in LEDGERS
+        }
+        audited.append(ReplicaAudited(key=replica.key, replica=replica.replica, records=lines))
         if replica.forked:
             found.warn(
                 "replica_forked",
@@ -107,6 +114,7 @@ def audit_replicas(context: _LedgerContext, found: _Collector) -> None:
         )
     _audit_strays(path, keys, found)
     del _audit_secrets
+    return audited
 
 
 def _audit_ledger(
@@ -115,7 +123,8 @@ def _audit_ledger(
     name: str,
     state: LedgerState | None,
     found: _Collector,
-) -> None:
+) -> int:
+    """Check one ledger of an imported replica; the number of lines read."""
     from cortex.cases.integrity import _audit_secrets
 
     state = state or LedgerState()
@@ -158,10 +167,10 @@ def _audit_ledger(
     except FileNotFoundError:
         if state.bytes:
             found.error("missing", f"{relative} is missing but {state.bytes} bytes are committed")
-        return
+        return count
     except IntegrityError as exc:
         found.error("chain", exc.message, file=relative)
-        return
+        return count
     if count != state.count:
         msg = f"{count} committed lines, but {REPLICAS_FILE} says {state.count}"
         found.error("count", msg, file=relative)
@@ -176,6 +185,7 @@ def _audit_ledger(
             file=relative,
             offset=state.bytes,
         )
+    return count
 
 
 def _audit_strays(path: str, keys: set[str], found: _Collector) -> None:

@@ -206,8 +206,10 @@ def _values(kernel: Kernel, opt: Opt, current: str) -> list[Candidate]:
     if opt.name == "--parent":
         return _tasks(kernel, current)
     for text in (opt.help, opt.metavar):
-        if _CHOICES.fullmatch(text):
-            return [(c, opt.name) for c in text.split("|") if c.startswith(current)]
+        # The first `a|b|c` of the help lists the choices (`evidence kind: observation|...`).
+        found = _CHOICES.search(text)
+        if found:
+            return [(c, opt.name) for c in found.group().split("|") if c.startswith(current)]
     return []
 
 

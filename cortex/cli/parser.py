@@ -95,7 +95,7 @@ _EXPECT = Opt(
     integer=True,
 )
 _TASK = ("task", "task id (task_...), a unique prefix of one (task_ and 4 or more), or @latest")
-_ORIGIN = Opt("--origin", "agent|human|reviewer|tool", default=defaults.ORIGIN)
+_ORIGIN = Opt("--origin", defaults.one_of(defaults.ORIGINS), default=defaults.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
 _CONTESTS = Opt(
@@ -103,7 +103,7 @@ _CONTESTS = Opt(
     "dispute this answered decision; both are [contested] until a person resolves it",
     metavar="DEC",
 )
-_HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR)", metavar="NAME")
+_HOLDER = Opt("--actor", "who holds the lease (default: $CORTEX_ACTOR, else cli)", metavar="NAME")
 _TTL = Opt(
     "--ttl", "how long the lease lasts: 90s, 15m, 1h (1 s to 1 h; default 15m)", metavar="DURATION"
 )
@@ -119,9 +119,13 @@ COMMANDS: tuple[Cmd, ...] = (
         "open a case for a goal",
         positionals=(("goal", "what the task should achieve"),),
         options=(
-            Opt("--mode", "change|investigate|review", default=defaults.MODE),
-            Opt("--risk", "low|medium|high", default=defaults.RISK),
-            Opt("--surface", "code|browser|terminal|artifact|secret", kind="repeat"),
+            Opt(
+                "--mode",
+                f"{defaults.one_of(defaults.MODES)}; {defaults.MODE_HELP}",
+                default=defaults.MODE,
+            ),
+            Opt("--risk", defaults.one_of(defaults.RISKS), default=defaults.RISK),
+            Opt("--surface", defaults.one_of(defaults.SURFACES), kind="repeat"),
             Opt("--criterion", "an acceptance criterion", kind="repeat", metavar="ID=STATEMENT"),
             Opt(
                 "--idempotency-key",
@@ -155,7 +159,11 @@ COMMANDS: tuple[Cmd, ...] = (
         positionals=(_TASK,),
         options=(
             Opt("--claim", "what the evidence shows", metavar="TEXT", required=True),
-            Opt("--kind", "evidence kind", default=defaults.EVIDENCE_KIND),
+            Opt(
+                "--kind",
+                f"evidence kind: {defaults.one_of(defaults.EVIDENCE_KINDS)}",
+                default=defaults.EVIDENCE_KIND,
+            ),
             Opt(
                 "--source",
                 "the tool that produced it",
@@ -167,7 +175,11 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--file", "repository-relative file", metavar="PATH"),
             Opt("--line", "line or line range", metavar="N[-M]"),
             Opt("--symbol", "symbol the claim is about", metavar="NAME"),
-            Opt("--confidence", "high|medium|low|unknown", default=defaults.CONFIDENCE),
+            Opt(
+                "--confidence",
+                defaults.one_of(defaults.CONFIDENCES),
+                default=defaults.CONFIDENCE,
+            ),
             Opt("--sensitive", "mark the record sensitive", kind="flag"),
             Opt("--raw-file", "raw tool output to keep ('-' reads stdin)", metavar="PATH"),
             Opt(
@@ -535,7 +547,8 @@ COMMANDS: tuple[Cmd, ...] = (
             ),
             Opt(
                 "--status",
-                "only cards with this status (rejected, active, verified, ...)",
+                "only cards with this status: rejected|confirmed|active|superseded|overturned|"
+                "verified|partial|failed|unverified|notable|contest|resolution",
                 kind="repeat",
                 metavar="STATUS",
             ),
@@ -996,7 +1009,35 @@ def _option_line(opt: Opt) -> str:
     suffix = f" (default: {opt.default})" if opt.kind == "value" and opt.default is not None else ""
     suffix += " (repeatable)" if opt.kind == "repeat" else ""
     suffix += " (required)" if opt.required else ""
-    return f"  {names:<28} {opt.help}{suffix}"
+    lines = _wrap(f"{opt.help}{suffix}", _HELP_WIDTH)
+    return "\n".join([f"  {names:<28} {lines[0]}", *(" " * 31 + line for line in lines[1:])])
+
+
+_HELP_WIDTH = 69
+"""Columns of an option's help text: with its 31-column indent, lines of at most 100."""
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Lines of at most `width` (unless one word is longer).
+
+    Broken at spaces, and inside a long list of choices after a `|`: never inside a name.
+    """
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        pieces = [word]
+        if len(word) > width and "|" in word:
+            parts = word.split("|")
+            pieces = [part + "|" for part in parts[:-1]] + [parts[-1]]
+        for index, piece in enumerate(pieces):
+            joint = "" if index else " "  # the pieces of one word join without a space
+            if line and len(line) + len(joint) + len(piece) > width:
+                lines.append(line)
+                line = piece
+            else:
+                line = f"{line}{joint}{piece}" if line else piece
+    lines.append(line)
+    return lines
 
 
 def command_help(command: Cmd) -> str:
@@ -1023,12 +1064,22 @@ def command_help(command: Cmd) -> str:
 
 
 def help_for(words: Sequence[str]) -> str:
-    """`cortex help [WORDS...]`: a command's help, a group's, or everything's."""
+    """`cortex help [WORDS...]`: a command's help, a group's, or everything's.
+
+    Words that end one command only (`help verify`) show that command (`case verify`).
+    """
     command = _BY_WORDS.get(tuple(words))
     if command is not None:
         return command_help(command)
     if words and not _next_words(tuple(words)):
         where = " ".join(words)
+        ending = [c for c in COMMANDS if c.words[-len(words) :] == tuple(words)]
+        if len(ending) == 1:
+            full = " ".join(ending[0].words)
+            return f"cortex help {where}: see cortex {full}\n\n" + command_help(ending[0])
+        if ending:
+            shown = ", ".join("cortex " + " ".join(c.words) for c in ending)
+            raise UsageError(f"cortex help: {where!r} is more than one command: {shown}")
         raise UsageError(f"cortex help: no command {where!r} (cortex help lists them)")
     return _group_help(tuple(words))
 

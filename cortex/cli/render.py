@@ -226,10 +226,15 @@ def _evidence(console: Console, data: Data) -> None:
 def _audit(console: Console, data: Data) -> None:
     total = sum(data["records"].values())
     verdict = Text("ok", style="bold green") if data["ok"] else Text("FAILED", style="bold red")
+    replicas = data.get("replicas") or []
+    scope = f"{total} ledger records"
+    if replicas:
+        noun = "replica" if len(replicas) == 1 else "replicas"
+        scope += f" of this machine and {len(replicas)} imported {noun}"
     console.print(
         Text(f"Audit of {data['taskId']} at revision {data['revision']}: ")
         + verdict
-        + Text(f" ({total} ledger records)")
+        + Text(f" ({scope})")
     )
     for finding in data["errors"] + data["warnings"]:
         style = "red" if finding["severity"] == "error" else "yellow"
@@ -252,7 +257,8 @@ def _verified(console: Console, data: Data) -> None:
     for receipt in data["receipts"]:
         text = receipt["claim"]
         if receipt.get("claimId"):
-            text = f"claim {receipt['claimId']}: {text}"
+            on = f" (on {receipt['contract']})" if receipt.get("contract") else ""
+            text = f"claim {receipt['claimId']}{on}: {text}"
         rows.append((_shown_status(receipt), text))
         rows.extend(("", f"  {note}") for note in receipt["notes"])
         failures = _named_failures(receipt)
@@ -268,8 +274,9 @@ def _completed(console: Console, data: Data) -> None:
     verdict = data["assessment"]["status"]
     console.print(
         Text(f"{data['taskId']} is {data['status']}", style="bold green")
-        + Text(f" (verification: {verdict}); summary in {data['summary']}")
+        + Text(f" (verification: {verdict})")
     )
+    console.print(Text(f"summary: {data['summary']}"))
     if data.get("acknowledged"):
         console.print(Text(data["acknowledged"], style="yellow"))
 
@@ -304,7 +311,12 @@ def _config(console: Console, data: Data) -> None:
         rows.append((key, f"{shown}  [{where}]"))
     for name, verifier in data["verifiers"].items():
         argv = " ".join(verifier["argv"])
-        rows.append((f"verifier {name}", f"{argv}  [{verifier['source']}]"))
+        source = verifier["source"]
+        if verifier.get("configured") is False:
+            source = f"not configured: {source}; `cortex init` writes it"
+        rows.append((f"verifier {name}", f"{argv}  [{source}]"))
+        if verifier.get("problem"):
+            rows.append(("", Text(f"cannot run: {verifier['problem']}", style="red")))
         rows.append(("", verifier["approval"]))
     console.print(_kv(rows))
 

@@ -21,6 +21,7 @@ from cortex.cases.records import ChangeBoundary, Criterion, Evidence, Workspace
 from cortex.kernel.assessment import Assessment
 from cortex.kernel.envelope import SCHEMA, ErrorInfo
 from cortex.kernel.kernel import StoreInfo
+from cortex.kernel.will_run import WillRun
 from cortex.recall.cards import Card as RecallCard
 
 
@@ -153,6 +154,9 @@ class Status(_Answer):
     created_at: str
     updated_at: str
     workspace: Workspace
+    """The workspace as the case was opened in it (`commitBefore`: HEAD then)."""
+    head: str | None
+    """The commit HEAD names there now (None outside git, or when it cannot be read)."""
     store: StoreInfo
     counts: Counts
     surfaces: list[str]
@@ -232,6 +236,8 @@ class Planned(_Answer):
     verification_required: list[str]
     uncertainty: str | None
     rejected_before: list[RejectedBefore] = msgspec.field(default_factory=list)
+    verifiers: list[WillRun] = msgspec.field(default_factory=list)
+    """Each required command verifier as it would run here: argv, program, approval."""
     warnings: list[str] = msgspec.field(default_factory=list)
 
 
@@ -290,6 +296,7 @@ class Completed(_Answer):
     assessment: Assessment
     acknowledged: str | None
     summary: str
+    """The path of the case's summary.md, whole."""
     warnings: list[str]
 
 

@@ -35,6 +35,8 @@ class ReceiptView(msgspec.Struct, kw_only=True, rename="camel"):
     """How many failed in all: `failing_total - len(failing)` were not named."""
     acknowledged: str | None = None
     """What was acknowledged for it to pass (`drift`): a pass by acknowledgement, shown as one."""
+    contract: str | None = None
+    """For a named claim: the run it rests on (`pytest#tests/a.py::test_b`, or a whole run)."""
 
 
 class Currency(msgspec.Struct, kw_only=True, rename="camel"):
@@ -210,6 +212,7 @@ def assess(case: CaseFile, verification: Verification | None, live: Capture) -> 
                 failing=list(receipt.failing),
                 failing_total=max(receipt.failing_total, len(receipt.failing)),
                 acknowledged=acknowledged(receipt),
+                contract=receipt.contract if receipt.claim_id else None,
             )
         )
         if proof and result.receipts[-1].acknowledged:

@@ -6,10 +6,13 @@ gate judges the code as it is at the commit (docs/design/verification.md §5).
 
 from __future__ import annotations
 
+import os
+
 from cortex.cases.bounds import OUTCOME_MAX
 from cortex.cases.documents import Verification
-from cortex.cases.errors import ArgumentError
+from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.records import CaseFile
+from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import Assessment, ReceiptView, assess
 from cortex.kernel.envelope import Result, step
@@ -48,6 +51,7 @@ def complete(
     with store.transaction(task_id, actor=who, operation="case.complete") as txn:
         case = txn.case
         lifecycle.require(case, "persisting", doing="complete", txn=txn)
+        _no_open_child(store, case)
         lease = case.change_lease
         if actor is None and lease is not None and state(lease, kernel.clock()) == "active":
             # As for verify: without --actor, the one holding the lease is completing.
@@ -80,10 +84,39 @@ def complete(
             "status": committed.status,
             "assessment": assessment,
             "acknowledged": acknowledgement,
-            "summary": SUMMARY,
+            "summary": os.path.join(store.case_path(task_id), SUMMARY),
             "warnings": [*txn.warnings, *after_commit(kernel, store, task_id)],
         }
     )
+
+
+def _no_open_child(store: CaseStore, case: CaseFile) -> None:
+    """A parent ends after its children: refuse while one is neither complete nor abandoned.
+
+    A blocked child is on hold, not over (unblock resumes it), so it holds the parent too. A
+    child that cannot be read holds it as well: nothing says it ended.
+    """
+    open_children: list[tuple[str, str]] = []
+    for child_id in case.child_task_ids:
+        try:
+            phase = store.read_case(child_id).status
+        except CortexError as exc:
+            open_children.append((child_id, f"unreadable: {exc.message}"))
+            continue
+        if phase not in lifecycle.FINAL:
+            open_children.append((child_id, phase))
+    if not open_children:
+        return
+    listed = ", ".join(f"{child} ({phase})" for child, phase in open_children)
+    msg = f"cannot complete: child case(s) still open: {listed}; complete or abort each first"
+    actions = []
+    for child, _ in open_children:
+        actions.append(step("case.status", "see where the child case stands", task=child))
+        actions.append(
+            step("case.abort", "give the child case up (nothing is deleted)", task=child,
+                 reason="<why>")
+        )  # fmt: skip
+    raise GateRefusedError(msg, actions)
 
 
 def _no_other_holder(kernel: Kernel, case: CaseFile, who: str, token: str | None) -> None:

@@ -10,6 +10,8 @@ themselves are bounds and live with their limits in `cortex.cases.bounds`.
 
 from __future__ import annotations
 
+from typing import get_args
+
 from cortex.cases.bounds import (
     INTEGER_DIGITS_MAX,
     LIST_LIMIT_DEFAULT,
@@ -24,7 +26,7 @@ from cortex.cases.bounds import (
     TIMELINE_AROUND_DEFAULT,
     TIMELINE_LIMIT_DEFAULT,
 )
-from cortex.cases.records import Confidence, EvidenceKind, Mode, Origin, Risk
+from cortex.cases.records import Confidence, EvidenceKind, Mode, Origin, Risk, Surface
 
 LIST_LIMIT = LIST_LIMIT_DEFAULT
 """`case list`: cases per answer."""
@@ -56,3 +58,29 @@ QUERY_MAX = SESSIONS_QUERY_MAX
 """Characters of a `sessions --query` (the board's search box stops there as one types)."""
 RECALL_LIMIT = RECALL_LIMIT_DEFAULT
 """`recall`: cards per page."""
+
+# Choices a face lists in its help and schemas (tests/test_help.py checks them against the
+# checks that enforce them).
+
+RESERVED_KINDS = frozenset({"plan"})
+"""Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
+EVIDENCE_KINDS: tuple[str, ...] = tuple(
+    kind for kind in get_args(EvidenceKind) if kind not in RESERVED_KINDS
+)
+"""The kinds `evidence add` takes."""
+MODES: tuple[str, ...] = get_args(Mode)
+RISKS: tuple[str, ...] = get_args(Risk)
+SURFACES: tuple[str, ...] = get_args(Surface)
+ORIGINS: tuple[str, ...] = get_args(Origin)
+CONFIDENCES: tuple[str, ...] = get_args(Confidence)
+MODE_HELP = (
+    "change: take the change lease (begin-change) and edit code within the plan's boundary, "
+    "proven by its verifiers; investigate and review: no change step, the plan goes straight "
+    "to verify"
+)
+"""What each mode allows later, for `case open --mode` and its MCP argument."""
+
+
+def one_of(values: tuple[str, ...]) -> str:
+    """`a|b|c`, as help and schema descriptions list a fixed set of values."""
+    return "|".join(values)

@@ -146,6 +146,15 @@ class Result(msgspec.Struct, kw_only=True):
     minted: tuple[str, ...] = ()
     """Keys of `data` holding a secret Cortex minted for this caller (a lease token), returned
     as it is: the answer's redaction, which masks echoed input, would otherwise mask it."""
+    exit_status: int = 0
+    """The exit status of a command that did what it was asked but whose answer is "no" (a
+    verify that recorded a batch that does not verify the case: `NOT_VERIFIED`)."""
+
+
+NOT_VERIFIED = 2
+"""Exit status of `case verify` when its batch was recorded but the case is not verified by it
+(failed, partial, unverified): like pytest's 1 or `git diff --exit-code`'s, so a script can
+tell a pass from a recorded failure without reading the answer."""
 
 
 def spelled(actions: list[Any], spelling: Spelling | None) -> list[Any]:

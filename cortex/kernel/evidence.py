@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
     from cortex.workspace.raw_tree import Captured
 
-RESERVED_KINDS = frozenset({"plan"})
+RESERVED_KINDS = defaults.RESERVED_KINDS
 """Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
 
 
@@ -177,8 +177,9 @@ def add_evidence(
         if txn.case.status == "orienting":
             # The first evidence is where investigating starts.
             lifecycle.move(txn, "investigating", actor=who, now=kernel.now())
-        elif txn.case.status in lifecycle.HELD and txn.case.paused_from == "orienting":
-            # Paused or blocked before any evidence: it resumes into the investigation.
+        elif txn.case.status == lifecycle.PAUSED and txn.case.paused_from == "orienting":
+            # Paused before any evidence: the answer resumes it into the investigation. A
+            # blocked case keeps the phase `block` announced; its next evidence moves it on.
             txn.case.paused_from = "investigating"
         if parents:
             parents = refs.evidence(store, txn.case, parents, argument="derived_from")

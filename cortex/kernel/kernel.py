@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, NotFoundError, naming
+from cortex.cases.errors import CortexError, InvalidInputError, NotFoundError, naming
 from cortex.cases.fsio import fsync_dir, make_private_dirs, write_new_file
 from cortex.cases.ids import check_id, is_id
 from cortex.cases.layout import ARCHIVE_DIR, case_dir
@@ -162,19 +162,16 @@ class Kernel:
         return given or self.env.get("CORTEX_ACTOR") or None
 
     def lease_actor(self, given: str | None) -> str:
-        """Who takes or gives up the change lease: a real identity, never a face's default name.
+        """Who takes or gives up the change lease: the one given, $CORTEX_ACTOR, else the face's.
 
-        Two agents that both fell back to "cli" would share one lease, which would then keep
-        nobody apart; so the lease needs the actor given, $CORTEX_ACTOR, or a host session's
-        own identity (`claude-3f2c9a1b`).
+        A name does not make a holder: the lease token does (docs/design/trust.md, "Lease
+        tokens"), so two callers that both fall back to `mcp` or `cli` are still two holders.
+        In an agent host's session the fallback is the session's own name (`claude-3f2c9a1b`).
         """
         actor = self.acting(given)
         if actor is None and self.host_session is not None:
             actor = self.host_session.actor
-        if actor is None:
-            msg = "the change lease needs an identity: give {actor} or set CORTEX_ACTOR"
-            raise ArgumentError(msg, "actor")
-        return actor
+        return actor or self.default_actor
 
     @property
     def session_digest(self) -> str | None:

@@ -31,7 +31,7 @@ from cortex.cases.layout import raw_name, raw_ref
 from cortex.cases.records import ChangeBoundary, Evidence, Source, encode_pretty
 from cortex.cases.scrub import scrub_value
 from cortex.kernel import lifecycle, refs, validate
-from cortex.kernel.envelope import Result
+from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder
@@ -263,6 +263,15 @@ def plan(
         txn.target = evidence_id
     committed = txn.outcome
     earlier, warnings = _rejected_before(kernel, task_id, fresh)
+    from cortex.kernel.will_run import warnings_for, will_run
+
+    runs = [run for r in verifiers if (run := will_run(kernel, r)) is not None]
+    warnings += warnings_for(runs)
+    trust = [
+        step("case.trust", "a person approves it at a terminal, once per machine", name=run.name)
+        for run in runs
+        if not run.approved
+    ]
     return Result(
         data={
             "taskId": task_id,
@@ -275,9 +284,10 @@ def plan(
             "verificationRequired": verifiers,
             "uncertainty": uncertainty,
             "rejectedBefore": earlier,
+            "verifiers": runs,
             "warnings": warnings,
         },
-        actions=lifecycle.next_actions(committed),
+        actions=[*trust, *lifecycle.next_actions(committed)],
     )
 
 

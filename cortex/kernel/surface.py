@@ -102,7 +102,8 @@ def execute(
     """
     seen: Seen = {}
     try:
-        return success(command, body(seen), spelling=actions), 0
+        result = body(seen)
+        return success(command, result, spelling=actions), result.exit_status
     except CortexError as exc:
         if spelling is not None:
             exc.spell(spelling)

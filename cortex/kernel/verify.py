@@ -21,14 +21,14 @@ from cortex.cases.bounds import (
     SUMMARY_MAX,
 )
 from cortex.cases.documents import Batch, ClaimTerms, Verification
-from cortex.cases.errors import ArgumentError, InvalidInputError, naming
+from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, naming
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile
 from cortex.cases.redact import clip
-from cortex.cases.store import CaseStore
+from cortex.cases.store import CaseStore, monotonic_ms
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.assessment import Assessment, assess
-from cortex.kernel.envelope import Result, step
+from cortex.kernel.envelope import NOT_VERIFIED, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, require_lease_holder, state
@@ -36,6 +36,7 @@ from cortex.kernel.live import changed_files, live_capture
 from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
+from cortex.verifiers.runner import Cancelled
 from cortex.workspace.capture import Capture
 
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
@@ -209,9 +210,13 @@ def _check(requirement: str, verifier: Verifier, context: Context) -> str | None
 
 
 def _run_all(
-    kernel: Kernel, verifiers: list[tuple[str, Verifier]], context: Context, progress: Progress
+    kernel: Kernel,
+    verifiers: list[tuple[str, Verifier]],
+    context: Context,
+    progress: Progress,
+    runs: list[Run],
 ) -> list[Run]:
-    runs: list[Run] = []
+    """Run each verifier in turn, appending to `runs` (so a stop knows how far it got)."""
     for index, (requirement, verifier) in enumerate(verifiers, start=1):
         watch = None
         if progress.active:
@@ -263,7 +268,6 @@ def verify(
     lease_token: str | None = None,
 ) -> Result:
     """Run the plan's verifiers once and commit the batch (see the module docstring)."""
-    from cortex.cases.store import monotonic_ms
     from cortex.verifiers.registry import resolve
 
     progress = kernel.progress or Progress()
@@ -301,8 +305,15 @@ def verify(
     if problems:
         raise InvalidInputError("; ".join(problems))
     lease_before = _lease_identity(kernel, case)
-    runs = _run_all(kernel, verifiers, context, progress)
-    progress.step("commit")  # the last moment a cancelled request stops the run unwritten
+    runs: list[Run] = []
+    try:
+        _run_all(kernel, verifiers, context, progress, runs)
+        progress.step("commit")  # the last moment a cancelled request stops the run unwritten
+    except Cancelled as stop:
+        stop.message = _record_cancellation(
+            kernel, task_id, who, [r for r, _ in verifiers], len(runs), monotonic_ms() - began
+        )
+        raise
 
     with store.transaction(task_id, actor=who, operation="case.verify", started_ms=began) as txn:
         _check_phase(txn.case)
@@ -373,7 +384,45 @@ def verify(
             )
             if action.operation in _PROOF_STEPS
         ],
+        exit_status=0 if assessment.status == "verified" else NOT_VERIFIED,
     )
+
+
+def _record_cancellation(  # noqa: PLR0917
+    kernel: Kernel, task_id: str, who: str, required: list[str], done: int, elapsed_ms: int
+) -> str:
+    """Leave a trace of a verify its caller stopped: a note, and no receipt (issue 29).
+
+    The stop itself writes no batch (docs/design/progress.md); the note says what ran and what
+    was stopped, so the timeline shows the attempt. Returns the message the caller is given; if
+    the note cannot be written (the case closed meanwhile, the lock busy), it says so.
+    """
+    from cortex.kernel.evidence import add_evidence
+
+    seconds = elapsed_ms / 1000
+    if done < len(required):
+        where = f"while {required[done]} ({done + 1} of {len(required)}) ran"
+    else:
+        where = "before its batch was committed"
+    claim = (
+        f"verify cancelled by its caller after {seconds:.1f} s, {where}; its process group was "
+        "stopped and no receipt was recorded"
+    )
+    base = "cancelled: the verifier's process group was stopped and no receipt was written"
+    try:
+        result = add_evidence(
+            kernel,
+            task_id,
+            claim=claim,
+            kind="note",
+            tool="cortex",
+            origin="tool",
+            actor=who,
+            operation="case.verify",
+        )
+    except CortexError as exc:
+        return f"{base}; the cancellation could not be recorded ({exc.message})"
+    return f"{base}; the cancellation is recorded as {result.data['evidence'].id}"
 
 
 _PROOF_STEPS = frozenset({"case.complete", "case.verify", "case.begin-change"})

@@ -10,11 +10,11 @@ renders the one stream its own way.
 
 A `notifications/cancelled` cancels the handler. The worker thread cannot be interrupted, so the
 relay sets the call's stop flag instead: the running verifier's process group is killed, the use
-case raises `Cancelled` before it writes anything, and the handler returns only once the thread
-is done, leaving no process behind. (Closing the session cancels every call too; work already
-running then finishes, unanswered, as it always has.) The protocol forbids an answer to a
-cancelled request; a client still listening gets a final log entry and progress message saying
-what happened.
+case records the cancellation as a note and raises `Cancelled` without writing a receipt, and the
+handler returns only once the thread is done, leaving no process behind. (Closing the session
+cancels every call too; work already running then finishes, unanswered, as it always has.) The
+protocol forbids an answer to a cancelled request; a client still listening gets a final log
+entry and progress message saying what happened.
 """
 
 from __future__ import annotations

@@ -91,11 +91,13 @@ class OpenTask(_Args):
     """Arguments of cortex_open_task."""
 
     goal: Annotated[str, msgspec.Meta(description="what the task should achieve")]
-    mode: Literal["change", "investigate", "review"] = defaults.MODE
+    mode: Annotated[
+        Literal["change", "investigate", "review"], msgspec.Meta(description=defaults.MODE_HELP)
+    ] = defaults.MODE
     risk: Literal["low", "medium", "high"] = defaults.RISK
-    surfaces: Annotated[
-        list[str], msgspec.Meta(description="code|browser|terminal|artifact|secret")
-    ] = msgspec.field(default_factory=list)
+    surfaces: Annotated[list[str], msgspec.Meta(description=defaults.one_of(defaults.SURFACES))] = (
+        msgspec.field(default_factory=list)
+    )
     criteria: Annotated[
         list[str], msgspec.Meta(description="acceptance criteria, each 'ID=STATEMENT'")
     ] = msgspec.field(default_factory=list)
@@ -128,7 +130,9 @@ class RecordEvidence(_Args):
 
     task_id: TaskId
     claim: Annotated[str, msgspec.Meta(description="what the evidence shows")]
-    kind: Annotated[str, msgspec.Meta(description="evidence kind")] = defaults.EVIDENCE_KIND
+    kind: Annotated[str, msgspec.Meta(description=defaults.one_of(defaults.EVIDENCE_KINDS))] = (
+        defaults.EVIDENCE_KIND
+    )
     source: Annotated[str, msgspec.Meta(description="the tool that produced it")] = (
         defaults.EVIDENCE_SOURCE
     )
@@ -228,7 +232,7 @@ class BeginChange(_Args):
     task_id: TaskId
     actor: Annotated[
         str | None,
-        msgspec.Meta(description="who takes the lease (default: $CORTEX_ACTOR; one is required)"),
+        msgspec.Meta(description="who takes the lease (default: $CORTEX_ACTOR, else mcp)"),
     ] = None
     ttl: Annotated[str | None, msgspec.Meta(description="90s, 15m, 1h (default 15m)")] = None
 
@@ -336,7 +340,9 @@ class Timeline(_Args):
     """Arguments of cortex_timeline."""
 
     task_id: TaskId
-    kinds: list[str] = msgspec.field(default_factory=list)
+    kinds: Annotated[
+        list[str], msgspec.Meta(description="phase|evidence|command|decision|receipt|batch")
+    ] = msgspec.field(default_factory=list)
     actor: str | None = None
     since: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
     until: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
@@ -413,7 +419,11 @@ class Recall(_Args):
         msgspec.Meta(description="only these kinds: hypothesis|decision|outcome|evidence"),
     ] = msgspec.field(default_factory=list)
     statuses: Annotated[
-        list[str], msgspec.Meta(description="only these statuses (rejected, active, verified, ...)")
+        list[str],
+        msgspec.Meta(
+            description="only these: rejected|confirmed|active|superseded|overturned|verified|"
+            "partial|failed|unverified|notable|contest|resolution"
+        ),
     ] = msgspec.field(default_factory=list)
     since: Annotated[
         str | None, msgspec.Meta(description="created at or after: ISO date or time")
@@ -824,8 +834,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         name="cortex_block",
         command="case.block",
-        description="Stop a case that cannot go on (it ends blocked) and release its lease. "
-        "Terminal. Nothing is deleted.",
+        description="Put a case that cannot go on now on hold and release its lease; "
+        "cortex_unblock resumes it where it was. Nothing is deleted.",
         args=Block,
         call=_block,
         destructive=True,

@@ -6,23 +6,52 @@ Every value is already `clean` (cortex.screen.text) and goes into a `Text`, neve
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions
 from rich.table import Table
 from rich.text import Text
 
 Data = dict[str, Any]
 
 
-def kv(rows: list[tuple[str, str | Text]]) -> Table:
-    """Two columns, key in bold; values fold instead of being cut."""
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")  # ids and refs must print whole, never with an ellipsis
-    for key, value in rows:
-        table.add_row(key, value if isinstance(value, Text) else Text(value))
-    return table
+class KV:
+    """Two columns, key in bold: a grid fitted to a terminal, plain lines anywhere else.
+
+    At a terminal the values fold to its width (never cut: ids and refs must print whole). In
+    a pipe or a file there is no width to fit: each line is the key, padded to the widest key,
+    and the value as it is, with no trailing spaces and no value folded in the middle (issue
+    29: an id folded in a log cannot be copied).
+    """
+
+    def __init__(self, rows: list[tuple[str, str | Text]]) -> None:
+        self.rows = [(k, v if isinstance(v, Text) else Text(v)) for k, v in rows]
+
+    def __rich_console__(self, console: Console, _options: ConsoleOptions) -> Iterator[Any]:
+        if console.is_terminal:
+            table = Table.grid(padding=(0, 2))
+            table.add_column(style="bold", no_wrap=True)
+            table.add_column(overflow="fold")
+            for key, value in self.rows:
+                table.add_row(key, value)
+            yield table
+            return
+        width = max((len(key) for key, _ in self.rows), default=0)
+        indent = " " * (width + 2)
+        for key, value in self.rows:
+            # A value of several lines keeps them under its first one, as the grid would.
+            parts = list(value.split("\n")) if value.plain else [Text("")]
+            shown = [Text(key.ljust(width) + "  ", style="bold") + parts[0]]
+            shown += [Text(indent) + more for more in parts[1:]]
+            for line in shown:
+                line.rstrip()
+            yield Text("\n").join(shown)
+
+
+def kv(rows: list[tuple[str, str | Text]]) -> KV:
+    """Two columns, key in bold (see `KV`)."""
+    return KV(rows)
 
 
 def warnings(console: Console, lines: list[str]) -> None:
@@ -67,7 +96,10 @@ def assessment_rows(assessment: Data) -> list[tuple[str, str | Text]]:
         mark = (
             "proof" if receipt["proof"] else ("stale" if receipt["stale"] else receipt["binding"])
         )
-        rows.append((f"  {label or receipt['id']}", f"{shown_status(receipt)} ({mark})"))
+        shown = f"{shown_status(receipt)} ({mark})"
+        if receipt.get("contract"):
+            shown += f" on {receipt['contract']}"  # what the claim rests on: a test, or a run
+        rows.append((f"  {label or receipt['id']}", shown))
         failures = named_failures(receipt)
         if failures:
             rows.append((f"    {failures_label(receipt)}", failures))
@@ -107,8 +139,11 @@ def status(console: Console, data: Data) -> None:
     where = workspace["repository"]
     if workspace.get("branch"):
         where += f" @ {workspace['branch']}"
-    if workspace.get("commitBefore"):
-        where += f" ({workspace['commitBefore'][:12]})"
+    opened, head = workspace.get("commitBefore"), data.get("head")
+    if head and opened and head != opened:
+        where += f" (HEAD {head[:12]}; opened at {opened[:12]})"
+    elif head or opened:
+        where += f" ({(head or opened)[:12]})"
     store = data["store"]
     counts = data["counts"]
     rows: list[tuple[str, str | Text]] = [

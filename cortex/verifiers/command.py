@@ -50,8 +50,13 @@ def run_configured(
     kind: str,
     extra_argv: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
+    stdout: list[bytes] | None = None,
 ) -> Outcome:
-    """Shared by `command` and `pytest`: approval, then one bounded run."""
+    """Shared by `command` and `pytest`: approval, then one bounded run.
+
+    `stdout`, if given, receives what is kept of the run's standard output (pytest reads its
+    summary line there).
+    """
     shown = " ".join(argv)
     # The configured kind, as the word it matched; any other kind records a plain terminal run.
     evidence_kind: EvidenceKind = next((k for k in _RUN_KINDS if k == kind), "terminal_run")
@@ -73,6 +78,8 @@ def run_configured(
     full = (*argv, *extra_argv)
     result = runner.run(full, cwd=context.root, env=env, timeout=timeout, watch=context.watch)
     raw = result.transcript(full)
+    if stdout is not None:
+        stdout.append(result.stdout)
     if result.spawn_error is not None:
         return Outcome(
             status="blocked",

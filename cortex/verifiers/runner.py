@@ -57,7 +57,7 @@ class Cancelled(KeyboardInterrupt):
     """The caller asked the run to stop: the group was killed and nothing will be written."""
 
     exit_status = 130
-    message = "cancelled: the verifier's process group was stopped and nothing was written"
+    message = "cancelled: the verifier's process group was stopped and no receipt was written"
 
 
 class _Stream:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from cortex.cases.errors import CortexError
 from cortex.kernel.envelope import Result
+
+if TYPE_CHECKING:
+    from cortex.kernel.will_run import WillRun
 
 CheckStatus = Literal["ok", "warn", "fail", "skipped"]
 GIT_MIN = (2, 24)
@@ -271,13 +274,27 @@ def _plugins() -> Check:
     )
 
 
+def _runs(kernel: object) -> list[WillRun]:
+    """Each configured command verifier, and the pytest default if the repository has tests."""
+    from cortex.kernel.host.init import detect
+    from cortex.kernel.kernel import Kernel
+    from cortex.kernel.will_run import will_run
+
+    assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
+    names = sorted(kernel.config.verifiers)
+    runs = [will_run(kernel, f"command:{name}") for name in names]
+    if "pytest" not in names and "pytest" in detect(kernel.workspace.root):
+        runs.append(will_run(kernel, "pytest"))
+    return [run for run in runs if run is not None]
+
+
 def _approvals(kernel: object) -> Check:
     from cortex.kernel import grants
     from cortex.kernel.kernel import Kernel
 
     assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
-    verifiers = kernel.config.verifiers
-    if not verifiers:
+    runs = _runs(kernel)
+    if not runs:
         return Check(name="verifier approval", status="ok", detail="no command verifiers")
     if grants.env_approves(kernel.env):
         return Check(
@@ -286,7 +303,7 @@ def _approvals(kernel: object) -> Check:
             detail=f"{grants.APPROVE_VARIABLE} approves every configured command",
         )
     try:
-        granted = grants.load(kernel.env)
+        grants.load(kernel.env)
     except CortexError as exc:
         return Check(
             name="verifier approval",
@@ -294,17 +311,14 @@ def _approvals(kernel: object) -> Check:
             detail=exc.message,
             fix="remove or repair the grants file (it is rewritten by `cortex case trust`)",
         )
-    pending = [
-        name
-        for name, v in sorted(verifiers.items())
-        if not grants.granted(granted, kernel.workspace.root, name, v.argv)
-    ]
+    pending = [run for run in runs if not run.approved]
     if pending:
         return Check(
             name="verifier approval",
             status="warn",
-            detail="not approved here: " + ", ".join(pending),
-            fix="; ".join(f"cortex case trust {name}" for name in pending),
+            detail="not approved here (a person approves each at a terminal): "
+            + ", ".join(run.name for run in pending),
+            fix="; ".join(str(run.approve) for run in pending),
         )
     return Check(name="verifier approval", status="ok", detail="every command is approved")
 
@@ -353,36 +367,44 @@ def _debris(kernel: object) -> Check:
 
 
 def _programs(kernel: object) -> Check:
-    """Each configured verifier's program can be found, as its run will look for it."""
-    from cortex.kernel.host.programs import resolve
-    from cortex.kernel.kernel import Kernel
+    """Each command verifier's program can be found and started, as its run will look for it.
 
-    assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
-    verifiers = kernel.config.verifiers
-    if not verifiers:
+    Read-only: nothing a repository names is run. A link to a missing interpreter and a script
+    whose `#!` names one (a virtualenv copied or moved from another machine) fail too.
+    """
+    runs = _runs(kernel)
+    if not runs:
         return Check(name="verifier programs", status="ok", detail="no command verifiers")
-    root = kernel.workspace.root
     missing: list[str] = []
     fixes: list[str] = []
     found: list[str] = []
-    for name, verifier in sorted(verifiers.items()):
-        program = verifier.argv[0]
-        path = resolve(program, root, kernel.env)
-        if path is not None:
-            found.append(f"{name}: {path}")
+    for run in runs:
+        if run.problem is None:
+            if run.configured:
+                found.append(f"{run.name}: {run.program}")
+            else:
+                found.append(
+                    f"{run.name} (not configured): {' '.join(run.argv)}, {run.source}; "
+                    "`cortex init` writes it"
+                )
             continue
-        where = "relative to the repository" if os.sep in program else "on PATH"
-        missing.append(f"{name} runs {program!r}, which is not {where} (verify would be blocked)")
-        source = verifier.source or "its configuration"
-        fixes.append(
-            f"install {program!r}, or give [verifiers.{name}].argv in {source} an absolute "
-            "path to the program (`cortex init --force` writes the project's own Python)"
-        )
+        missing.append(f"{run.name} runs {run.problem} (verify would be blocked)")
+        program = run.argv[0]
+        if os.sep in program and not os.path.isabs(program):
+            fixes.append(
+                f"create {program} in this clone (its virtualenv), or change "
+                f"[verifiers.{run.name}].argv in {run.source}"
+            )
+        else:
+            fixes.append(
+                f"install {program!r}, or give [verifiers.{run.name}].argv in {run.source} a "
+                "program that exists here (`cortex init --force` writes the project's Python)"
+            )
     if missing:
         return Check(
             name="verifier programs",
             status="fail",
-            detail="; ".join(missing),
+            detail="; ".join(missing + found),
             fix="; ".join(fixes),
         )
     return Check(name="verifier programs", status="ok", detail="; ".join(found))

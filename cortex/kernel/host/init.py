@@ -91,7 +91,9 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
     from cortex.kernel.host import files, programs
 
     root = kernel.workspace.root
-    python, python_source = programs.project_python(root, kernel.env)
+    # A file to commit names no path of this machine (issue 29): the project's venv relative
+    # to the repository, else python3 on PATH.
+    python, python_source, resolved = programs.portable_python(root, kernel.env)
     found = detect(root, python)
     if not found:
         msg = (
@@ -136,7 +138,9 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
             "argv": found,
             "verify": [name if name == "pytest" else f"command:{name}" for name in sorted(found)],
             "interpreter": (
-                {"path": python, "source": python_source} if "pytest" in found else None
+                {"path": python, "source": python_source, "resolved": resolved}
+                if "pytest" in found
+                else None
             ),
             "files": entries,
         },

@@ -1,15 +1,20 @@
 """`cortex config`: the configuration in force here, and where each value came from.
 
 Redaction literals are secrets by definition: only how many there are, and from where, is shown.
-Each command verifier also says whether it may run here, and why (docs/design/verification.md).
+Each command verifier also says what it runs here, whether it may, and why
+(docs/design/verification.md); so does the `pytest` a plan may name without configuring it,
+when the repository shows signs of pytest.
 """
 
 from __future__ import annotations
 
+from cortex.cases.bounds import VERIFIER_TIMEOUT_DEFAULT
 from cortex.kernel import grants
 from cortex.kernel.config import ENV_KEYS, global_config_path
 from cortex.kernel.envelope import Result
+from cortex.kernel.host.init import detect
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.will_run import will_run
 
 
 def show_config(kernel: Kernel) -> Result:
@@ -25,24 +30,24 @@ def show_config(kernel: Kernel) -> Result:
             "environment": ENV_KEYS.get(key),
         }
 
-    approve_all = grants.env_approves(kernel.env)
-    granted = None if approve_all else grants.load(kernel.env)
     verifiers = {}
-    for name, verifier in sorted(config.verifiers.items()):
-        if approve_all:
-            approval = f"approved by {grants.APPROVE_VARIABLE}"
-        elif granted is not None and grants.granted(
-            granted, kernel.workspace.root, name, verifier.argv
-        ):
-            approval = "approved by a grant for this exact argv"
-        else:
-            approval = f"not approved: run `cortex case trust {name}` at a terminal"
-        verifiers[name] = {
-            "argv": list(verifier.argv),
-            "timeout": verifier.timeout,
-            "kind": verifier.kind,
-            "source": verifier.source,
-            "approval": approval,
+    runs = [will_run(kernel, f"command:{name}") for name in sorted(config.verifiers)]
+    if "pytest" not in config.verifiers and "pytest" in detect(kernel.workspace.root):
+        # What `--verify pytest` runs without a [verifiers.pytest] (issue 29: it ran unseen).
+        runs.append(will_run(kernel, "pytest"))
+    for run in runs:
+        assert run is not None  # noqa: S101 - configured, or the pytest default
+        table = config.verifiers.get(run.name)
+        verifiers[run.name] = {
+            "argv": run.argv,
+            "timeout": table.timeout if table else VERIFIER_TIMEOUT_DEFAULT,
+            "kind": table.kind if table else "unit_test",
+            "source": run.source,
+            "configured": run.configured,
+            "program": run.program,
+            "problem": run.problem,
+            "approval": run.approval,
+            "approve": run.approve,
         }
     return Result(
         data={

@@ -13,7 +13,7 @@ from cortex.kernel import grants
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
-from cortex.verifiers.pytest_junit import DEFAULT_ARGV
+from cortex.verifiers.pytest_junit import default_argv
 
 
 def command_for(kernel: Kernel, name: str) -> Sequence[str]:
@@ -22,7 +22,7 @@ def command_for(kernel: Kernel, name: str) -> Sequence[str]:
     if config is not None:
         return config.argv
     if name == "pytest":
-        return DEFAULT_ARGV
+        return default_argv(kernel.workspace.root, kernel.env)
     configured = ", ".join(sorted(kernel.config.verifiers)) or "none"
     msg = f"no verifier {name!r} is configured (configured: {configured})"
     raise InvalidInputError(msg)

@@ -36,9 +36,37 @@ def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
 def counts(case: CaseFile) -> dict[str, int]:
     """Committed record counts of the local replica, from the snapshot (no ledger scan).
 
-    `status` adds the imported replicas' records (`replicas`, with their own counts).
+    `status` counts a case with imported replicas across all of them (`_counts`).
     """
     return {name: (case.ledgers.get(name) or LedgerState()).count for name in LEDGERS}
+
+
+def _head(case: CaseFile, live: Capture | None) -> str | None:
+    """The commit HEAD names in the case's workspace now (None outside git, or unreadable).
+
+    The capture's, if one was taken; else read from the refs, without a git process.
+    """
+    if live is not None and live.head is not None:
+        return live.head
+    if case.workspace.kind != "git":
+        return None
+    from cortex.workspace.freshness import head_commit
+
+    return head_commit(case.workspace.root)
+
+
+def _counts(store: CaseStore, case: CaseFile, documents: dict[str, Any]) -> dict[str, int]:
+    """The header's record counts: every replica's records once each, once the case has any.
+
+    A fetched case's records are mostly another machine's: counting only the local replica
+    would say `0 evidence` beside an activity list of nine.
+    """
+    index = documents.get("replicas.json")
+    if index is None:
+        return counts(case)
+    from cortex.cases.replicas import totals
+
+    return totals(store, case, index)
 
 
 def status(kernel: Kernel, task_id: str) -> Result:
@@ -75,8 +103,9 @@ def describe_case(
             "createdAt": case.created_at,
             "updatedAt": case.updated_at,
             "workspace": case.workspace,
+            "head": _head(case, live),
             "store": _store_info(kernel, store, case),
-            "counts": counts(case),
+            "counts": _counts(store, case, documents),
             "surfaces": case.surfaces,
             "acceptanceCriteria": case.acceptance_criteria,
             "lease": describe(case.change_lease, kernel.clock()),
