@@ -552,7 +552,14 @@ def _git_trailer(c: Call) -> Result:
 def _review(c: Call) -> Result:
     from cortex.kernel.views.review import review
 
-    return review(c.kernel, base=c["base"], head=c["head"], fmt=c["format"])
+    return review(
+        c.kernel,
+        base=c["base"],
+        head=c["head"],
+        fmt=c["format"],
+        accept=c["accept"],
+        reproduce=bool(c["reproduce"]),
+    )
 
 
 HANDLERS: dict[str, Callable[[Call], Result]] = {

@@ -36,6 +36,7 @@ from cortex.kernel.live import changed_files, live_capture
 from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
+from cortex.verifiers.config import definition_digest
 from cortex.workspace.capture import Capture
 
 _CLAIM_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % CLAIM_ID_MAX)  # noqa: UP031
@@ -233,7 +234,10 @@ def _run_all(
             )
         if watch is not None:
             watch.finish(outcome.status)
-        runs.append(Run(requirement=requirement, verifier=verifier, outcome=outcome))
+        definition = definition_digest(requirement, context.verifiers)
+        runs.append(
+            Run(requirement=requirement, verifier=verifier, outcome=outcome, definition=definition)
+        )
     return runs
 
 
