@@ -7,7 +7,8 @@ checkout of it); tests/test_progress.py builds the same case with this checkout 
 They were regenerated on purpose since: when receipts gained the git tree id (issue 14), the
 JSON gained `tree`, `headTree` and the assessment's `currency`, and nothing else; when receipts
 gained what failed by name (issue 13), each receipt and receipt view gained `failing` and
-`failingTotal`, and nothing else.
+`failingTotal`, and nothing else; when receipts gained the digest of the verifier definition
+that ran (issue 27), each receipt gained `verifierSha256`, and nothing else.
 
 The case is built by real processes only, from a repository with fixed commit dates, so the
 commit ids and digests are the same on every run; generated ids, times and durations are
