@@ -217,8 +217,9 @@ def test_a_fetch_of_nothing_good_on_a_new_machine_mints_no_replica_file(
     nothing_written(b, task)
 
 
+@pytest.mark.usefixtures("repo_verifier")
 def test_adopted_receipts_citing_evidence_the_case_lacks_are_refused(
-    a: Machine, b: Machine, repo_verifier: None
+    a: Machine, b: Machine
 ) -> None:
     from conftest import ready_to_verify
     from forge import rewrite_last_command
