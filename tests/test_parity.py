@@ -73,7 +73,15 @@ ONLY_CLI = {
     ("review", "accept"): "the gate's policy is set by who runs it, never by the agent judged",
     **{
         (command, "lease_token"): "a server keeps the tokens its own begin_change was given"
-        for command in ("case.plan", "case.begin-change", "case.verify", "case.complete")
+        for command in (
+            "case.plan",
+            "case.begin-change",
+            "case.verify",
+            "case.complete",
+            "case.block",
+            "case.unblock",
+            "case.abort",
+        )
     },
 }
 """CLI options that have no MCP argument, and why."""
