@@ -253,3 +253,41 @@ def repo_verifier(a: Machine) -> None:
     )
     a.git("commit", "-q", "-am", "a verifier")
     a.env["CORTEX_APPROVE_COMMANDS"] = "1"
+
+
+def reuse_id(directory: Path, record_id: str) -> None:
+    """Append an evidence line reusing `record_id`, earlier than everything, chain recomputed."""
+    case = decode((directory / "case.json").read_bytes(), CaseFile)
+    state = case.ledgers["evidence"]
+    body = (directory / "evidence.jsonl").read_bytes()[: state.bytes]
+    last = body.splitlines()[-1]
+    record = decode(last, Evidence)
+    record.id = record_id
+    record.prev = ledger.line_hash(last)
+    record.timestamp = "2000-01-01T00:00:00.000Z"
+    record.claim = "a record that would stand in for the reviewer's"
+    line = encode(record)
+    (directory / "evidence.jsonl").write_bytes(body + line + b"\n")
+    case.ledgers["evidence"] = msgspec.structs.replace(
+        state, count=state.count + 1, bytes=len(body) + len(line) + 1, tip=ledger.line_hash(line)
+    )
+    (directory / "case.json").write_bytes(encode_pretty(case))
+
+
+def test_a_record_reusing_an_id_the_case_holds_cannot_shadow_it(a: Machine, b: Machine) -> None:
+    task = opened(a, "a case")
+    a.ok("case", "share", task)
+    b.ok("case", "fetch", task)
+    mine = b.ok("case", "evidence", "add", task, "--claim", "the reviewer's own finding")
+    theirs = mine["evidence"]["id"]
+    b.ok("case", "share", task)
+    a.ok("case", "fetch", task)
+    reuse_id(case_dir(a, task), theirs)
+    a.ok("case", "share", task)
+    before = b.evidence(task)
+    out = b.cli("case", "fetch", task)
+    assert out.code == 4, out.stdout
+    assert theirs in out.envelope["error"]["message"]
+    assert b.evidence(task) == before
+    shown = b.ok("case", "read-evidence", task, theirs)
+    assert "the reviewer's own finding" in json.dumps(shown)

@@ -159,6 +159,55 @@ class LocalChain:
         return ledger.line_hash(self.lines(name)[n - 1])
 
 
+class IdBook:
+    """Every record id the case will hold, with the hash of the line that holds it, by ledger.
+
+    The merged view unions records by id (a fork's twin lines are the same line), so a fetched
+    record reusing an id the case already holds with other content would shadow that record on
+    every surface. The book is read once per ledger, only when an import brings new lines: the
+    local ledger, each stored replica's, and what this fetch plans to import.
+    """
+
+    def __init__(self, path: str | None, case: CaseFile | None, index: ReplicaIndex) -> None:
+        self.path = path
+        self.case = case
+        self.index = index
+        self._ids: dict[str, dict[str, str]] = {}
+
+    def ids(self, name: str) -> dict[str, str]:
+        """Record id -> line hash of one ledger across the case."""
+        if name not in self._ids:
+            found: dict[str, str] = {}
+            if self.path is not None and self.case is not None:
+                state = self.case.ledgers.get(name) or LedgerState()
+                file = os.path.join(self.path, ledger_file(name))
+                for _, line in ledger.iter_lines(file, state.bytes):
+                    found.setdefault(_line_id(line), ledger.line_hash(line))
+                for replica in self.index.replicas:
+                    extent = replica.ledgers.get(name) or LedgerState()
+                    file = os.path.join(self.path, replica_ledger(replica.key, name))
+                    for _, line in ledger.iter_lines(file, extent.bytes):
+                        held = hash_line(name, line) if b'"share":' in line else None
+                        found.setdefault(_line_id(line), held or ledger.line_hash(line))
+            self._ids[name] = found
+        return self._ids[name]
+
+    def add(self, name: str, record_id: str, hashed: str, where: str) -> None:
+        """Note a new record; refuse it when the case holds its id with other content."""
+        known = self.ids(name)
+        if known.setdefault(record_id, hashed) != hashed:
+            msg = f"{where}: record id {record_id} appears twice (held with other content)"
+            raise IntegrityError(msg)
+
+
+def _line_id(line: bytes) -> str:
+    """The id a stored line starts with (`{"id":"<id>"`), or "" for one that does not."""
+    if not line.startswith(b'{"id":"'):
+        return ""
+    end = line.find(b'"', 7)
+    return line[7:end].decode("utf-8", "replace") if end > 0 else ""
+
+
 def stored_history(path: str, task_id: str, index: ReplicaIndex, key: str) -> History | None:
     """An imported replica's history as the case directory holds it."""
     replica = index.replica(key)
@@ -226,6 +275,7 @@ def plan(
     imports: list[Import] = []
     index = index or ReplicaIndex(local=_no_sync(replica))
     local = LocalChain(path, case) if path is not None and case is not None else None
+    book = IdBook(path, case, index)
     for key, remote in sorted(fetched.replicas.items()):
         target = key
         if key.partition("~")[0] == replica and local is not None:
@@ -250,7 +300,14 @@ def plan(
             continue
         imports.append(
             _lines(
-                shared, fetched, remote, target=target, index=index, redactor=redactor, path=path
+                shared,
+                fetched,
+                remote,
+                target=target,
+                index=index,
+                redactor=redactor,
+                path=path,
+                book=book,
             )
         )
     return imports
@@ -269,6 +326,7 @@ def _lines(
     index: ReplicaIndex,
     redactor: Redactor,
     path: str | None = None,
+    book: IdBook | None = None,
 ) -> Import:
     """Read and verify the new lines of one replica and the blobs they cite."""
     stored = index.replica(target)
@@ -295,6 +353,8 @@ def _lines(
         records: list[tuple[LedgerRecord, ShareMeta | None]] = []
         for record, meta, hashed in check_chain(lines, name, prev=prev, where=where):
             records.append((record, meta))
+            if book is not None:
+                book.add(name, record.id, hashed, where)
             ordered = ordered and record.timestamp >= last
             last = max(last, record.timestamp)
             tip = hashed
