@@ -14,10 +14,8 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 
+from cortex.cases.bounds import REVIEW_CHECKOUT_TIMEOUT
 from cortex.cases.fsio import make_private_dirs
-
-CHECKOUT_TIMEOUT = 600.0
-"""Seconds a clone or a checkout may take (a large tree on a slow disk)."""
 
 
 class CheckoutError(Exception):
@@ -57,7 +55,7 @@ def _run(name: str, argv: list[str], cwd: str, env: Mapping[str, str]) -> str | 
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
-        timeout=CHECKOUT_TIMEOUT,
+        timeout=REVIEW_CHECKOUT_TIMEOUT,
         check=False,
     )
     if proc.returncode == 0:
