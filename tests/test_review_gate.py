@@ -314,3 +314,31 @@ def test_other_open_cases_on_the_branch_are_seen_and_do_not_block(
     assert sorted(s["taskId"] for s in data["seen"]) == sorted(unrelated)
     md = cli("review", "--base", "main", "--format", "md", human=True)
     assert unrelated[0] in md.stdout
+
+
+def test_an_adopted_state_reusing_a_local_batch_id_is_not_local_proof(
+    tmp_path: Path, remote: Path
+) -> None:
+    """B verified locally (batch X, on the old code). A adopts B's state, then forges it: batch
+    X now names the head tree, every digest recomputed, shared with a higher fence. B fetches
+    and adopts it: the batch id is still one B's own ledger committed, the content is A's."""
+    b = agent_machine(tmp_path, remote)  # B, the machine that verifies first
+    task = ready_to_verify(b.cli)
+    (b.repo / "app.py").write_text("print('fixed')\n")
+    assert b.ok("case", "verify", task)["assessment"]["status"] == "verified"
+    b.ok("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1")
+    b.git("commit", "-q", "-am", f"fix\n\nCortex-Case: {task}")
+    b.ok("case", "share", task)
+    a = make_machine(tmp_path, "a", remote)
+    a.ok("case", "fetch", task)  # its import commit fences a's state above b's
+    (b.repo / "app.py").write_text("print('bad')\n")
+    b.git("commit", "-q", "-am", "never verified")
+    head_tree = b.git("rev-parse", "HEAD^{tree}")
+    forge_receipts(case_path(a.env, task), tree=head_tree)
+    assert a.cli("case", "audit", task).code == 0
+    a.ok("case", "share", task)
+    fetched = b.ok("case", "fetch", task)
+    assert fetched["cases"][0]["adopted"], fetched
+    data = verdict(b.cli("review", "--base", "main"))
+    assert data["cases"][0]["provenance"]["origin"] == "remote", data["cases"][0]
+    assert "untrusted_proof" in codes(data)

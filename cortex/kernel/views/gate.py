@@ -78,7 +78,13 @@ def audit_problem(kernel: Kernel, store: CaseStore, task_id: str) -> Data | None
 def provenance(
     store: CaseStore, case: CaseFile, verification: Verification | None, index: ReplicaIndex | None
 ) -> Data:
-    """Where the latest batch was committed: this machine, a remote's replica, a bundle."""
+    """Where the latest batch was committed: this machine, a remote's replica, a bundle.
+
+    `local` needs this machine's own `case.verify` line for the batch and no adoption of
+    another replica's state after it: an adopted verification.json may reuse a local batch's
+    id with other content. Otherwise the proof is the replica's whose state is in force (what
+    this machine holds came from there), provided some ledger holds the batch's verify line.
+    """
     from cortex.cases.records import Command
 
     found: Data = {
@@ -94,27 +100,34 @@ def provenance(
         return found
     batch = verification.batches[-1].id
     found.update(batch=batch, origin="unknown")
+    local = adopted = False
+    holder: str | None = None
     for record, origin in store.read_ledger_with_origin(case, "commands"):
-        if not (
-            isinstance(record, Command)
-            and record.operation == "case.verify"
-            and record.target == batch
-        ):
+        if not isinstance(record, Command):
             continue
-        if origin is None:
-            found["origin"] = "local"
-            return found
-        replica = index.replica(origin) if index is not None else None
-        if replica is None:
-            continue
-        found.update(
-            origin="bundle" if replica.source.startswith("bundle:") else "remote",
-            replica=replica.key,
-            source=replica.source,
-            commit=replica.commit,
-            fetchedAt=replica.fetched_at,
-        )
+        verified = record.operation == "case.verify" and record.target == batch
+        if origin is None and verified:
+            local, adopted = True, False
+        elif origin is None and record.operation == "case.fetch":
+            adopted = adopted or "adopted the state" in (record.note or "")
+        elif verified and holder is None:
+            holder = origin
+    if local and not adopted:
+        found["origin"] = "local"
         return found
+    key = holder
+    if index is not None and index.in_force and index.in_force != index.local.replica:
+        key = index.in_force  # what this machine holds came from the replica in force
+    replica = index.replica(key) if index is not None and key else None
+    if replica is None or not (local or holder is not None):
+        return found
+    found.update(
+        origin="bundle" if replica.source.startswith("bundle:") else "remote",
+        replica=replica.key,
+        source=replica.source,
+        commit=replica.commit,
+        fetchedAt=replica.fetched_at,
+    )
     return found
 
 
