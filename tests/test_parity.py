@@ -75,9 +75,19 @@ ONLY_CLI = {
     ("case.verify", "follow"): "prints output at a terminal; over MCP it is debug log entries",
     ("review", "format"): "says how the CLI prints the verdict; over MCP it is data",
     ("case.list", "archived"): "archived cases are for people; an agent lists the live ones",
+    ("review", "reproduce"): "runs the base branch's commands: the person or CI job decides",
+    ("review", "accept"): "the gate's policy is set by who runs it, never by the agent judged",
     **{
         (command, "lease_token"): "a server keeps the tokens its own begin_change was given"
-        for command in ("case.plan", "case.begin-change", "case.verify", "case.complete")
+        for command in (
+            "case.plan",
+            "case.begin-change",
+            "case.verify",
+            "case.complete",
+            "case.block",
+            "case.unblock",
+            "case.abort",
+        )
     },
 }
 """CLI options that have no MCP argument, and why."""

@@ -9,16 +9,20 @@ fetches the pull request's cases and asks `cortex review` for the verdict.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, git, ready_to_verify
+from conftest import ROOT, case_path, git, ready_to_verify
+from forge import forge_receipts
 from share_kit import SHARE_TOML, Machine, make_machine, make_remote
 
 SCRIPT = ROOT / "examples" / "ci" / "review.sh"
 PR = "7"
+CHECK = [sys.executable, "-c", "import sys; sys.exit('bad' in open('app.py').read())"]
+"""The unit verifier: fails while app.py holds the word `bad`."""
 
 
 @pytest.fixture
@@ -29,7 +33,8 @@ def remote(tmp_path: Path) -> Path:
 @pytest.fixture
 def agent(tmp_path: Path, remote: Path) -> Machine:
     machine = make_machine(tmp_path, "agent", remote)
-    (machine.repo / "cortex.toml").write_text(SHARE_TOML + '\n[verifiers.unit]\nargv = ["true"]\n')
+    unit = f"[verifiers.unit]\nargv = {json.dumps(CHECK)}\n"
+    (machine.repo / "cortex.toml").write_text(SHARE_TOML + "\n" + unit)
     machine.git("commit", "-q", "-am", "configure verifiers")
     machine.git("push", "-q", "origin", "main")
     machine.env["CORTEX_APPROVE_COMMANDS"] = "1"
@@ -56,6 +61,7 @@ def run_ci(tmp_path: Path, remote: Path, head: str, name: str) -> tuple[int, str
         "CORTEX": str(program),
         "GITHUB_STEP_SUMMARY": str(summary),
         "CORTEX_REPORTS": str(reports),
+        "CORTEX_APPROVE_COMMANDS": "1",
     }
     proc = subprocess.run(
         ["bash", str(SCRIPT), "origin/main", head, PR],
@@ -89,6 +95,7 @@ def test_the_ci_script_approves_a_shared_verified_pull_request_and_not_a_later_c
     assert status == 0, out
     assert out.startswith("## Cortex review: **approve**")
     assert task in out
+    assert "reproduced" in out  # the proof was run again in CI, not taken from the replica
     assert (reports / f"{task}.html").read_text().startswith("<!DOCTYPE html>")
 
     # A later commit on the pull request, never verified: the check no longer passes.
@@ -111,3 +118,25 @@ def test_the_ci_script_says_when_no_case_claims_the_pull_request(
     status, out, _ = run_ci(tmp_path, remote, head, "ci")
     assert status == 5
     assert "`no_case`" in out
+
+
+def test_the_ci_script_does_not_approve_a_forged_replica(
+    tmp_path: Path, remote: Path, agent: Machine
+) -> None:
+    """Receipts edited to name a head tree that was never verified, every digest recomputed."""
+    agent.git("checkout", "-q", "-b", "feature")
+    task = ready_to_verify(agent.cli)
+    (agent.repo / "app.py").write_text("print('fixed')\n")
+    assert agent.ok("case", "verify", task)["assessment"]["status"] == "verified"
+    agent.ok("case", "complete", task, "--outcome", "fixed it", "--actor", "agent-1")
+    agent.git("commit", "-q", "-am", "fix the redirect")
+    (agent.repo / "app.py").write_text("print('bad')\n")
+    agent.git("commit", "-q", "-am", f"break it\n\nCortex-Case: {task}")
+    forge_receipts(case_path(agent.env, task), tree=agent.git("rev-parse", "HEAD^{tree}"))
+    assert agent.cli("case", "audit", task).code == 0
+    agent.ok("case", "share", task)
+    head = push_pr(agent)
+    status, out, _ = run_ci(tmp_path, remote, head, "ci")
+    assert status == 5
+    assert out.startswith("## Cortex review: **request\\_changes**"), out
+    assert "reproduced on the head commit" in out

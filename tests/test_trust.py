@@ -263,13 +263,16 @@ class TestLeaseTokens:
         taken = detached(["case", "begin-change", task, "--actor", "agent-2"], unit, repo).data
         assert taken["leaseToken"] not in (None, token)
 
-    def test_block_and_abort_need_no_token(
+    def test_block_needs_the_holder_or_a_person_at_a_terminal(
         self, cli: Cli, unit: dict[str, str], repo: Path
     ) -> None:
-        """A person must always be able to stop a case; stopping it ends the lease."""
+        """A person must always be able to stop a case; stopping it ends the lease. Another
+        agent cannot (issue 27: block, unblock, begin-change was a way to take the lease)."""
         task = planned(cli)
         assert detached(["case", "begin-change", task, "--actor", "agent-1"], unit, repo).code == 0
-        out = detached(["case", "block", task, "--reason", "stuck", "--actor", "alice"], unit, repo)
+        args = ["case", "block", task, "--reason", "stuck", "--actor", "alice"]
+        refused_for_the_lease(detached(args, unit, repo), "agent-1")
+        out, _ = at_terminal(args, unit, repo, typed=None, prompt=b"")
         assert out.data["status"] == "blocked"
         lease = cli("case", "status", task).data["lease"]
         assert lease["state"] == "released"

@@ -8,7 +8,8 @@ They were regenerated on purpose since: when receipts gained the git tree id (is
 JSON gained `tree`, `headTree` and the assessment's `currency`, and nothing else; when receipts
 gained what failed by name (issue 13), each receipt and receipt view gained `failing` and
 `failingTotal`, and nothing else; when status showed the contract a claim rests on (issue 29),
-each receipt view gained `contract`.
+each receipt view gained `contract`; when receipts gained the digest of the verifier definition
+that ran (issue 27), each receipt gained `verifierSha256`, and nothing else.
 
 The case is built by real processes only, from a repository with fixed commit dates, so the
 commit ids and digests are the same on every run; generated ids, times and durations are

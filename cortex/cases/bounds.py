@@ -282,6 +282,8 @@ SHARE_BUNDLE_MAX = 256 * MIB
 """The largest bundle file `fetch --bundle` reads."""
 SHARE_GIT_TIMEOUT = 300.0
 """Seconds one git process of a share, fetch or bundle may run."""
+REVIEW_CHECKOUT_TIMEOUT = 600.0
+"""Seconds `review --reproduce` gives git to clone and check out the head commit."""
 SHARE_OBJECT_MAX = 64 * MIB
 """The largest object read back from git (a sealed segment can reach 256 records of 256 KiB)."""
 

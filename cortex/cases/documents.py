@@ -148,6 +148,10 @@ class Receipt(_Record, kw_only=True):
     """What the caller acknowledged for this receipt to pass (`drift`): a pass by
     acknowledgement, not a plain pass. None in receipts written before it was recorded (the
     assessment reads an older scope receipt's note instead)."""
+    verifier_sha256: str | None = None
+    """The digest of the verifier definition that ran (`definition_digest`: a configured
+    table's argv, timeout and kind), which the merge gate compares with the base branch's.
+    None in receipts written before it was recorded (docs/design/report.md)."""
 
 
 class Batch(_Record, kw_only=True):

@@ -256,19 +256,35 @@ def _decision_list(c: Call) -> Result:
 def _block(c: Call) -> Result:
     from cortex.kernel.close import close
 
-    return close(c.kernel, c["task"], to="blocked", reason=c["reason"], actor=c["actor"])
+    return close(
+        c.kernel,
+        c["task"],
+        to="blocked",
+        reason=c["reason"],
+        actor=c["actor"],
+        lease_token=_lease_token(c),
+    )
 
 
 def _abort(c: Call) -> Result:
     from cortex.kernel.close import close
 
-    return close(c.kernel, c["task"], to="abandoned", reason=c["reason"], actor=c["actor"])
+    return close(
+        c.kernel,
+        c["task"],
+        to="abandoned",
+        reason=c["reason"],
+        actor=c["actor"],
+        lease_token=_lease_token(c),
+    )
 
 
 def _unblock(c: Call) -> Result:
     from cortex.kernel.close import unblock
 
-    return unblock(c.kernel, c["task"], reason=c["reason"], actor=c["actor"])
+    return unblock(
+        c.kernel, c["task"], reason=c["reason"], actor=c["actor"], lease_token=_lease_token(c)
+    )
 
 
 def _audit(c: Call) -> Result:
@@ -607,7 +623,14 @@ def _git_trailer(c: Call) -> Result:
 def _review(c: Call) -> Result:
     from cortex.kernel.views.review import review
 
-    return review(c.kernel, base=c["base"], head=c["head"], fmt=c["format"])
+    return review(
+        c.kernel,
+        base=c["base"],
+        head=c["head"],
+        fmt=c["format"],
+        accept=c["accept"],
+        reproduce=bool(c["reproduce"]),
+    )
 
 
 HANDLERS: dict[str, Callable[[Call], Result]] = {

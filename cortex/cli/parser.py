@@ -316,13 +316,13 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "block"),
         "put a case that cannot go on now on hold (unblock resumes it)",
         positionals=(_TASK,),
-        options=(_REASON, _ACTOR),
+        options=(_REASON, _ACTOR, _LEASE_TOKEN),
     ),
     Cmd(
         ("case", "abort"),
         "abandon a case; nothing is deleted (terminal)",
         positionals=(_TASK,),
-        options=(_REASON, _ACTOR),
+        options=(_REASON, _ACTOR, _LEASE_TOKEN),
     ),
     Cmd(("case", "audit"), "check a case's integrity (read-only)", positionals=(_TASK,)),
     Cmd(("serve",), "run the MCP server over stdin/stdout (agent hosts start it)"),
@@ -518,7 +518,7 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "unblock"),
         "return a blocked case to the phase it was blocked in",
         positionals=(_TASK,),
-        options=(_REASON, _ACTOR),
+        options=(_REASON, _ACTOR, _LEASE_TOKEN),
     ),
     Cmd(
         ("completion",),
@@ -747,8 +747,8 @@ COMMANDS: tuple[Cmd, ...] = (
     ),
     Cmd(
         ("review",),
-        "approve a branch, or say what its cases lack: proof current for the head's tree, "
-        "completion, decisions (read-only; never runs a verifier; exit 5 unless approved)",
+        "approve a branch, or say what its cases lack: integrity, proof current for the head's "
+        "tree from an origin the policy accepts, completion, decisions (exit 5 unless approved)",
         options=(
             Opt(
                 "--base",
@@ -756,6 +756,18 @@ COMMANDS: tuple[Cmd, ...] = (
                 metavar="REF",
             ),
             Opt("--head", "the commit under review (default: HEAD)", metavar="REF"),
+            Opt(
+                "--reproduce",
+                "run each case's required verifiers again on a clean checkout of the head "
+                "commit, as the base commit defines them; approve only what passed",
+                kind="flag",
+            ),
+            Opt(
+                "--accept",
+                "the origins of proof approved: reproduced, local (default), remote or any "
+                "(default: [review] accept of the base commit)",
+                metavar="LEVEL",
+            ),
             Opt(
                 "--format",
                 "text (default), or md: a Markdown summary for $GITHUB_STEP_SUMMARY",

@@ -501,8 +501,19 @@ def _review(console: Console, data: Data) -> None:
         Text(f"{data['verdict']}", style="bold green" if good else "bold red")
         + Text(f"  {data['base']['ref']}..{data['head']['ref']}, {data['commits']} commit(s)")
     )
+    policy = data.get("policy") or {}
+    if policy:
+        console.print(Text(f"  accepts {policy['accept']} proof ({policy['from']})", style="dim"))
     for case in data["cases"]:
         state = f"{case['phase'] or 'missing'}, {case['assessment'] or '-'}"
+        proof = case.get("provenance") or {}
+        origin = proof.get("origin")
+        if origin:
+            state += f", proof from {origin}"
+            if proof.get("source"):
+                state += f" ({proof['source']})"
+            if proof.get("reproduced"):
+                state += ", reproduced"
         console.print(
             Text(f"  {case['taskId']} ", style="bold")
             + Text(f"({', '.join(case['claimedBy'])}) {state}")
@@ -514,6 +525,8 @@ def _review(console: Console, data: Data) -> None:
         console.print(
             Text(f"  [{problem['code']}] ", style="bold") + Text(where + problem["message"])
         )
+    for seen in data.get("seen", []):
+        console.print(Text(f"  seen, not judged: {seen['taskId']} ({seen['phase']})", style="dim"))
     _warnings(console, data.get("warnings", []))
 
 

@@ -19,7 +19,15 @@ _ACTOR_WIDTH = 16
 
 
 def _facts(entry: Data) -> list[str]:
-    """The few facts worth a glance, by kind (the title already says what happened)."""
+    """The few facts worth a glance, by kind (the title already says what happened).
+
+    A record from another replica says so first, whatever its kind (docs/design/trust.md).
+    """
+    replica = [f"from {entry['replica']}"] if entry.get("replica") else []
+    return replica + _kind_facts(entry)
+
+
+def _kind_facts(entry: Data) -> list[str]:
     kind = entry["kind"]
     if kind == "evidence":
         facts = [entry["evidenceKind"], entry["confidence"]]

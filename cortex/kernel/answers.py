@@ -588,6 +588,10 @@ ReviewCode = Literal[
     "contested_decision",
     "case_missing",
     "no_case",
+    "integrity",
+    "untrusted_proof",
+    "verifier_redefined",
+    "not_reproduced",
 ]
 
 
@@ -604,6 +608,49 @@ class ReviewProblem(ReviewCaseProblem):
     task_id: str | None
 
 
+class ReviewProvenance(_Answer):
+    """Where a case's latest batch was committed (docs/design/report.md, the gate, step 4)."""
+
+    origin: Literal["local", "remote", "bundle", "unknown"] | None
+    """None when the case has no batch."""
+    batch: str | None
+    replica: str | None
+    source: str | None
+    """`remote:<name>` or `bundle:<file>` for a replica's proof."""
+    commit: str | None
+    fetched_at: str | None
+    reproduced: bool
+    """Whether `--reproduce` ran the proof again on the head commit and it passed."""
+
+
+class ReviewRun(_Answer):
+    """One verifier run again by `--reproduce`."""
+
+    requirement: str
+    status: str
+    summary: str
+    definition: str
+    """The digest of the base commit's definition it ran with."""
+
+
+class ReviewClaim(_Answer):
+    """A named claim of the latest batch, judged by its contract in the reproduction."""
+
+    claim_id: str | None
+    status: str
+
+
+class ReviewReproduction(_Answer):
+    """What `--reproduce` ran for a case and what it saw."""
+
+    ok: bool
+    failed: bool
+    runs: list[ReviewRun]
+    claims: list[ReviewClaim]
+    reason: str | None
+    """Why nothing could run (the checkout failed), when so."""
+
+
 class ReviewCase(_Answer):
     """A case that claims commits of the range, judged against the head commit."""
 
@@ -611,10 +658,35 @@ class ReviewCase(_Answer):
     claimed_by: list[Literal["trailer", "branch"]]
     goal: str | None
     phase: str | None
-    """None when the store does not hold the case (`case_missing`)."""
+    """None when the store does not hold the case (`case_missing`) or it failed its audit."""
     assessment: Literal["verified", "partial", "failed", "unverified"] | None
     currency: str | None
+    provenance: ReviewProvenance | None
+    reproduction: ReviewReproduction | None
     problems: list[ReviewCaseProblem]
+
+
+class ReviewPolicy(_Answer):
+    """The level of proof the gate accepts, and where it was set."""
+
+    accept: Literal["reproduced", "local", "remote", "any"]
+    from_: Literal["flag", "base", "global", "default"] = msgspec.field(name="from")
+
+
+class ReviewRedefined(_Answer):
+    """A verifier whose definition differs between the base and head commits."""
+
+    requirement: str
+    base: str
+    head: str
+
+
+class ReviewSeen(_Answer):
+    """An open case of the branch that no commit of the range names: listed, not judged."""
+
+    task_id: str
+    phase: str
+    goal: str | None
 
 
 class ReviewBase(_Answer):
@@ -640,8 +712,11 @@ class Review(_Answer):
     head: ReviewHead
     merge_base: str
     commits: int
+    policy: ReviewPolicy
     cases: list[ReviewCase]
     problems: list[ReviewProblem]
+    redefined: list[ReviewRedefined]
+    seen: list[ReviewSeen]
     warnings: list[str]
     format: Literal["text", "md"]
     document: str | None

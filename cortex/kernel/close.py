@@ -7,23 +7,47 @@ notes and evidence, and `unblock` returns it there. An abandoned case is closed 
 from __future__ import annotations
 
 from cortex.cases.bounds import REASON_MAX
-from cortex.cases.records import Phase, PhaseChange
+from cortex.cases.records import CaseFile, Phase, PhaseChange
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.decisions import withdraw_pending
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lease import release_for_close
+from cortex.kernel.lease import check_holder, in_session, release_for_close, state
+
+
+def _stopper(kernel: Kernel, case: CaseFile, actor: str | None, token: str | None) -> str:
+    """Who stops the case; refused (exit 6) while someone else holds its active lease.
+
+    Only the holder (its name with its token, or a caller of the host session that took it) or a
+    person at a terminal may block, unblock or abort a case whose lease is active
+    (docs/design/trust.md, lease tokens and host sessions): otherwise another agent could end the
+    lease by blocking the case, unblock it and take the lease itself.
+    """
+    lease = case.change_lease
+    now = kernel.clock()
+    if lease is None or state(lease, now) != "active" or kernel.person_present:
+        return kernel.actor(actor)
+    who = lease.actor if actor is None else kernel.actor(actor)  # the holder, by default
+    check_holder(lease, who, token, now, session=in_session(kernel, case.id, lease))
+    return who
 
 
 def close(
-    kernel: Kernel, task_id: str, *, to: Phase, reason: str, actor: str | None = None
+    kernel: Kernel,
+    task_id: str,
+    *,
+    to: Phase,
+    reason: str,
+    actor: str | None = None,
+    lease_token: str | None = None,
 ) -> Result:
     """Move a case to `blocked` or `abandoned`, releasing its lease and withdrawing a question."""
     reason = validate.text(reason, "--reason", REASON_MAX)
-    who = kernel.actor(actor)
     task_id, store = kernel.find_writable(task_id)
+    who = _stopper(kernel, store.read_case(task_id), actor, lease_token)
     operation = "case.block" if to == "blocked" else "case.abort"
     with store.transaction(task_id, actor=who, operation=operation) as txn:
+        _stopper(kernel, txn.case, actor, lease_token)  # again, under the lock
         now = kernel.now()
         lifecycle.require(txn.case, to, doing=f"move to {to}", txn=txn)
         withdrawn = withdraw_pending(txn)
@@ -45,13 +69,21 @@ def close(
     )
 
 
-def unblock(kernel: Kernel, task_id: str, *, reason: str, actor: str | None = None) -> Result:
+def unblock(
+    kernel: Kernel,
+    task_id: str,
+    *,
+    reason: str,
+    actor: str | None = None,
+    lease_token: str | None = None,
+) -> Result:
     """Return a blocked case to the phase it was blocked in, the reason on its phase line."""
     reason = validate.text(reason, "--reason", REASON_MAX)
-    who = kernel.actor(actor)
     task_id, store = kernel.find_writable(task_id)
+    who = _stopper(kernel, store.read_case(task_id), actor, lease_token)
     with store.transaction(task_id, actor=who, operation="case.unblock") as txn:
         case = txn.case
+        _stopper(kernel, case, actor, lease_token)  # again, under the lock
         if case.status != lifecycle.BLOCKED:
             raise lifecycle.refusal(case, "cannot unblock a case that is not blocked", txn=txn)
         if case.paused_from is None:

@@ -46,6 +46,7 @@ FILE_KEYS = (
     "share",
     "hooks",
     "prune_older_than",
+    "review",
 )
 """Keys accepted in configuration files (CONFIG.md documents each one)."""
 
@@ -67,6 +68,10 @@ class ShareConfig(msgspec.Struct, kw_only=True, frozen=True):
 
 
 SHARE_KEYS = ("enabled", "remote")
+
+ACCEPT_LEVELS = ("reproduced", "local", "remote", "any")
+"""`[review] accept`: which origins of proof the merge gate approves, strictest first."""
+REVIEW_KEYS = ("accept",)
 
 
 class HooksConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -96,6 +101,8 @@ class Config(msgspec.Struct, kw_only=True):
     hooks: HooksConfig = msgspec.field(default_factory=HooksConfig)
     prune_older_than: int = PRUNE_AFTER_DEFAULT
     """Seconds a case that is not closed may stay idle before `case prune` takes it."""
+    review_accept: str | None = None
+    """`[review] accept` as this workspace's files say; the gate reads the base commit's."""
     sources: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """For each key that is not at its default, the sources that set it."""
     files: list[str] = msgspec.field(default_factory=list)
@@ -270,6 +277,9 @@ def _apply(
     elif key == "hooks":
         config.hooks = _hooks(source, value, config.hooks)
         config.sources.setdefault(key, []).append(source)
+    elif key == "review":
+        config.review_accept = review_accept(source, value) or config.review_accept
+        config.sources.setdefault(key, []).append(source)
     elif key == "verifiers":
         config.verifiers.update(_verifiers(source, value))
         if len(config.verifiers) > CONFIG_VERIFIERS_MAX:
@@ -340,6 +350,67 @@ def _hooks(source: str, value: object, current: HooksConfig) -> HooksConfig:
             raise ConfigError(source, f"hooks.{key}", "must be true or false")
         chosen[key] = flag
     return HooksConfig(**chosen)
+
+
+def review_accept(source: str, value: object) -> str | None:
+    """`[review]`: the level it names (None when it names none)."""
+    if not isinstance(value, dict):
+        raise ConfigError(source, "review", 'must be a table: [review] accept = "local"')
+    unknown = sorted(set(value) - set(REVIEW_KEYS))
+    if unknown:
+        known = ", ".join(REVIEW_KEYS)
+        raise ConfigError(source, f"review.{unknown[0]}", f"unknown key (known keys: {known})")
+    accept = value.get("accept")
+    if accept is not None and accept not in ACCEPT_LEVELS:
+        raise ConfigError(source, "review.accept", f"must be one of {', '.join(ACCEPT_LEVELS)}")
+    return accept
+
+
+class Committed(msgspec.Struct, kw_only=True, frozen=True):
+    """What a commit's own configuration files say about verifiers and the gate."""
+
+    verifiers: dict[str, VerifierConfig]
+    accept: str | None
+
+
+def committed(files: Mapping[str, bytes | None], label: str) -> Committed:
+    """The `verifiers` and `[review]` of a commit's `pyproject.toml` and `cortex.toml`.
+
+    `files` maps each file name to its bytes at the commit (None: absent). Only these two keys
+    are read (the others describe a machine, not the commit); a file that does not parse is a
+    ConfigError naming `label:file`.
+    """
+    verifiers: dict[str, VerifierConfig] = {}
+    accept: str | None = None
+    for name, table_path in (("pyproject.toml", ("tool", "cortex")), ("cortex.toml", None)):
+        data = files.get(name)
+        if data is None or (table_path is not None and b"cortex" not in data):
+            continue
+        source = f"{label}:{name}"
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(source, None, f"is not valid TOML ({exc})") from None
+        table: Any = parse_toml(text, source)
+        for part in table_path or ():
+            table = table.get(part) if isinstance(table, dict) else None
+        if not isinstance(table, dict):
+            continue
+        if "verifiers" in table:
+            verifiers.update(_verifiers(source, table["verifiers"]))
+        if "review" in table:
+            accept = review_accept(source, table["review"]) or accept
+    return Committed(verifiers=verifiers, accept=accept)
+
+
+def global_review_accept(env: Mapping[str, str]) -> str | None:
+    """`[review] accept` of the global configuration file, if it says."""
+    path = global_config_path(env)
+    table = None if path is None else _read_toml(path, table_path=None)
+    if table is None or "review" not in table:
+        return None
+    assert path is not None  # noqa: S101 - a table was read from it
+    return review_accept(path, table["review"])
 
 
 def _verifiers(source: str, value: object) -> dict[str, VerifierConfig]:

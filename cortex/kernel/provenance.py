@@ -37,14 +37,25 @@ def source(
     )
 
 
-def shown(record: Source | Mapping[str, Any]) -> str:
+def shown(record: Source | Mapping[str, Any], replica: str | None = None) -> str:
     """The origin as every surface shows it: `human`, or `human (reported by agent-1 via mcp)`.
 
     Takes a source or its plain form (camelCase keys, as views and the handoff carry it).
     The flag is not the only word: a person's origin on a recorded channel no person is at is
     reported whatever the flag says (a record edited by hand, or a replica that wrote it so and
-    shared it, cannot make a person's word by clearing it).
+    shared it, cannot make a person's word by clearing it). A person's word that came from
+    another replica (`replica`, its key) is never shown as plain `human`: the channel it claims
+    is that machine's word, which nothing here can check (docs/design/trust.md).
     """
+    plain = _shown(record)
+    if replica is None or not plain.startswith(tuple(PEOPLE)):
+        return plain
+    if plain in PEOPLE:
+        return f"{plain} (from replica {replica}, unverified)"
+    return f"{plain[:-1]}; from replica {replica})"
+
+
+def _shown(record: Source | Mapping[str, Any]) -> str:
     origin: str
     if isinstance(record, Source):
         origin, actor, via = record.origin, record.actor, record.via

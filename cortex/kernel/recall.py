@@ -24,10 +24,10 @@ from cortex.cases.bounds import (
     BRIEF_TOKENS,
     RECALL_TERMS_MAX,
 )
-from cortex.cases.errors import CortexError, NotFoundError
+from cortex.cases.errors import BusyError, CortexError, IntegrityError, NotFoundError
 from cortex.cases.store import CaseStore
 from cortex.kernel.config import cache_root
-from cortex.kernel.envelope import Result
+from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Progress
@@ -52,6 +52,34 @@ MATCH_OVERLAP = 0.6
 
 def _fail(exc: BaseException) -> str:
     return str(getattr(exc, "message", None) or exc)
+
+
+class RecallIndexDamagedError(IntegrityError):
+    """The recall index cannot be read or written as it is: `recall rebuild` heals it."""
+
+    code = "recall_index_damaged"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.actions = [
+            Action(
+                command="cortex recall rebuild",
+                reason="the index is a cache: rebuilt from the case files, which it never changes",
+            )
+        ]
+
+
+def index_error(exc: BaseException) -> CortexError:
+    """The error a command answers with when the index failed it: busy, or damaged."""
+    text = _fail(exc)
+    if "locked" in text or "busy" in text:
+        return BusyError(f"the recall index is in use: {text}")
+    if text.startswith("cannot make"):
+        return CortexError(text)  # the cache directory itself: nothing a rebuild can mend
+    return RecallIndexDamagedError(
+        f"the recall index is damaged ({text}); run cortex recall rebuild: it is derived "
+        "from the case files again, which it never changes"
+    )
 
 
 def warning(exc: BaseException) -> str:
@@ -295,7 +323,7 @@ def reindex(kernel: Kernel) -> Result:
     try:
         index = Index.write(path(kernel))
     except RecallIndexError as exc:
-        raise CortexError(_fail(exc)) from None
+        raise index_error(exc) from None
     try:
         if index.meta("built") is None:
             built = _build(kernel, index, covered, progress)
@@ -320,7 +348,7 @@ def reindex(kernel: Kernel) -> Result:
             data=_summary(index, "reindexed", updated=updated, removed=removed, unreadable=problems)
         )
     except RecallIndexError as exc:
-        raise CortexError(_fail(exc)) from None
+        raise index_error(exc) from None
     finally:
         index.close()
         progress.end()
@@ -334,7 +362,7 @@ def rebuild(kernel: Kernel, *, verify: bool = False) -> Result:
     try:
         index = Index.write(path(kernel))
     except RecallIndexError as exc:
-        raise CortexError(_fail(exc)) from None
+        raise index_error(exc) from None
     try:
         before = index.canonical() if index.meta("built") is not None else None
         built = _build(kernel, index, covered, progress)
@@ -350,7 +378,7 @@ def rebuild(kernel: Kernel, *, verify: bool = False) -> Result:
             }
         return Result(data=data)
     except RecallIndexError as exc:
-        raise CortexError(_fail(exc)) from None
+        raise index_error(exc) from None
     finally:
         index.close()
         progress.end()
@@ -522,7 +550,10 @@ def _brief(
 
 def rejected_matches(kernel: Kernel, task_id: str, statements: Sequence[str]) -> list[Any]:
     """Each hypothesis that repeats one an earlier case of this store rejected, with the card."""
-    index = open_read(kernel)
+    try:
+        index = open_read(kernel)
+    except RecallIndexError:
+        return []  # a damaged index only costs the warning it would give
     if index is None:
         return []
     found: list[Any] = []
@@ -554,7 +585,7 @@ def catch_up(kernel: Kernel) -> Index:
     try:
         index = _open_write(kernel)
     except RecallIndexError as exc:
-        raise CortexError(_fail(exc)) from None
+        raise index_error(exc) from None
     here = store_ref(kernel, kernel.store)
     try:
         for item in moved(index, [here]):
@@ -562,7 +593,7 @@ def catch_up(kernel: Kernel) -> Index:
                 refresh(index, here, item.task, kernel.redactor)
     except (RecallIndexError, CortexError) as exc:
         index.close()
-        raise CortexError(_fail(exc)) from None
+        raise index_error(exc) from None
     return index
 
 

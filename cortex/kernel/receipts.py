@@ -44,6 +44,8 @@ class Run(msgspec.Struct, kw_only=True):
     requirement: str
     verifier: Verifier
     outcome: Outcome
+    definition: str | None = None
+    """The digest of the definition that ran (`cortex.verifiers.config.definition_digest`)."""
 
 
 def stage_runs(
@@ -111,8 +113,10 @@ def stage_runs(
                 failing=outcome.failing,
                 failing_total=max(outcome.failing_total, len(outcome.failing)),
                 acknowledged=outcome.acknowledged if status == "passed" else None,
+                definition=run.definition,
             )
         )
+    definitions = {run.requirement: run.definition for run in runs}
     for claim in claims:
         found = statuses.get(claim.requirement)
         acknowledged = None
@@ -148,6 +152,7 @@ def stage_runs(
                 evidence=evidence,
                 notes=[*notes, *_unbound_notes(raw_status, status, batch)],
                 acknowledged=acknowledged if status == "passed" else None,
+                definition=definitions.get(claim.requirement),
             )
         )
     if not receipts:
@@ -195,6 +200,7 @@ def _receipt(
     failing: list[str] | None = None,
     failing_total: int = 0,
     acknowledged: str | None = None,
+    definition: str | None = None,
 ) -> Receipt:
     return Receipt(
         id=new_id("vr"),
@@ -220,6 +226,7 @@ def _receipt(
         failing=list(failing or []),
         failing_total=failing_total,
         acknowledged=acknowledged,
+        verifier_sha256=definition,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -29,9 +30,11 @@ from cortex.cases.documents import AUX_TYPES
 from cortex.cases.errors import (
     ArgumentError,
     BusyError,
+    CortexError,
     IntegrityError,
     InvalidInputError,
     NotFoundError,
+    RefusedError,
 )
 from cortex.cases.fsio import make_private_dirs, read_bounded, write_once
 from cortex.cases.ids import check_id, is_id, new_id
@@ -59,7 +62,7 @@ from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Progress
 from cortex.share import remote as remote_module
-from cortex.share.errors import RemoteRefusedError
+from cortex.share.errors import GitFailedError, RemoteRefusedError
 from cortex.share.export import Context, lamport_of, origin_of
 from cortex.share.format import SNAPSHOTS, commit_message, ref, replica_dir, tracking
 from cortex.share.git import Git
@@ -121,6 +124,21 @@ def replica(kernel: Kernel, *, create: bool) -> ReplicaFile:
     fresh = ReplicaFile(id=new_id("rep"), key=os.urandom(32).hex())
     write_once(path, msgspec.json.encode(fresh) + b"\n", mode=0o600)
     return _read_replica(path)  # a concurrent first writer may have won
+
+
+def persist_replica(kernel: Kernel, rep: ReplicaFile) -> None:
+    """Keep `rep` as this state root's replica id, right before the first commit that needs it.
+
+    A fetch plans with a replica id it has not written yet, so a refused fetch leaves no
+    `replica.json` behind; a concurrent first writer that kept another id wins, and this call
+    is refused as busy (retry: the next plan uses the kept id).
+    """
+    path = os.path.join(kernel.state_root, REPLICA_FILE)
+    if not os.path.lexists(path):
+        make_private_dirs(kernel.state_root)
+        write_once(path, msgspec.json.encode(rep) + b"\n", mode=0o600)
+    if _read_replica(path).id != rep.id:
+        raise BusyError("another command kept this machine's replica id first; fetch again")
 
 
 def _read_replica(path: str) -> ReplicaFile:
@@ -476,57 +494,118 @@ def fetch(
     progress.step("fetch")
     warnings: list[str] = []
     requested: list[str]
-    if bundle_file is not None:
-        path = os.path.abspath(os.path.join(cwd or kernel.workspace.root, bundle_file))
-        heads = remote_module.bundle_heads(git, path)
-        source_name = "bundle"
-        source = f"bundle:{os.path.basename(path)}"
-        requested = [h.removeprefix("refs/cortex/cases/") for h in heads]
-        pairs = [(ref(i), tracking(source_name, i)) for i in requested]
-        remote_module.fetch(git, path, pairs)
-        absent: list[str] = []
-    else:
-        source_name = _remote(kernel, remote)
-        source = f"remote:{source_name}"
-        if pr is not None:
-            requested, refused = _pr(git, source_name, pr, base)
-            warnings += [
-                f"a Cortex-Case trailer names {v!r}, not a task id; ignored" for v in refused
-            ]
-        elif all_cases:
-            requested = remote_module.list_cases(git, source_name)[:SHARE_ALL_MAX]
+    incoming = _incoming(git)
+    try:
+        if bundle_file is not None:
+            path = os.path.abspath(os.path.join(cwd or kernel.workspace.root, bundle_file))
+            heads = remote_module.bundle_heads(git, path)
+            source_name = "bundle"
+            source = f"bundle:{os.path.basename(path)}"
+            requested = [h.removeprefix("refs/cortex/cases/") for h in heads]
+            pairs = [(ref(i), f"{incoming}/{i}") for i in requested]
+            remote_module.fetch(git, path, pairs)
+            absent: list[str] = []
         else:
-            assert task_id is not None  # noqa: S101 - counted above
-            requested = [check_id(task_id, "task", what="task id")]
-        pairs = [(ref(i), tracking(source_name, i)) for i in requested]
-        tips = remote_module.existing(git, [d for _, d in pairs])
-        absent = remote_module.fetch(git, source_name, pairs, tips=tips)
-    _crash.point("fetch.fetched")
-    missing = [i for i in requested if ref(i) in absent]
-    if task_id is not None and missing:
-        raise NotFoundError(f"{source_name} holds no case {task_id}")
-    warnings += [f"{source_name} holds no case {i}" for i in missing]
-    rep = replica(kernel, create=True)
-    cases = []
-    found = [i for i in requested if i not in missing]
-    with git.objects() as objects:
-        shared = SharedTree(objects, object_format(git, objects))
-        for index, case_id in enumerate(found, 1):
-            progress.step("import", subject=case_id, index=index, count=len(found))
-            cases.append(
-                _import(
-                    kernel,
-                    shared,
-                    case_id,
-                    name=tracking(source_name, case_id),
-                    source=source,
-                    rep=rep,
-                )
-            )
+            source_name = _remote(kernel, remote)
+            source = f"remote:{source_name}"
+            if pr is not None:
+                requested, refused = _pr(git, source_name, pr, base)
+                warnings += [
+                    f"a Cortex-Case trailer names {v!r}, not a task id; ignored" for v in refused
+                ]
+            elif all_cases:
+                requested = remote_module.list_cases(git, source_name)[:SHARE_ALL_MAX]
+            else:
+                assert task_id is not None  # noqa: S101 - counted above
+                requested = [check_id(task_id, "task", what="task id")]
+            pairs = [(ref(i), f"{incoming}/{i}") for i in requested]
+            tips = remote_module.existing(git, [tracking(source_name, i) for i in requested])
+            absent = remote_module.fetch(git, source_name, pairs, tips=tips)
+        _crash.point("fetch.fetched")
+        missing = [i for i in requested if ref(i) in absent]
+        if task_id is not None and missing:
+            raise NotFoundError(f"{source_name} holds no case {task_id}")
+        warnings += [f"{source_name} holds no case {i}" for i in missing]
+        rep = replica(kernel, create=False)  # kept only when an import commits
+        cases: list[dict[str, Any]] = []
+        refusals: list[dict[str, Any]] = []
+        first: CortexError | None = None
+        found = [i for i in requested if i not in missing]
+        with git.objects() as objects:
+            shared = SharedTree(objects, object_format(git, objects))
+            for index, case_id in enumerate(found, 1):
+                progress.step("import", subject=case_id, index=index, count=len(found))
+                try:
+                    result = _import(
+                        kernel,
+                        shared,
+                        case_id,
+                        name=f"{incoming}/{case_id}",
+                        source=source,
+                        rep=rep,
+                    )
+                except (IntegrityError, RefusedError, InvalidInputError, NotFoundError) as exc:
+                    if task_id is not None:
+                        raise
+                    first = first or exc
+                    refusals.append({"taskId": case_id, "code": exc.code, "message": exc.message})
+                    warnings.append(f"{case_id} was refused, nothing of it imported: {exc.message}")
+                    continue
+                # The tracking ref follows only what was imported: share merges from it.
+                git.run(["update-ref", tracking(source_name, case_id), f"{incoming}/{case_id}"])
+                cases.append(result)
+    finally:
+        _drop_incoming(git, incoming)
     progress.end()
+    if first is not None and not cases:
+        raise first  # every case fetched was refused: the fetch as a whole failed
     return Result(
-        data={"source": source, "requested": requested, "cases": cases, "warnings": warnings}
+        data={
+            "source": source,
+            "requested": requested,
+            "cases": cases,
+            "refused": refusals,
+            "warnings": warnings,
+        }
     )
+
+
+INCOMING = "refs/cortex-incoming"
+"""Where a fetch lands before each case is checked (docs/design/sharing.md, each case)."""
+
+
+def _incoming(git: Git) -> str:
+    """This fetch's private ref namespace; the leftovers of killed fetches are dropped first."""
+    proc = git.run(["for-each-ref", "--format=%(refname)", INCOMING + "/"], check=False)
+    stale = set()
+    for name in proc.stdout.decode("utf-8", "replace").split():
+        owner = name.removeprefix(INCOMING + "/").partition("-")[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            stale.add(name)
+    if stale:
+        git.run(["update-ref", "--stdin"], stdin="".join(f"delete {n}\n" for n in stale).encode())
+    return f"{INCOMING}/{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _drop_incoming(git: Git, incoming: str) -> None:
+    proc = git.run(["for-each-ref", "--format=%(refname)", incoming + "/"], check=False)
+    names = proc.stdout.decode("utf-8", "replace").split()
+    if names:
+        git.run(
+            ["update-ref", "--stdin"],
+            stdin="".join(f"delete {n}\n" for n in names).encode(),
+            check=False,
+        )
 
 
 def _pr(git: Git, remote: str, number: int, base: str | None) -> tuple[list[str], list[str]]:
@@ -546,6 +625,23 @@ def _pr(git: Git, remote: str, number: int, base: str | None) -> tuple[list[str]
 
 
 def _import(
+    kernel: Kernel,
+    shared: SharedTree,
+    case_id: str,
+    *,
+    name: str,
+    source: str,
+    rep: ReplicaFile,
+) -> dict[str, Any]:
+    try:
+        return _import_checked(kernel, shared, case_id, name=name, source=source, rep=rep)
+    except GitFailedError as exc:
+        # Reading what was just fetched failed: a gitlink, a missing or oversized object, a
+        # tree where a file belongs. The fetched case is hostile or damaged, not this machine.
+        raise IntegrityError(f"the shared case {case_id} cannot be read: {exc.message}") from None
+
+
+def _import_checked(
     kernel: Kernel,
     shared: SharedTree,
     case_id: str,
@@ -661,6 +757,70 @@ def _snapshots_of(
     return case, files, fetched_module.summary(shared, remote)
 
 
+def _check_adoptable(
+    case: CaseFile,
+    documents: dict[str, bytes],
+    imports: list[fetched_module.Import],
+    local: tuple[str, CaseFile, ReplicaIndex | None] | None,
+) -> None:
+    """The snapshots an import would adopt hold together as `audit` checks them.
+
+    A receipt agrees with its batch and cites evidence the case will hold; hypotheses cite such
+    evidence; a pending decision matches the phase. `local` is (case path, local case.json,
+    replicas.json) of a case that exists here; the cited ids are looked up there only when the
+    import itself does not bring them.
+    """
+    from cortex.cases import ledger
+    from cortex.cases.documents import Decisions, Hypotheses, Verification
+
+    cited: set[str] = set()
+    where = f"the state the fetch would adopt ({case.id})"
+    if "verification.json" in documents:
+        document = decode(documents["verification.json"], Verification)
+        batches = {b.id: b for b in document.batches}
+        for receipt in document.receipts:
+            batch = batches.get(receipt.batch_id)
+            if batch is None or receipt.binding != batch.binding:
+                raise IntegrityError(f"{where}: receipt {receipt.id} disagrees with its batch")
+            if receipt.binding == "bound" and (
+                receipt.revision,
+                receipt.dirty_digest,
+                receipt.tree,
+            ) != (batch.revision, batch.dirty_digest, batch.tree):
+                raise IntegrityError(f"{where}: receipt {receipt.id} disagrees with its batch")
+            if receipt.binding == "unbound" and receipt.status in ("passed", "failed"):
+                raise IntegrityError(f"{where}: receipt {receipt.id} is unbound but decided")
+            cited.update(receipt.evidence)
+    if "hypotheses.json" in documents:
+        for hypothesis in decode(documents["hypotheses.json"], Hypotheses).hypotheses:
+            cited.update(hypothesis.supports)
+    if "decisions.json" in documents:
+        waiting = [
+            d.id for d in decode(documents["decisions.json"], Decisions).decisions
+            if d.status == "pending"
+        ]  # fmt: skip
+        if len(waiting) > 1 or bool(waiting) != (case.status == "needs_human_decision"):
+            raise IntegrityError(f"{where}: its pending decisions do not match its phase")
+    missing = sorted(cited - set().union(*(i.evidence for i in imports)))
+    if missing and local is not None:
+        path, local_case, index = local
+        state = local_case.ledgers.get("evidence")
+        if state is not None and state.bytes:
+            file = os.path.join(path, "evidence.jsonl")
+            missing = [i for i in missing if i not in ledger.find_lines(file, state.bytes, missing)]
+        for replica_entry in index.replicas if index is not None else []:
+            extent = replica_entry.ledgers.get("evidence")
+            if not missing or extent is None or not extent.bytes:
+                continue
+            file = os.path.join(path, replica_ledger(replica_entry.key, "evidence"))
+            missing = [
+                i for i in missing if i not in ledger.find_lines(file, extent.bytes, missing)
+            ]
+    if missing:
+        msg = f"{where} cites {missing[0]}, which is not evidence of this case"
+        raise IntegrityError(msg)
+
+
 def _tag(data: bytes) -> int:
     return decode(data, LineMeta).revision
 
@@ -692,6 +852,7 @@ def _create(
     winner = outcome.winner
     source_key = next(i.source for i in imports if i.key == winner.key)
     shared_case, documents, summary = _snapshots_of(shared, tree.replicas[source_key])
+    _check_adoptable(shared_case, documents, imports, None)
     now = kernel.now()
     files: dict[str, bytes] = {}
     snapshots: dict[str, SnapshotRef] = {}
@@ -753,6 +914,7 @@ def _create(
     )
     try:
         kernel.prepare_store()
+        persist_replica(kernel, rep)
         kernel.store.create(case, operation="case.fetch", phases=[phase], files=files, now=now)
     except IntegrityError:
         if kernel.store.exists(tree.task_id):
@@ -766,6 +928,7 @@ def _create(
         "adopted": winner.key,
         "conflicts": len(outcome.conflicts),
         "forks": [i.key for i in imports if i.forked],
+        "behind": [],
     }
 
 
@@ -828,6 +991,7 @@ def _into(
 
     case: CaseFile = txn.case
     index: ReplicaIndex | None = txn.snapshot(REPLICAS_FILE, ReplicaIndex)
+    behind: list[str] = []
     imports = fetched_module.plan(
         shared,
         tree,
@@ -837,6 +1001,7 @@ def _into(
         replica=rep.id,
         local_key=local_key,
         redactor=kernel.redactor,
+        behind=behind,
     )
     result: dict[str, Any] = {
         "taskId": case.id,
@@ -846,10 +1011,12 @@ def _into(
         "adopted": None,
         "conflicts": 0,
         "forks": [i.key for i in imports if i.forked],
+        "behind": behind,
     }
     if not imports:
         txn.skip = True
         return result
+    persist_replica(kernel, rep)
     local, _ = _local_state(kernel, shared, case, index, rep)
     outcome = fold(local, _states(tree, imports))
     assert outcome is not None  # noqa: S101 - there is a local state
@@ -866,6 +1033,9 @@ def _into(
             key=winner.key,
             source=source,
             now=now,
+            check=lambda adopted, documents: _check_adoptable(
+                adopted, documents, imports, (txn.path, case, index)
+            ),
         )
         index.in_force = winner.key
         result["adopted"] = winner.key
@@ -914,9 +1084,11 @@ def _adopt(
     key: str,
     source: str,
     now: str,
+    check: Callable[[CaseFile, dict[str, bytes]], None],
 ) -> None:
     """Make the local case hold another replica's state (docs/design/sharing.md, adoption)."""
     shared_case, documents, summary = _snapshots_of(shared, remote)
+    check(shared_case, documents)
     case: CaseFile = txn.case
     before = case.status
     for field in ADOPTED_FIELDS:

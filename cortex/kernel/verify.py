@@ -36,6 +36,7 @@ from cortex.kernel.live import changed_files, live_capture
 from cortex.kernel.progress import Progress
 from cortex.kernel.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
+from cortex.verifiers.config import definition_digest
 from cortex.verifiers.runner import Cancelled
 from cortex.workspace.capture import Capture
 
@@ -238,7 +239,10 @@ def _run_all(
             )
         if watch is not None:
             watch.finish(outcome.status)
-        runs.append(Run(requirement=requirement, verifier=verifier, outcome=outcome))
+        definition = definition_digest(requirement, context.verifiers)
+        runs.append(
+            Run(requirement=requirement, verifier=verifier, outcome=outcome, definition=definition)
+        )
     return runs
 
 

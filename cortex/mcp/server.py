@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import io
 import logging
+import math
 import os
 import signal
 import threading
@@ -55,7 +56,7 @@ from cortex.mcp.tools import (
     output_schema,
     spelling,
 )
-from cortex.mcp.wire import INVALID, repair
+from cortex.mcp.wire import INVALID, Refusal, screen
 
 if TYPE_CHECKING:
     from cortex.kernel.kernel import Kernel
@@ -210,9 +211,13 @@ def serve(cwd: str, env: Mapping[str, str], *, stderr: IO[str]) -> int:
     redactor = redactor_for(cwd, env)
 
     async def main() -> None:
-        async with stdio_server(stdin=_requests(closing)) as (read_stream, write_stream):
+        refusals, refused = anyio.create_memory_object_stream[Refusal](math.inf)
+        async with stdio_server(stdin=_requests(closing, refusals)) as (read_stream, write_stream):
             writes = _RedactedErrors(write_stream, redactor)
-            await server.run(read_stream, writes, server.create_initialization_options())
+            async with anyio.create_task_group() as group:
+                group.start_soon(_answer_refused, refused, writes)
+                await server.run(read_stream, writes, server.create_initialization_options())
+                group.cancel_scope.cancel()
 
     anyio.run(main)
     return 0
@@ -267,8 +272,21 @@ def _stop(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
-def _requests(closing: threading.Event) -> Any:
-    """The protocol's input, one repaired line at a time (`cortex.mcp.wire`).
+async def _answer_refused(refused: Any, writes: _RedactedErrors) -> None:
+    """Send the error answer of each request `wire.screen` refused (it names the id)."""
+    async with refused:
+        async for ident, code, message in refused:
+            error = types.JSONRPCError(
+                jsonrpc="2.0", id=ident, error=types.ErrorData(code=code, message=message)
+            )
+            try:
+                await writes.send(SessionMessage(error))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+
+
+def _requests(closing: threading.Event, refusals: Any) -> Any:
+    """The protocol's input, one screened and repaired line at a time (`cortex.mcp.wire`).
 
     The wire is read from a private duplicate of descriptor 0, which then points at the null
     device, so nothing else in the process (or a child) can consume a request. `closing` is set
@@ -282,8 +300,13 @@ def _requests(closing: threading.Event) -> Any:
     lines = anyio.wrap_file(text)
 
     async def repaired() -> AsyncIterator[str]:
-        async for line in lines:
-            yield repair(line)
+        async with refusals:
+            async for line in lines:
+                passed, answers = screen(line)
+                for answer in answers:
+                    await refusals.send(answer)
+                if passed is not None:
+                    yield passed
         closing.set()
 
     return repaired()

@@ -646,10 +646,11 @@ def _complete(k: Kernel, a: Complete, held: Leases) -> Result:
     return result
 
 
-def _abort(k: Kernel, a: Abort, _held: Leases) -> Result:
+def _abort(k: Kernel, a: Abort, held: Leases) -> Result:
     from cortex.kernel.close import close
 
-    return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor)
+    token = held.get(k, a.task_id)
+    return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor, lease_token=token)
 
 
 def _archive(k: Kernel, a: Archive, _held: Leases) -> Result:
@@ -664,16 +665,18 @@ def _unarchive(k: Kernel, a: Archive, _held: Leases) -> Result:
     return unarchive(k, a.task_id, actor=a.actor)
 
 
-def _block(k: Kernel, a: Block, _held: Leases) -> Result:
+def _block(k: Kernel, a: Block, held: Leases) -> Result:
     from cortex.kernel.close import close
 
-    return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor)
+    token = held.get(k, a.task_id)
+    return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor, lease_token=token)
 
 
-def _unblock(k: Kernel, a: Unblock, _held: Leases) -> Result:
+def _unblock(k: Kernel, a: Unblock, held: Leases) -> Result:
     from cortex.kernel.close import unblock
 
-    return unblock(k, a.task_id, reason=a.reason, actor=a.actor)
+    token = held.get(k, a.task_id)
+    return unblock(k, a.task_id, reason=a.reason, actor=a.actor, lease_token=token)
 
 
 def _read_evidence(k: Kernel, a: ReadEvidence, _held: Leases) -> Result:

@@ -12,6 +12,13 @@ other request holding a longer one keeps its id and method but gets parameters t
 so it answers with its own "invalid parameters" error. A request whose id is itself such a
 number cannot be answered (no reply could name it); it passes through, and the server carries
 on. Every other line passes through unchanged.
+
+`screen` comes first: a line that is not a request the SDK can take at all (not JSON, a
+batch, no method or one that is not text, `jsonrpc` other than "2.0", parameters that are not
+an object, an id that is neither text nor an integer) is answered here with the JSON-RPC 2.0
+error code the specification gives, naming its id (null when it has none that a reply could
+name), and is not handed on. The SDK would drop each of them silently, and a client waiting on
+the id would hang. Notifications and responses are never answered.
 """
 
 from __future__ import annotations
@@ -51,6 +58,70 @@ def _integer(text: str) -> object:
 
 def _float(text: str) -> object:
     return _UNREAD if sum(c.isdigit() for c in text) > INTEGER_DIGITS_MAX else float(text)
+
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+
+Refusal = tuple[object, int, str]
+"""An error answer to send: (id, JSON-RPC code, message)."""
+
+
+def screen(line: str) -> tuple[str | None, list[Refusal]]:
+    """The line to hand on (None: none), and the error answers it needs (module docstring)."""
+    if not line.strip():
+        return None, []
+    try:
+        message = json.loads(line, parse_int=_integer, parse_float=_float)
+    except RecursionError:
+        return repair(line), []
+    except ValueError:
+        found = _ID.search(line[:4096])
+        ident = json.loads(found.group(1)) if found is not None else None
+        return None, [(ident, PARSE_ERROR, "parse error: the line is not JSON text")]
+    if isinstance(message, list):
+        if not message:
+            return None, [(None, INVALID_REQUEST, "invalid request: an empty batch")]
+        refusals = [
+            (_named(item.get("id")), INVALID_REQUEST, "invalid request: batches are not supported")
+            for item in message
+            if isinstance(item, dict) and "id" in item and "method" in item
+        ]
+        return None, refusals
+    if not isinstance(message, dict):
+        return None, [(None, INVALID_REQUEST, "invalid request: not a JSON object")]
+    if "method" not in message and ("result" in message or "error" in message):
+        return line, []  # a response to one of the server's own requests
+    if "id" not in message:
+        valid = message.get("jsonrpc") == "2.0" and isinstance(message.get("method"), str)
+        return (repair(line) if valid else None), []  # a notification: never answered
+    ident = _named(message["id"])
+    problem = _problem(message)
+    if ident is None and message["id"] is not None:
+        problem = problem or (INVALID_REQUEST, "invalid request: the id must be text or an integer")
+    if problem is not None:
+        return None, [(ident, *problem)]
+    return repair(line), []
+
+
+def _problem(message: dict[str, Any]) -> tuple[int, str] | None:
+    if message.get("jsonrpc") != "2.0":
+        return INVALID_REQUEST, 'invalid request: "jsonrpc" must be "2.0"'
+    if "method" not in message:
+        return INVALID_REQUEST, "invalid request: no method"
+    if not isinstance(message["method"], str):
+        return INVALID_REQUEST, "invalid request: the method must be text"
+    if "params" in message and not isinstance(message["params"], dict):
+        return INVALID_PARAMS, "invalid params: the parameters must be an object"
+    return None
+
+
+def _named(ident: object) -> object:
+    """The id a reply can name: text or an integer (a bool is not one); else None."""
+    if isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool)):
+        return ident
+    return None
 
 
 def repair(line: str) -> str:

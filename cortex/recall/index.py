@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from itertools import pairwise
@@ -211,9 +212,19 @@ class Index:
 
     @classmethod
     def read(cls, path: str) -> Index | None:
-        """The index at `path` for reading, or None when there is none (or not of this format)."""
-        if not os.path.isfile(path):
+        """The index at `path` for reading, or None when there is none (or not of this format).
+
+        Anything but a regular file in its place (a directory, a symlink, dangling or not) is
+        a damaged index, never "no index yet": the reader says so, and a rebuild heals it.
+        """
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise RecallIndexError(f"cannot read {path}: {exc.strerror}") from None
+        if not stat.S_ISREG(mode):
+            raise RecallIndexError(f"{path} is not a regular file")
         engine = "fts5" if path.endswith("-fts5.sqlite") else "bm25py"
         try:
             db = sqlite3.connect(_uri(path), uri=True, timeout=BUSY_MS / 1000, isolation_level=None)
@@ -238,6 +249,7 @@ class Index:
             make_private_dirs(os.path.dirname(path))
         except OSError as exc:
             raise RecallIndexError(f"cannot make {os.path.dirname(path)}: {exc}") from None
+        _clear_the_way(path)
         for attempt in range(2):
             if not os.path.exists(path):
                 try:
@@ -789,6 +801,27 @@ def _rounded(value: float) -> float:
 def _unlink(path: str) -> None:
     with suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def _clear_the_way(path: str) -> None:
+    """Make room for the index file (a rebuild never deletes what it did not make).
+
+    A symlink in its place is removed (never its target); anything else that is not a regular
+    file is set aside as `<name>.damaged-<hex>`.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RecallIndexError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        if stat.S_ISLNK(mode):
+            os.unlink(path)
+        elif not stat.S_ISREG(mode):
+            os.rename(path, f"{path}.damaged-{os.urandom(4).hex()}")
+    except OSError as exc:
+        raise RecallIndexError(f"cannot clear {path}: {exc.strerror}") from None
 
 
 def blob_digest(cards: list[bytes], contests: list[bytes], closings: list[bytes]) -> str:

@@ -379,6 +379,8 @@ def _evidence(data: Data) -> str:
         facts = [f"{_code(r['kind'])}, {_code(r['confidence'])}, {_code(r['tool'])}"]
         if r.get("provenance") and r["provenance"] != "agent":
             facts.append(f"origin: {text(r['provenance'])}")
+        if r.get("replica"):
+            facts.append(f"[from replica {_code(r['replica'])}]")
         where = _location(data, r)
         if where:
             facts.append(where)
@@ -416,6 +418,10 @@ def _timeline(data: Data) -> str:
         extra = ""
         if e["kind"] == "receipt":
             extra = " " + marker(str(e.get("standing", "")))
+        if e.get("origin") and e["origin"] != "agent":
+            extra += f" (origin: {text(e['origin'])})"
+        if e.get("replica"):
+            extra += f" [from replica {_code(e['replica'])}]"
         rows.append(
             f"<tr><td>{text(e['at'])}</td><td>{_code(e['kind'])}</td>"
             f"<td>{_code(e['id'])}</td><td>{_code(e.get('actor') or '-')}</td>"

@@ -228,6 +228,8 @@ def _evidence(data: Data) -> list[str]:
         line = f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {claim}"
         if r.get("provenance") and r["provenance"] != "agent":
             line += f" (origin: {inline(r['provenance'])})"
+        if r.get("replica"):
+            line += f" [from replica {code(r['replica'])}]"
         location = r.get("location")
         if location and location.get("file"):
             start, end, head = (
@@ -257,6 +259,10 @@ def _timeline(data: Data) -> list[str]:
     ]
     for e in entries:
         extra = f" {_mark(str(e.get('standing', '')))}" if e["kind"] == "receipt" else ""
+        if e.get("origin") and e["origin"] != "agent":
+            extra += f" (origin: {inline(e['origin'])})"
+        if e.get("replica"):
+            extra += f" [from replica {code(e['replica'])}]"
         lines.append(
             f"- {inline(e['at'])} {code(e['kind'])} {code(e['id'])}: {inline(e['title'])}{extra}"
         )

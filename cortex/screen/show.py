@@ -104,6 +104,9 @@ def _recent(console: Console, recent: Data) -> None:
         if origin != "agent":
             # A person's word, or an agent's report of one (docs/design/trust.md).
             line += Text(f"  [{origin}]", style="dim")
+        if item.get("replica"):
+            # Recorded on another machine and fetched here (docs/design/trust.md).
+            line += Text(f"  [from {item['replica']}]", style="dim")
         for label in item.get("labels", []):
             line += Text(" ") + Text(label, style="yellow")
         console.print(line)

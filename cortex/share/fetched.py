@@ -17,8 +17,16 @@ from cortex.cases import ledger
 from cortex.cases.bounds import SHARE_REPLICAS_MAX, SHARE_SEGMENT_LINES
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError, UnsupportedSchemaError
+from cortex.cases.ids import is_id
 from cortex.cases.layout import is_replica_key, ledger_file, parse_raw_ref, replica_ledger
-from cortex.cases.records import LEDGER_TYPES, CaseFile, Evidence, LedgerRecord, LedgerState
+from cortex.cases.records import (
+    LEDGER_PREFIXES,
+    LEDGER_TYPES,
+    CaseFile,
+    Evidence,
+    LedgerRecord,
+    LedgerState,
+)
 from cortex.cases.redact import Redactor
 from cortex.cases.replica_index import LocalSync, ReplicaIndex
 from cortex.cases.replicas import ShareMeta, check_chain, line_hash, parse
@@ -74,6 +82,8 @@ class Import(msgspec.Struct, kw_only=True):
     blobs: dict[str, bytes] = msgspec.field(default_factory=dict)
     """`raw/<raw id>.txt|.tree` -> bytes."""
     lines: int = 0
+    evidence: set[str] = msgspec.field(default_factory=set)
+    """The ids of the new evidence records (adopted snapshots may cite them)."""
 
 
 def read_case_tree(shared: SharedTree, name: str, task_id: str) -> CaseTree:
@@ -149,6 +159,55 @@ class LocalChain:
         return ledger.line_hash(self.lines(name)[n - 1])
 
 
+class IdBook:
+    """Every record id the case will hold, with the hash of the line that holds it, by ledger.
+
+    The merged view unions records by id (a fork's twin lines are the same line), so a fetched
+    record reusing an id the case already holds with other content would shadow that record on
+    every surface. The book is read once per ledger, only when an import brings new lines: the
+    local ledger, each stored replica's, and what this fetch plans to import.
+    """
+
+    def __init__(self, path: str | None, case: CaseFile | None, index: ReplicaIndex) -> None:
+        self.path = path
+        self.case = case
+        self.index = index
+        self._ids: dict[str, dict[str, str]] = {}
+
+    def ids(self, name: str) -> dict[str, str]:
+        """Record id -> line hash of one ledger across the case."""
+        if name not in self._ids:
+            found: dict[str, str] = {}
+            if self.path is not None and self.case is not None:
+                state = self.case.ledgers.get(name) or LedgerState()
+                file = os.path.join(self.path, ledger_file(name))
+                for _, line in ledger.iter_lines(file, state.bytes):
+                    found.setdefault(_line_id(line), ledger.line_hash(line))
+                for replica in self.index.replicas:
+                    extent = replica.ledgers.get(name) or LedgerState()
+                    file = os.path.join(self.path, replica_ledger(replica.key, name))
+                    for _, line in ledger.iter_lines(file, extent.bytes):
+                        held = hash_line(name, line) if b'"share":' in line else None
+                        found.setdefault(_line_id(line), held or ledger.line_hash(line))
+            self._ids[name] = found
+        return self._ids[name]
+
+    def add(self, name: str, record_id: str, hashed: str, where: str) -> None:
+        """Note a new record; refuse it when the case holds its id with other content."""
+        known = self.ids(name)
+        if known.setdefault(record_id, hashed) != hashed:
+            msg = f"{where}: record id {record_id} appears twice (held with other content)"
+            raise IntegrityError(msg)
+
+
+def _line_id(line: bytes) -> str:
+    """The id a stored line starts with (`{"id":"<id>"`), or "" for one that does not."""
+    if not line.startswith(b'{"id":"'):
+        return ""
+    end = line.find(b'"', 7)
+    return line[7:end].decode("utf-8", "replace") if end > 0 else ""
+
+
 def stored_history(path: str, task_id: str, index: ReplicaIndex, key: str) -> History | None:
     """An imported replica's history as the case directory holds it."""
     replica = index.replica(key)
@@ -162,24 +221,39 @@ def stored_history(path: str, task_id: str, index: ReplicaIndex, key: str) -> Hi
     return Lines(task_id, lines)
 
 
-def _extends_stored(fetched: Fetched, index: ReplicaIndex, key: str) -> bool | None:
-    """Whether the fetched history extends the stored one (None: neither holds the other).
+def _extends_stored(
+    fetched: Fetched, index: ReplicaIndex, key: str, path: str, task_id: str
+) -> str | None:
+    """How the fetched history relates to the stored one of `key`.
 
-    False when it is not newer; decided from one hash per ledger.
+    `new` (it extends what is stored), `same`, `behind` (a prefix of what is stored: an older
+    export) or None (diverged: a fork). Decided from one hash per ledger, reading the stored
+    lines only when the fetched history is shorter (docs/design/sharing.md, shorter histories).
     """
     replica = index.replica(key)
     if replica is None:
-        return True
-    newer = False
+        return "new"
+    newer = shorter = False
+    stored_lines: History | None = None
     for name in LEDGER_NAMES:
         stored = replica.ledgers.get(name) or LedgerState()
         count = fetched.history.count(name)
         if count < stored.count:
-            return None if newer else False
+            shorter = True
+            if stored_lines is None:
+                stored_lines = stored_history(path, task_id, index, key)
+            assert stored_lines is not None  # noqa: S101 - the replica is stored
+            if count and fetched.history.hash_at(name, count) != stored_lines.hash_at(name, count):
+                return None
+            continue
         if stored.count and fetched.history.hash_at(name, stored.count) != stored.tip:
             return None
         newer = newer or count > stored.count
-    return newer
+    if newer and shorter:
+        return None  # longer in one ledger, shorter in another: no history of one replica
+    if shorter:
+        return "behind"
+    return "new" if newer else "same"
 
 
 def plan(
@@ -192,11 +266,16 @@ def plan(
     replica: str,
     local_key: str | None,
     redactor: Redactor,
+    behind: list[str] | None = None,
 ) -> list[Import]:
-    """What to import of every fetched replica (see the module docstring)."""
+    """What to import of every fetched replica (see the module docstring).
+
+    The keys of fetched histories that are older exports of what is stored go to `behind`.
+    """
     imports: list[Import] = []
     index = index or ReplicaIndex(local=_no_sync(replica))
     local = LocalChain(path, case) if path is not None and case is not None else None
+    book = IdBook(path, case, index)
     for key, remote in sorted(fetched.replicas.items()):
         target = key
         if key.partition("~")[0] == replica and local is not None:
@@ -209,16 +288,27 @@ def plan(
                 continue
             if key == replica:
                 target = f"{replica}~{fork_suffix(local, remote.history)}"
-        decided = _extends_stored(remote, index, target)
+        decided = _extends_stored(remote, index, target, path or "", fetched.task_id)
         while decided is None:
             stored = stored_history(path or "", fetched.task_id, index, target)
             assert stored is not None  # noqa: S101 - None only when something is stored
             target = f"{target.partition('~')[0]}~{fork_suffix(stored, remote.history)}"
-            decided = _extends_stored(remote, index, target)
-        if not decided:
+            decided = _extends_stored(remote, index, target, path or "", fetched.task_id)
+        if decided == "behind" and behind is not None:
+            behind.append(target)
+        if decided != "new":
             continue
         imports.append(
-            _lines(shared, fetched, remote, target=target, index=index, redactor=redactor)
+            _lines(
+                shared,
+                fetched,
+                remote,
+                target=target,
+                index=index,
+                redactor=redactor,
+                path=path,
+                book=book,
+            )
         )
     return imports
 
@@ -235,6 +325,8 @@ def _lines(
     target: str,
     index: ReplicaIndex,
     redactor: Redactor,
+    path: str | None = None,
+    book: IdBook | None = None,
 ) -> Import:
     """Read and verify the new lines of one replica and the blobs they cite."""
     stored = index.replica(target)
@@ -261,14 +353,18 @@ def _lines(
         records: list[tuple[LedgerRecord, ShareMeta | None]] = []
         for record, meta, hashed in check_chain(lines, name, prev=prev, where=where):
             records.append((record, meta))
+            if book is not None:
+                book.add(name, record.id, hashed, where)
             ordered = ordered and record.timestamp >= last
             last = max(last, record.timestamp)
             tip = hashed
         if tip != head.tip:
             raise IntegrityError(f"{where}: the chain does not end at the tip its head records")
+        _check_ids(name, records, lines, where, path, target, have)
         for (record, meta), line in zip(records, lines, strict=True):
             _check_local_rules(redactor, record, line, task_id)
             if isinstance(record, Evidence):
+                result.evidence.add(record.id)
                 result.blobs.update(_blobs(shared, fetched, record, meta, redactor))
         data = b"".join(line + b"\n" for line in lines)
         result.appends[name] = (data, have.bytes)
@@ -277,6 +373,35 @@ def _lines(
         )
         result.lines += len(lines)
     return result
+
+
+def _check_ids(  # noqa: PLR0917 - one call site, each argument a different fact
+    name: str,
+    records: list[tuple[LedgerRecord, ShareMeta | None]],
+    lines: list[bytes],
+    where: str,
+    path: str | None,
+    key: str,
+    have: LedgerState,
+) -> None:
+    """Each new record's id is well formed and new to this replica's history, as audit checks."""
+    prefix = LEDGER_PREFIXES[name]
+    seen: set[str] = set()
+    for (record, _), line in zip(records, lines, strict=True):
+        if not is_id(record.id, prefix):
+            raise IntegrityError(f"{where}: malformed record id {record.id[:80]!r}")
+        if not line.startswith(b'{"id":"' + record.id.encode() + b'"'):
+            # Every line Cortex writes starts with its id, which is how a stored ledger is
+            # searched by id (`ledger.find_lines`): a line that hides it is not one of ours.
+            raise IntegrityError(f"{where}: the line of {record.id} does not start with its id")
+        if record.id in seen:
+            raise IntegrityError(f"{where}: record id {record.id} appears twice")
+        seen.add(record.id)
+    if path is not None and have.bytes:
+        file = os.path.join(path, replica_ledger(key, name))
+        found = ledger.find_lines(file, have.bytes, sorted(seen))
+        if found:
+            raise IntegrityError(f"{where}: record id {min(found)} appears twice")
 
 
 def _read_range(

@@ -6,6 +6,7 @@ here, beside the protocol, so a verifier (built in or a plugin) never imports th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
@@ -26,3 +27,30 @@ class VerifierConfig(msgspec.Struct, kw_only=True, frozen=True):
     kind: VerifierKind = "unit_test"
     """The evidence kind its runs are recorded as."""
     source: str = ""
+
+
+def config_key(requirement: str) -> str | None:
+    """The `[verifiers.NAME]` table a requirement runs (None: its kind reads no table)."""
+    kind, sep, name = requirement.partition(":")
+    if kind == "command" and sep:
+        return name
+    if kind == "pytest":
+        return name if sep else "pytest"
+    return None
+
+
+def definition_digest(requirement: str, configs: Mapping[str, VerifierConfig]) -> str:
+    """The sha256 of what a requirement runs: its table's argv, timeout and kind, or none.
+
+    Receipts record it, and the merge gate compares it with the base branch's definition
+    (docs/design/report.md): a branch that redefines `command:unit` as `true` is caught. The
+    table's source (which file) is left out: moving a definition changes nothing it runs.
+    """
+    from cortex.cases.digest import sha256_hex
+
+    key = config_key(requirement)
+    config = configs.get(key) if key is not None else None
+    body: dict[str, object] = {"requirement": requirement}
+    if config is not None:
+        body.update(argv=list(config.argv), timeout=config.timeout, kind=config.kind)
+    return sha256_hex(msgspec.json.encode(body, order="sorted"))

@@ -203,3 +203,38 @@ def commit_capture(root: str, commit: str, tree: str | None) -> Capture:
     if tree is None:
         clean.tree_reason = f"git does not know the tree of {commit[:12]}"
     return clean
+
+
+def files_at(
+    root: str, env: Mapping[str, str], commit: str, paths: Sequence[str], limit: int
+) -> dict[str, bytes | None]:
+    """The bytes of each path at `commit` (None: absent, not a file, or over `limit`)."""
+    found: dict[str, bytes | None] = dict.fromkeys(paths)
+    if not is_object_id(commit):
+        return found
+    request = "".join(f"{commit}:{path}\n" for path in paths).encode()
+    out = _git(["cat-file", "--batch"], root, env, request)
+    if out is None:
+        return found
+    at = 0
+    for path in paths:
+        end = out.index(b"\n", at)
+        fields = out[at:end].split()
+        at = end + 1
+        if len(fields) != 3:  # "<name> missing"
+            continue
+        size = int(fields[2])
+        data, at = out[at : at + size], at + size + 1
+        if fields[1] == b"blob" and size <= limit:
+            found[path] = data
+    return found
+
+
+def changed_between(root: str, env: Mapping[str, str], base: str, head: str) -> list[str] | None:
+    """The paths that differ between two commits (None when git cannot say)."""
+    if not (is_object_id(base) and is_object_id(head)):
+        return None
+    out = _git(["diff", "--name-only", "-z", "--no-renames", base, head, "--"], root, env)
+    if out is None:
+        return None
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The merge gate in CI: fetch the cases a pull request names, then ask Cortex for the verdict.
+# The merge gate in CI: fetch the cases a pull request names, then ask Cortex for the verdict,
+# reproducing each case's proof here: every required verifier runs again on a clean checkout of
+# HEAD with the BASE branch's definitions, so no approval rests on another machine's records.
 #
 #   examples/ci/review.sh BASE HEAD [PR]
 #
@@ -10,6 +12,9 @@
 #       fetched from the remote first (`cortex case fetch --pr`); without it nothing is fetched
 #
 # Environment: CORTEX (the cortex program, default `cortex`), CORTEX_REMOTE (default origin),
+# CORTEX_REVIEW_REPRODUCE (default 1; 0 judges the fetched records at the level `[review]
+# accept` sets instead: docs/design/trust.md says what each level trusts),
+# CORTEX_APPROVE_COMMANDS (set it in the job: the base branch's verifier commands may run),
 # CORTEX_REPORTS (a folder: each case's HTML report is written there, for an artifact),
 # GITHUB_STEP_SUMMARY (when set, the Markdown verdict is appended to it).
 #
@@ -24,13 +29,19 @@ head=${2:?usage: review.sh BASE HEAD [PR]}
 pr=${3:-}
 
 if [ -n "$pr" ]; then
-    "$cortex" case fetch --pr "$pr" --remote "$remote" --base "${base#"$remote"/}" >&2
+    # A case the fetch refuses (hostile or damaged) is not imported; the review then names it.
+    "$cortex" case fetch --pr "$pr" --remote "$remote" --base "${base#"$remote"/}" >&2 ||
+        echo "cortex case fetch failed; the review judges what this machine holds" >&2
 fi
 
 answer=$(mktemp)
 trap 'rm -f "$answer"' EXIT
+reproduce=--reproduce
+if [ "${CORTEX_REVIEW_REPRODUCE:-1}" = 0 ]; then
+    reproduce=
+fi
 status=0
-"$cortex" review --base "$base" --head "$head" --format md --json >"$answer" || status=$?
+"$cortex" review --base "$base" --head "$head" $reproduce --format md --json >"$answer" || status=$?
 if [ "$status" != 0 ] && [ "$status" != 5 ]; then
     cat "$answer" >&2
     exit "$status"

@@ -137,7 +137,7 @@ def recall(
     try:
         index = kernel_recall.open_read(kernel)
     except RecallIndexError as exc:
-        raise CortexError(f"the recall index cannot be read: {exc}") from None
+        raise kernel_recall.index_error(exc) from None
     if index is None:
         empty: dict[str, Any] = {
             "total": 0,
@@ -152,7 +152,7 @@ def recall(
         state = kernel_recall.state(kernel, index)
         total, hits = index.search(words, filters, limit=limit, offset=offset)
     except RecallIndexError as exc:
-        raise CortexError(f"the recall index cannot be read: {exc}") from None
+        raise kernel_recall.index_error(exc) from None
     finally:
         index.close()
     cards = kernel_recall.shown(kernel, hits)
@@ -194,7 +194,7 @@ def get(kernel: Kernel, ids: list[str]) -> Result:
         index = kernel_recall.open_read(kernel)
         found = {} if index is None else index.by_ids(wanted)
     except RecallIndexError as exc:
-        raise CortexError(f"the recall index cannot be read: {exc}") from None
+        raise kernel_recall.index_error(exc) from None
     if index is not None:
         index.close()
     missing = [card_id for card_id in wanted if card_id not in found]

@@ -147,6 +147,7 @@ def gather(
     batch = verification.batches[-1] if verification and verification.batches else None
     evidence = _newest(store, case, "evidence", REPORT_EVIDENCE_MAX)
     records = [r for r, _ in evidence if isinstance(r, Evidence)]
+    replicas = {r.id: origin for r, origin in evidence if origin is not None}
     findings = _findings(store, case, verification, batch, records)
     from cortex.kernel.views.labels import evidence_labels
 
@@ -182,7 +183,9 @@ def gather(
         "decisions": decision_views(decisions, found),
         "evidence": {
             "total": _total(store, case, documents, "evidence"),
-            "records": [_evidence(r, found.get(r.id, [])) for r in reversed(records)],
+            "records": [
+                _evidence(r, found.get(r.id, []), replicas.get(r.id)) for r in reversed(records)
+            ],
         },
         "timeline": _timeline(store, case, documents, verification, standing),
         "previews": _previews(kernel, store, case, verification, assessment, records),
@@ -502,7 +505,7 @@ def _hypotheses(doc: Hypotheses | None) -> list[Data]:
     return shown
 
 
-def _evidence(record: Evidence, labels: list[str]) -> Data:
+def _evidence(record: Evidence, labels: list[str], replica: str | None = None) -> Data:
     sensitive = record.sensitivity == "sensitive"
     location = record.location
     return {
@@ -516,7 +519,8 @@ def _evidence(record: Evidence, labels: list[str]) -> Data:
         "origin": record.source.origin,
         # How every surface shows who said it: `human (reported by agent-1 via mcp)` for a
         # person's word an agent passed on (docs/design/trust.md).
-        "provenance": provenance.shown(record.source),
+        "provenance": provenance.shown(record.source, replica),
+        "replica": replica,
         "actor": record.source.actor,
         "location": None
         if location is None or sensitive

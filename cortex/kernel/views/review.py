@@ -38,7 +38,13 @@ class ReviewError(RefusedError):
 
 
 def review(
-    kernel: Kernel, *, base: str | None = None, head: str | None = None, fmt: str | None = None
+    kernel: Kernel,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+    fmt: str | None = None,
+    accept: str | None = None,
+    reproduce: bool = False,
 ) -> Result:
     """The verdict for `base..head` (the module docstring); raises ReviewError unless approve."""
     from cortex.kernel.validate import shown
@@ -68,14 +74,29 @@ def review(
             "a review reads"
         )
         raise ArgumentError(msg, "base", "head")
+    from cortex.kernel.views import gate
+
+    base_config = gate.config_at(kernel, base_commit, "base")
+    head_config = gate.config_at(kernel, head_commit, "head")
+    rule = gate.policy(kernel, accept, reproduce=reproduce, base=base_config)
     commits = history.commits_between(root, env, base_commit, head_commit) or []
     tree = history.trees(root, env, [head_commit]).get(head_commit)
     branch = history.current_branch(root, env) if head_ref == "HEAD" else None
     branch = branch or history.branch_of(root, env, head_ref)
     warnings: list[str] = []
-    claims = _claims(kernel, commits, fork, branch, warnings)
-    live = history.commit_capture(root, head_commit, tree)
-    cases = [_case(kernel, task_id, how, live) for task_id, how in claims.items()]
+    claims, seen = _claims(kernel, commits, fork, branch, warnings)
+    judge = Judge(
+        kernel=kernel,
+        live=history.commit_capture(root, head_commit, tree),
+        level=rule["accept"],
+        base=base_config,
+        head=head_config,
+        head_commit=head_commit,
+        tree=tree,
+        fork=fork,
+    )
+    cases = [judge.case(task_id, how) for task_id, how in claims.items()]
+    warnings += judge.warnings
     problems = [dict(p, taskId=c["taskId"]) for c in cases for p in c["problems"]]
     if not cases:
         where = f"on the branch {branch}" if branch else "(no branch is checked out)"
@@ -103,8 +124,11 @@ def review(
         "head": {"ref": head_ref, "commit": head_commit, "tree": tree, "branch": branch},
         "mergeBase": fork,
         "commits": count,
+        "policy": rule,
         "cases": cases,
         "problems": problems,
+        "redefined": judge.redefined,
+        "seen": seen,
         "warnings": warnings,
         "format": fmt,
         "document": None,
@@ -138,8 +162,13 @@ def _base(root: str, env: Any, base: str | None) -> tuple[str, str]:
 
 def _claims(
     kernel: Kernel, commits: list[Any], fork: str, branch: str | None, warnings: list[str]
-) -> dict[str, list[str]]:
-    """Task id -> how it claims the range (`trailer`, `branch`), in a stable order."""
+) -> tuple[dict[str, list[str]], list[Data]]:
+    """Task id -> how it claims the range (`trailer`, `branch`); and the other open cases seen.
+
+    The commits' trailers name the cases judged; only a range without any trailer is judged
+    by the cases opened on its branch. Every other case opened on the branch and still open is
+    seen, never judged (docs/design/report.md, step 2).
+    """
     claims: dict[str, list[str]] = {}
     for commit in reversed(commits):  # oldest first
         for value in commit.trailers:
@@ -152,6 +181,7 @@ def _claims(
                     f"a Cortex-Case trailer of {commit.id[:12]} names {value[:80]!r}, not a "
                     "task id; ignored"
                 )
+    on_branch: list[tuple[str, Any]] = []
     if branch is not None:
         inside = {fork, *(c.id for c in commits)}
         store = kernel.store
@@ -167,68 +197,189 @@ def _claims(
                 and opened.commit_before in inside
                 and case.status != "abandoned"
             ):
-                claims.setdefault(task_id, []).append("branch")
+                on_branch.append((task_id, case))
+    trailers = bool(claims)
+    seen: list[Data] = []
+    for task_id, case in on_branch:
+        if not trailers:
+            claims.setdefault(task_id, []).append("branch")
+        elif task_id not in claims and case.status != "complete":
+            seen.append({"taskId": task_id, "phase": case.status, "goal": case.goal})
     if len(claims) > SHARE_PR_CASES_MAX:
         msg = f"{len(claims)} cases claim these commits, more than the {SHARE_PR_CASES_MAX} read"
         raise InvalidInputError(msg)
-    return claims
+    return claims, seen
 
 
-def _case(kernel: Kernel, task_id: str, how: list[str], live: Any) -> Data:
-    """One claiming case, judged against the head commit, with its problems."""
-    store = kernel.store
-    entry: Data = {
-        "taskId": task_id,
-        "claimedBy": how,
-        "goal": None,
-        "phase": None,
-        "assessment": None,
-        "currency": None,
-        "problems": [],
-    }
-    problems: list[Data] = entry["problems"]
-    if not store.exists(task_id):
-        problems.append(
-            {
-                "code": "case_missing",
-                "message": (
-                    f"a Cortex-Case trailer names {task_id}, which this store does not hold: "
-                    f"fetch it (cortex case fetch {task_id}, or --pr N)"
-                ),
-            }
-        )
+class Judge:
+    """Judges each claiming case against the head commit (steps 3 to 8 of the design)."""
+
+    def __init__(
+        self,
+        *,
+        kernel: Kernel,
+        live: Any,
+        level: str,
+        base: Any,
+        head: Any,
+        head_commit: str,
+        tree: str | None,
+        fork: str,
+    ) -> None:
+        self.kernel = kernel
+        self.live = live
+        self.level = level
+        self.base = base
+        self.head = head
+        self.head_commit = head_commit
+        self.tree = tree
+        self.fork = fork
+        self.redefined: list[Data] = []
+        self.warnings: list[str] = []
+
+    def case(self, task_id: str, how: list[str]) -> Data:
+        """One claiming case, with its problems."""
+        from cortex.kernel.views import gate
+
+        kernel, store = self.kernel, self.kernel.store
+        entry: Data = {
+            "taskId": task_id,
+            "claimedBy": how,
+            "goal": None,
+            "phase": None,
+            "assessment": None,
+            "currency": None,
+            "provenance": None,
+            "reproduction": None,
+            "problems": [],
+        }
+        problems: list[Data] = entry["problems"]
+        if not store.exists(task_id):
+            problems.append(
+                {
+                    "code": "case_missing",
+                    "message": (
+                        f"a Cortex-Case trailer names {task_id}, which this store does not "
+                        f"hold: fetch it (cortex case fetch {task_id}, or --pr N)"
+                    ),
+                }
+            )
+            return entry
+        integrity = gate.audit_problem(kernel, store, task_id)
+        if integrity is not None:
+            problems.append(integrity)
+            return entry
+        try:
+            case, documents = store.read_view(task_id)
+        except CortexError as exc:
+            message = f"the case cannot be read: {exc.message}"
+            problems.append({"code": "integrity", "message": message})
+            return entry
+        self._judge(entry, case, documents)
         return entry
-    from cortex.kernel.assessment import assess
 
-    case, documents = store.read_view(task_id)
-    verification: Verification | None = documents.get("verification.json")
-    decisions: Decisions | None = documents.get("decisions.json")
-    assessment = assess(case, verification, live)
-    currency = assessment.currency.summary if assessment.currency is not None else None
-    entry.update(goal=case.goal, phase=case.status, assessment=assessment.status, currency=currency)
-    if case.status != "complete":
-        problems.append({"code": "not_complete", "message": f"the case is {case.status}"})
-    reasons = "; ".join(assessment.reasons) or "nothing is current proof"
-    if assessment.status == "failed":
-        problems.append({"code": "failed", "message": reasons})
-    elif assessment.status == "unverified":
-        problems.append({"code": "no_proof", "message": reasons})
-    elif assessment.status == "partial":
-        problems.append({"code": "partial", "message": reasons})
+    def _judge(self, entry: Data, case: Any, documents: dict[str, Any]) -> None:
+        from cortex.cases.layout import REPLICAS_FILE
+        from cortex.kernel.assessment import assess
+        from cortex.kernel.views import gate
+
+        kernel, store = self.kernel, self.kernel.store
+        problems: list[Data] = entry["problems"]
+        verification: Verification | None = documents.get("verification.json")
+        decisions: Decisions | None = documents.get("decisions.json")
+        assessment = assess(case, verification, self.live)
+        currency = assessment.currency.summary if assessment.currency is not None else None
+        entry.update(
+            goal=case.goal, phase=case.status, assessment=assessment.status, currency=currency
+        )
+        found = gate.provenance(store, case, verification, documents.get(REPLICAS_FILE))
+        entry["provenance"] = found
+        if case.status != "complete":
+            problems.append({"code": "not_complete", "message": f"the case is {case.status}"})
+        reasons = "; ".join(assessment.reasons) or "nothing is current proof"
+        if assessment.status == "failed":
+            problems.append({"code": "failed", "message": reasons})
+        elif assessment.status == "unverified":
+            problems.append({"code": "no_proof", "message": reasons})
+        elif assessment.status == "partial":
+            problems.append({"code": "partial", "message": reasons})
+        problems += _decision_problems(kernel, case, decisions)
+        untrusted = gate.untrusted(found, self.level)
+        if untrusted is not None and assessment.status != "unverified":
+            problems.append(untrusted)
+        self._definitions(entry, case, verification)
+        if self.level == "reproduced" and not problems and verification is not None:
+            self._reproduce(entry, case, verification)
+
+    def _definitions(self, entry: Data, case: Any, verification: Verification | None) -> None:
+        from cortex.kernel.views import gate
+
+        task_id = case.id
+        changed = gate.redefined(list(case.verification_required), self.base, self.head)
+        known = {r["requirement"] for r in self.redefined}
+        self.redefined += [r for r in changed if r["requirement"] not in known]
+        differ, unknown = gate.receipt_definitions(verification, self.base)
+        names = sorted({r["requirement"] for r in changed} | set(differ))
+        if names:
+            message = (
+                f"{', '.join(names)}: the definition that ran is not the base branch's (the "
+                "head commit or the run used another argv, timeout or kind)"
+            )
+            if self.level == "reproduced":
+                self.warnings.append(
+                    f"{task_id}: {message}; the reproduction used the base branch's definition"
+                )
+            else:
+                entry["problems"].append({"code": "verifier_redefined", "message": message})
+        if unknown:
+            self.warnings.append(
+                f"{task_id}: {unknown} receipt(s) record no verifier definition (written before "
+                "it was recorded); only the base and head definitions were compared"
+            )
+
+    def _reproduce(self, entry: Data, case: Any, verification: Verification) -> None:
+        from cortex.kernel.views.reproduce import reproduce
+
+        result = reproduce(
+            self.kernel,
+            case,
+            verification,
+            head=self.head_commit,
+            tree=self.tree,
+            fork=self.fork,
+            base=self.base,
+        )
+        entry["reproduction"] = result
+        entry["provenance"]["reproduced"] = result["ok"]
+        if result["ok"]:
+            return
+        shown = (
+            ", ".join(f"{r['requirement']} {r['status']}" for r in result["runs"]) or "nothing ran"
+        )
+        claims = [c for c in result["claims"] if c["status"] != "passed"]
+        if claims:
+            shown += "; claims not passed: " + ", ".join(str(c["claimId"]) for c in claims)
+        if result["reason"]:
+            shown = result["reason"]
+        code = "failed" if result["failed"] else "not_reproduced"
+        entry["problems"].append(
+            {"code": code, "message": f"reproduced on the head commit: {shown}"}
+        )
+
+
+def _decision_problems(kernel: Kernel, case: Any, decisions: Decisions | None) -> list[Data]:
+    problems: list[Data] = []
     items = decisions.decisions if decisions else []
     pending = [d.id for d in items if d.status == "pending"]
     if pending:
         problems.append(
-            {
-                "code": "pending_decision",
-                "message": f"waiting for a person: {', '.join(pending)}",
-            }
+            {"code": "pending_decision", "message": f"waiting for a person: {', '.join(pending)}"}
         )
     answered = [d for d in items if d.status == "answered"]
     if answered:
         from cortex.kernel.views.labels import evidence_labels
 
-        labels = evidence_labels(kernel, store, case, [], answered)
+        labels = evidence_labels(kernel, kernel.store, case, [], answered)
         contested = [d.id for d in answered if "[contested]" in labels.get(d.id, [])]
         if contested:
             problems.append(
@@ -237,19 +388,31 @@ def _case(kernel: Kernel, task_id: str, how: list[str], live: Any) -> Data:
                     "message": f"answered but contested, not resolved: {', '.join(contested)}",
                 }
             )
-    return entry
+    return problems
 
 
 def _summary(verdict: str, cases: list[Data], problems: list[Data]) -> str:
     if verdict == "approve":
         return (
             f"approve: {len(cases)} case(s) complete, each with proof current for the head "
-            "commit's tree"
+            "commit's tree, from an origin the policy accepts"
         )
     first = problems[0]
     where = f"{first['taskId']}: " if first.get("taskId") else ""
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"{verdict}: {where}{first['code']}: {first['message']}{more}"
+
+
+def _origin(provenance: Data | None) -> str:
+    """Where a case's proof came from, in a word or two (`local`, `remote, reproduced`)."""
+    if provenance is None or provenance["origin"] is None:
+        return "-"
+    words = [provenance["origin"]]
+    if provenance["source"]:
+        words.append(provenance["source"])
+    if provenance["reproduced"]:
+        words.append("reproduced")
+    return ", ".join(words)
 
 
 def _named(ref: str, commit: str) -> str:
@@ -273,16 +436,24 @@ def markdown(data: Data) -> str:
             f"- Base: {_named(base['ref'], base['commit'])}; merge base "
             f"{code(data['mergeBase'])}; {data['commits']} commit(s)"
         ),
+        (
+            f"- Policy: accepts {code(data['policy']['accept'])} proof (set by "
+            f"{inline(data['policy']['from'])})"
+        ),
         "",
     ]
     if data["cases"]:
-        lines += ["| case | claimed by | phase | verdict | code |", "|---|---|---|---|---|"]
+        lines += [
+            "| case | claimed by | phase | verdict | proof from | code |",
+            "|---|---|---|---|---|---|",
+        ]
         for case in data["cases"]:
             cells = [
                 code(case["taskId"]),
                 inline(", ".join(case["claimedBy"])),
                 inline(case["phase"] or "missing"),
                 inline(case["assessment"] or "-"),
+                inline(_origin(case["provenance"])),
                 inline(case["currency"] or "-"),
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
@@ -292,6 +463,13 @@ def markdown(data: Data) -> str:
         for problem in data["problems"]:
             where = f"{code(problem['taskId'])} " if problem.get("taskId") else ""
             lines.append(f"- {where}{code(problem['code'])}: {inline(problem['message'])}")
+        lines.append("")
+    if data["seen"]:
+        lines += ["Other open cases of the branch (not judged):", ""]
+        lines += [
+            f"- {code(s['taskId'])} ({inline(s['phase'])}): {inline(s['goal'] or '')}"
+            for s in data["seen"]
+        ]
         lines.append("")
     lines += [f"- Warning: {inline(w)}" for w in data["warnings"]]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -267,6 +267,7 @@ def _evidence(p: Data) -> list[str]:
         lines += [
             f"- {code(r['id'])} {inline(r['timestamp'])} {code(r['kind'])}: {inline(r['title'])}"
             + (f" ({inline(r['origin'])})" if r.get("origin") else "")
+            + (f" [from {code(r['replica'])}]" if r.get("replica") else "")
             + (f" {inline(' '.join(r['labels']))}" if r.get("labels") else "")
             for r in e["records"]
         ]
@@ -281,6 +282,8 @@ def _record(r: Data) -> list[str]:
     # The origin as every surface shows it: a person's word, or an agent's report of one.
     by = f"{code(source['tool'])} ({inline(source.get('shown') or shown(source))}"
     by += f", {code(source['actor'])})" if source.get("actor") else ")"
+    if source.get("replica"):
+        by += f" [from {code(source['replica'])}]"  # recorded on another machine
     lines = [
         f"### {code(r['id'])}: {code(r['kind'])}",
         "",

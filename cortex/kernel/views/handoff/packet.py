@@ -292,6 +292,7 @@ def _evidence_at(records: list[Data], tier: Tier) -> tuple[list[Data], int]:
                 "title": cut(" ".join(r["claim"].split()), limit)[0],
                 # Titles only, but never a report of a person's word passed off as their own.
                 **({"origin": r["source"]["shown"]} if "shown" in r["source"] else {}),
+                **({"replica": r["source"]["replica"]} if "replica" in r["source"] else {}),
                 "labels": r["labels"],
             }
             for r in records

@@ -35,7 +35,8 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
     decisions: Decisions | None = documents.get("decisions.json")
     waiting = pending(decisions)
     steps = next_actions(case, decision=waiting)
-    records, total, sensitive = _evidence_window(store, case)
+    window, total, sensitive = _evidence_window(store, case)
+    records = [record for record, _ in window]
     children, more_children = _children(store, case)
     from cortex.kernel.views.labels import evidence_labels
 
@@ -56,7 +57,9 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
             "total": total,
             "sensitive": sensitive,
             "shareable": total - sensitive,
-            "records": [_evidence(record, found.get(record.id, [])) for record in records],
+            "records": [
+                _evidence(record, found.get(record.id, []), origin) for record, origin in window
+            ],
         },
         # The packet is a document: its next steps are command lines. The answer's own actions
         # keep the structured steps, which each face spells its own way.
@@ -68,22 +71,24 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
     return redacted
 
 
-def _evidence_window(store: CaseStore, case: CaseFile) -> tuple[list[Evidence], int, int]:
+def _evidence_window(
+    store: CaseStore, case: CaseFile
+) -> tuple[list[tuple[Evidence, str | None]], int, int]:
     """The newest shareable records (newest first), the total and the sensitive count.
 
     The committed ledger is streamed: memory holds at most `HANDOFF_EVIDENCE_MAX` records,
     however long the case is.
     """
-    newest: deque[Evidence] = deque(maxlen=HANDOFF_EVIDENCE_MAX)
+    newest: deque[tuple[Evidence, str | None]] = deque(maxlen=HANDOFF_EVIDENCE_MAX)
     total = sensitive = 0
-    for record in store.read_ledger(case, "evidence"):
+    for record, origin in store.read_ledger_with_origin(case, "evidence"):
         if not isinstance(record, Evidence):  # read_ledger is typed for every ledger
             continue
         total += 1
         if record.sensitivity == "sensitive":
             sensitive += 1
             continue
-        newest.append(record)
+        newest.append((record, origin))
     return list(reversed(newest)), total, sensitive
 
 
@@ -233,7 +238,7 @@ def decision_views(decisions: Decisions | None, found: dict[str, list[str]]) -> 
     ]
 
 
-def _evidence(record: Evidence, labels: list[str]) -> Data:
+def _evidence(record: Evidence, labels: list[str], replica: str | None = None) -> Data:
     location = record.location
     return {
         "id": record.id,
@@ -241,7 +246,7 @@ def _evidence(record: Evidence, labels: list[str]) -> Data:
         "kind": record.kind,
         "claim": record.claim,
         "confidence": record.confidence,
-        "source": _source(record),
+        "source": _source(record, replica),
         "location": None if location is None else msgspec.to_builtins(location),
         "rawRef": record.raw_ref,
         "derivedFrom": list(record.derived_from),
@@ -250,7 +255,7 @@ def _evidence(record: Evidence, labels: list[str]) -> Data:
     }
 
 
-def _source(record: Evidence) -> Data:
+def _source(record: Evidence, replica: str | None = None) -> Data:
     """Where a record came from, and, unless the agent said it itself, who said it.
 
     The channel fields are left out where they say nothing (not recorded, not claimed): a
@@ -261,9 +266,11 @@ def _source(record: Evidence) -> Data:
         source.pop("via", None)
     if not source.get("claimedByAgent"):
         source.pop("claimedByAgent", None)
-    origin = shown(record.source)
+    origin = shown(record.source, replica)
     if origin != "agent":
         source["shown"] = origin
+    if replica is not None:
+        source["replica"] = replica  # recorded on another machine (docs/design/trust.md)
     return source
 
 

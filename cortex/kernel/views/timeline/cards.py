@@ -209,7 +209,7 @@ def card(entry: Entry, context: Context) -> dict[str, object]:
             "evidenceKind": record.kind,
             "confidence": record.confidence,
             "tool": record.source.tool,
-            "origin": shown(record.source),
+            "origin": shown(record.source, entry.replica),
             "sensitive": sensitive,
             "hasRaw": record.raw_ref is not None,
         }
