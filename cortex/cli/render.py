@@ -520,6 +520,8 @@ def _review(console: Console, data: Data) -> None:
         )
         if case.get("currency"):
             console.print(Text(f"    {case['currency']}", style="dim"))
+        for flag in (case.get("observed") or {}).get("flags", []):
+            console.print(Text(f"    ! {flag['kind']}: ", style="yellow") + Text(flag["message"]))
     for problem in data["problems"]:
         where = f"{problem['taskId']} " if problem.get("taskId") else ""
         console.print(

@@ -664,6 +664,9 @@ class ReviewCase(_Answer):
     provenance: ReviewProvenance | None
     reproduction: ReviewReproduction | None
     problems: list[ReviewCaseProblem]
+    observed: Observed | None = None
+    """What the agent's host recorded it doing, set against its claims (only on the machine the
+    agent ran on: activity is not shared; docs/design/activity.md)."""
 
 
 class ReviewPolicy(_Answer):

@@ -294,6 +294,12 @@ class Judge:
         )
         found = gate.provenance(store, case, verification, documents.get(REPLICAS_FILE))
         entry["provenance"] = found
+        from cortex.kernel.views.claims import observed
+
+        seen = observed(store, case, documents)
+        if seen is not None:
+            # Flags are for the reviewer to weigh: they never approve or refuse by themselves.
+            entry["observed"] = seen
         if case.status != "complete":
             problems.append({"code": "not_complete", "message": f"the case is {case.status}"})
         reasons = "; ".join(assessment.reasons) or "nothing is current proof"
@@ -469,6 +475,14 @@ def markdown(data: Data) -> str:
         lines += [
             f"- {code(s['taskId'])} ({inline(s['phase'])}): {inline(s['goal'] or '')}"
             for s in data["seen"]
+        ]
+        lines.append("")
+    flagged = [(c["taskId"], f) for c in data["cases"] for f in (c.get("observed") or {}).get(
+        "flags", [])]  # fmt: skip
+    if flagged:
+        lines += ["Observed by the agent's host, against its claims:", ""]
+        lines += [
+            f"- {code(task)} {code(f['kind'])}: {inline(f['message'])}" for task, f in flagged
         ]
         lines.append("")
     lines += [f"- Warning: {inline(w)}" for w in data["warnings"]]
