@@ -52,8 +52,13 @@ def _event(name: str, data: dict[str, Any]) -> bytes:
 class ScriptedModel:
     """The model, played from a script on 127.0.0.1 (see the module docstring)."""
 
-    def __init__(self, steps: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, steps: list[dict[str, Any]], agents: dict[str, list[dict[str, Any]]] | None = None
+    ) -> None:
         self.steps = list(steps)
+        self.agents = {prompt: list(queue) for prompt, queue in (agents or {}).items()}
+        """A subagent's own script, by the prompt its parent gave it (it runs beside the parent,
+        so its requests are told apart by their first message)."""
         self.requests: list[dict[str, Any]] = []
         """Every request body with tools, in order (the turns of the conversation)."""
         self.lock = threading.Lock()
@@ -117,7 +122,11 @@ class ScriptedModel:
         """The next step for a turn of the conversation; a side question gets plain text."""
         if not body.get("tools"):
             return {"text": "ok"}
+        opening = json.dumps((body.get("messages") or [])[:1])
         with self.lock:
+            for prompt, queue in self.agents.items():
+                if prompt in opening:
+                    return queue.pop(0) if queue else {"text": "Subagent done."}
             self.requests.append(body)
             return self.steps.pop(0) if self.steps else {"text": "Nothing more to do."}
 

@@ -163,3 +163,83 @@ def test_the_plugin_validates(claude: str, hosted: dict[str, str], repo: Path,
     assert check.returncode == 0, check.stdout + check.stderr
     # Validation passes with warnings for entries it will ignore at runtime: there must be none.
     assert "ignored" not in (check.stdout + check.stderr).lower(), check.stdout + check.stderr
+
+
+SECRET = "ghp_" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb6Nm8"
+"""A made-up token in GitHub's real shape."""
+
+
+def test_what_the_agent_did_is_recorded_and_set_against_its_claims(
+    claude: str, hosted: dict[str, str], repo: Path
+) -> None:
+    """A failing run then a claim that the tests pass, a secret in a command, an edit outside
+    the boundary: observed through the real host, flagged, warned, and never written down."""
+    cli = Cli(hosted, repo)
+    task = planned_case(cli)
+    demo = repo / "demo_tests"
+    demo.mkdir()
+    (demo / "test_demo.py").write_text("def test_redirect():\n    assert '/home' == '/checkout'\n")
+    script = [
+        {"bash": f"cortex case begin-change {task}"},
+        {"bash": f"{sys.executable} -m pytest -q -p no:cacheprovider demo_tests"},
+        {"bash": f"cortex case evidence add {task} --claim 'All tests pass now'"},
+        {"bash": f"echo 'Authorization: token {SECRET}' > /dev/null"},
+        {
+            "tool": "Write",
+            "input": {"file_path": str(repo / "docs" / "notes.md"), "content": "x\n"},
+        },
+        {"text": "Done: the redirect is fixed and the tests pass."},
+        {"text": "Stopping: not verified yet."},
+    ]
+    with ScriptedModel(script) as model:
+        env = host_env(hosted, Path(hosted["_HOME"]), model)
+        run = run_claude(claude, repo, env, "Fix the checkout redirect.", tools="Bash Write")
+    assert run.returncode == 0, run.stderr
+    turns = model.requests
+    # The edit outside the boundary reached the model with the very next request.
+    warned = last_message(turns[5])
+    assert "docs/notes.md is outside the change boundary" in warned
+    assert "(app.py)" in warned
+    observed = cli("case", "status", task).data["observed"]
+    [run_seen] = [r for r in observed["lastRuns"] if r["runner"] == "pytest"]
+    assert run_seen["outcome"] == "failed"
+    assert "1 failed" in (run_seen["summary"] or "")
+    kinds = {flag["kind"] for flag in observed["flags"]}
+    assert {"claim_after_failed_run", "edited_outside_boundary"} <= kinds
+    report = cli("case", "report", task, "--format", "md", human=True).stdout
+    assert "says the tests pass" in report
+    # The secret went to the model (the host sent it), but Cortex wrote it nowhere.
+    state = Path(hosted["CORTEX_STATE_DIR"])
+    for root in (state, Path(hosted["_HOME"]) / ".cache", Path(hosted["HOME"]) / ".cache"):
+        for path in root.rglob("*") if root.exists() else []:
+            if path.is_file():
+                assert SECRET.encode() not in path.read_bytes(), path
+    commands = (next(state.rglob("activity.jsonl"))).read_text()
+    assert "[REDACTED]" in commands
+    assert cli("case", "audit", task).code == 0
+
+
+def test_a_subagents_tool_call_is_attributed_to_it(
+    claude: str, hosted: dict[str, str], repo: Path
+) -> None:
+    cli = Cli(hosted, repo)
+    task = planned_case(cli)
+    agent = {"description": "look around", "prompt": "SUBAGENT: list the repository",
+             "subagent_type": "general-purpose"}  # fmt: skip
+    script = [
+        {"bash": f"cortex case begin-change {task}"},
+        {"tool": "Agent", "input": agent},
+        {"text": "The subagent is looking."},
+        {"text": "Stopping for now."},
+        {"text": "Still stopping."},
+    ]
+    agents = {"SUBAGENT: list the repository": [{"bash": "ls -1"}, {"text": "Listed."}]}
+    with ScriptedModel(script, agents=agents) as model:
+        env = host_env(hosted, Path(hosted["_HOME"]), model)
+        run = run_claude(claude, repo, env, "Look around.", tools="Bash Agent")
+    assert run.returncode == 0, run.stderr
+    timeline = cli("case", "timeline", task, "--kind", "activity").data["entries"]
+    by_subagent = [e for e in timeline if "/general-purpose@" in str(e["actor"])]
+    assert by_subagent, timeline
+    assert "ls -1" in by_subagent[0]["title"]
+    assert by_subagent[0]["actor"].startswith("claude-")
