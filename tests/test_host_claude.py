@@ -13,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Cli, configure_verifiers, git, run_cortex
@@ -179,7 +180,7 @@ def test_what_the_agent_did_is_recorded_and_set_against_its_claims(
     demo = repo / "demo_tests"
     demo.mkdir()
     (demo / "test_demo.py").write_text("def test_redirect():\n    assert '/home' == '/checkout'\n")
-    script = [
+    script: list[dict[str, Any]] = [
         {"bash": f"cortex case begin-change {task}"},
         {"bash": f"{sys.executable} -m pytest -q -p no:cacheprovider demo_tests"},
         {"bash": f"cortex case evidence add {task} --claim 'All tests pass now'"},
@@ -226,7 +227,7 @@ def test_a_subagents_tool_call_is_attributed_to_it(
     task = planned_case(cli)
     agent = {"description": "look around", "prompt": "SUBAGENT: list the repository",
              "subagent_type": "general-purpose"}  # fmt: skip
-    script = [
+    script: list[dict[str, Any]] = [
         {"bash": f"cortex case begin-change {task}"},
         {"tool": "Agent", "input": agent},
         {"text": "The subagent is looking."},
