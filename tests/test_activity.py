@@ -261,3 +261,25 @@ def test_every_surface_shows_what_was_observed(
     assert "says the tests pass" in report
     handoff = cli("case", "handoff", changing).data
     assert "claim_after_failed_run" in json.dumps(handoff)
+
+
+def test_doctor_says_whether_capture_is_on_and_when_it_last_recorded(
+    changing: str, cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    def check() -> str:
+        out = cli("doctor")
+        data = out.envelope["data"] or out.envelope["error"]
+        found = [c for c in (out.envelope["data"] or {}).get("checks", [])
+                 if c["name"] == "activity capture"]  # fmt: skip
+        assert found, data
+        detail: str = found[0]["detail"]
+        return detail
+
+    assert check() == "on here; a tool call last recorded on this machine: never"
+    failing_pytest(env, repo)
+    records(env, changing)  # waits for the writer
+    assert "never" not in check()
+    (repo / "cortex.toml").write_text(
+        (repo / "cortex.toml").read_text() + "[hooks]\ncapture = false\n"
+    )
+    assert check().startswith("off here ([hooks] capture = false)")

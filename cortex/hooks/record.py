@@ -83,6 +83,10 @@ def write(
             cases=[(str(case["task"]), str(case["dir"]), list(case.get("outside") or []))  # type: ignore[call-overload]
                    for case, _fd in held],
         )  # fmt: skip
+        from cortex.kernel.host import hook_log
+
+        # For doctor: when a call was last recorded (before the locks go: readers wait on them).
+        hook_log.seen(env, host, "capture")
     finally:
         for _case, fd in held:
             os.close(fd)

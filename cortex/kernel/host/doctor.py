@@ -79,7 +79,7 @@ def doctor(cwd: str, env: Mapping[str, str]) -> Result:
         )
     )
     checks += [_writable(kernel.state_root), _locks(kernel.cases_root)]
-    from cortex.kernel.host.doctor_hosts import hooks_check, mcp_check
+    from cortex.kernel.host.doctor_hosts import capture_check, hooks_check, mcp_check
 
     checks += [
         _plugins(),
@@ -87,6 +87,7 @@ def doctor(cwd: str, env: Mapping[str, str]) -> Result:
         _debris(kernel),
         mcp_check(kernel),
         hooks_check(kernel),
+        capture_check(kernel),
     ]
     checks.append(_programs(kernel))
     checks += _retention(kernel)

@@ -110,6 +110,24 @@ def hooks_check(kernel: object) -> Check:
     )
 
 
+def capture_check(kernel: object) -> Check:
+    """Whether the host's activity is recorded here, and when a tool call last was."""
+    import time
+
+    from cortex.kernel.host import hook_log
+    from cortex.kernel.kernel import Kernel
+
+    assert isinstance(kernel, Kernel)  # noqa: S101
+    seen = hook_log.last_seen(kernel.state_root)
+    times = [moment for name, moment in seen.items() if name.endswith(".capture")]
+    last = "never" if not times else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(max(times)))
+    if not kernel.config.hooks.capture:
+        detail = f"off here ([hooks] capture = false); last recorded on this machine: {last}"
+    else:
+        detail = f"on here; a tool call last recorded on this machine: {last}"
+    return Check(name="activity capture", status="ok", detail=detail)
+
+
 def _hook_set(
     kernel: object, host: str, installed: dict[str, list[str]]
 ) -> tuple[CheckStatus, str]:
