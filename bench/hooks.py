@@ -1,5 +1,8 @@
 """What the agent host's hooks cost, against `case status --json` on the same case.
 
+PostToolUse runs on every tool call: it is timed against `python -c pass`, both as the host
+waits for it and until its detached writer has the record on disk.
+
 SessionStart (the brief) and Stop (the gate) read about what `status` reads: the cases, one
 capture of the workspace, the assessment. Both are timed beside `cortex case status TASK --json`
 in interleaved rounds, on the bench's 100-file repository and on a 50,000-file tree, for a case
@@ -115,6 +118,69 @@ def measure(
     return results
 
 
+POST = """
+import json, os, sys, time, fcntl
+argv, payload, lock = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+runs, cwd = int(sys.argv[4]), sys.argv[5]
+os.chdir(cwd)
+null = os.open(os.devnull, os.O_WRONLY)
+floor = [sys.executable, "-c", "pass"]
+out = {"python -c pass": [], "cortex hook PostToolUse (the host waits)": [],
+       "... until the record is on disk": []}
+for round_ in range(runs + 2):
+    start = time.perf_counter()
+    quiet = [(os.POSIX_SPAWN_DUP2, null, 1)]
+    pid = os.posix_spawnp(floor[0], floor, dict(os.environ), file_actions=quiet)
+    os.wait4(pid, 0)
+    base = time.perf_counter() - start
+    fd = os.open(payload, os.O_RDONLY)
+    start = time.perf_counter()
+    feed = [(os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, fd, 0)]
+    pid = os.posix_spawnp(argv[0], argv, dict(os.environ), file_actions=feed)
+    os.wait4(pid, 0)
+    waited = time.perf_counter() - start
+    held = os.open(lock, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_SH)  # the detached writer holds it until its record is synced
+    landed = time.perf_counter() - start
+    os.close(held)
+    os.close(fd)
+    if round_ > 1:
+        out["python -c pass"].append(base * 1000)
+        out["cortex hook PostToolUse (the host waits)"].append(waited * 1000)
+        out["... until the record is on disk"].append(landed * 1000)
+print(json.dumps(out))
+"""
+
+
+def capture(repo: Path, task: str, env: dict[str, str], runs: int, scratch: Path) -> list[str]:
+    """PostToolUse on a Bash call while the case is changing, against `python -c pass`."""
+    status = cortex(["case", "status", task], env, repo)
+    case_dir = Path(str(status["store"]["root"])) / task  # type: ignore[index]
+    cortex(["case", "begin-change", task], env, repo)  # back to changing: capture is on
+    body = {"session_id": SESSION, "cwd": str(repo), "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "python -m pytest -q"},
+            "tool_response": {"stdout": "3 passed in 0.12s", "stderr": ""},
+            "duration_ms": 120}  # fmt: skip
+    payload = scratch / "post.json"
+    payload.write_text(json.dumps(body))
+    argv = [CORTEX, "hook", "PostToolUse"]
+    out = subprocess.run(
+        [PY, "-S", "-c", POST, json.dumps(argv), str(payload), str(case_dir / "activity.lock"),
+         str(runs), str(repo)],
+        env=env, capture_output=True, check=True,
+    )  # fmt: skip
+    samples: dict[str, list[float]] = json.loads(out.stdout)
+    floor = statistics.median(samples["python -c pass"])
+    lines = ["### PostToolUse on the 100-file repository (a Bash call, a case changing)", "",
+             "| command | median ms | p90 ms | ratio to python -c pass |",
+             "|---|---:|---:|---:|"]  # fmt: skip
+    for name, values in samples.items():
+        median = statistics.median(values)
+        p90 = statistics.quantiles(values, n=10)[-1]
+        lines.append(f"| {name} | {median:.1f} | {p90:.1f} | {median / floor:.2f} |")
+    return [*lines, ""]
+
+
 def table(title: str, samples: dict[str, list[float]]) -> list[str]:
     floor = statistics.median(samples["cortex case status TASK --json"])
     lines = [f"### {title}", "", "| command | median ms | p90 ms | ratio to status |",
@@ -145,6 +211,7 @@ def main() -> None:
         task = stale_case(small, env, "pkg0/module_0.py", "pkg1/module_1.py")
         samples = measure(small, task, env, options.runs, scratch)
         out += table("hooks on the 100-file repository", samples)
+        out += capture(small, task, env, options.runs * 2, scratch)
         big = scratch / "big-repo"
         paths = fast_import(big, options.files, env)
         task = stale_case(big, env, paths[0], paths[-1])
