@@ -191,7 +191,7 @@ def test_stale_proof_blocks_and_names_what_changed(
     assert "app.py" in reason
 
 
-def test_stops_that_pass(changing: str, cli: Cli, env: dict[str, str], repo: Path) -> None:
+def test_stops_that_pass(changing: str, env: dict[str, str], repo: Path) -> None:
     """The loop guard, another session's lease, the switch, a blocked case: all let through."""
     assert hook("Stop", env, repo, stop_hook_active=True)[1] == ""
     assert hook("Stop", env, repo, session=OTHER, stop_hook_active=False)[1] == ""
@@ -202,7 +202,8 @@ def test_stops_that_pass(changing: str, cli: Cli, env: dict[str, str], repo: Pat
     assert hook("Stop", env, repo, stop_hook_active=False)[1] == ""
     git(repo, "checkout", "cortex.toml", env=env)
     assert hook("Stop", env, repo, stop_hook_active=False)[1] != ""
-    assert cli("case", "block", changing, "--reason", "waiting on the API team").code == 0
+    shell = Cli(session_env(env), repo)  # only the holder may block (issue 27): the session
+    assert shell("case", "block", changing, "--reason", "waiting on the API team").code == 0
     assert hook("Stop", env, repo, stop_hook_active=False)[1] == ""
 
 

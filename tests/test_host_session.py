@@ -75,7 +75,9 @@ def test_a_session_takes_the_lease_and_its_shells_verify_without_a_token(
     code, out = run(["case", "begin-change", planned], bash, repo)
     assert code == 0, out
     assert out["data"]["lease"]["actor"] == "claude-98009466"
-    assert out["data"]["leaseToken"].startswith("cortex-lease-")  # still minted for others
+    # The session holds the lease: no token is handed to the agent's transcript.
+    assert out["data"]["leaseToken"] is None
+    assert out["data"]["session"] == "claude-98009466"
     (repo / "app.py").write_text("print('fixed')\n")
     code, out = run(["case", "verify", planned], bash, repo)
     assert code == 0, out
@@ -91,7 +93,6 @@ def test_another_session_and_a_caller_outside_any_session_are_refused(
     """The session is the credential: the same name from elsewhere, without the token, is not."""
     code, out = run(["case", "begin-change", planned], shell(env, SESSION), repo)
     assert code == 0, out
-    token = out["data"]["leaseToken"]
     (repo / "app.py").write_text("print('fixed')\n")
     approve = {"CORTEX_APPROVE_COMMANDS": "1"}
     for other in (shell(env, OTHER, **approve), shell(env, None, **approve)):
@@ -103,7 +104,14 @@ def test_another_session_and_a_caller_outside_any_session_are_refused(
             code, refused = run(args, other, repo)
             assert code == 6, (args, refused)
             assert refused["error"]["code"] == "lease_conflict"
-    # The token still works for a caller outside the host (CI, a person's shell).
+    # Outside any host session the token is the credential, as before.
+    code, out = run(["case", "lease", "release", planned], shell(env, SESSION), repo)
+    assert code == 0, out
+    code, out = run(["case", "begin-change", planned, "--actor", "ci"], shell(env, None), repo)
+    assert code == 0, out
+    token = out["data"]["leaseToken"]
+    assert token.startswith("cortex-lease-")
+    assert "session" not in out["data"]
     outside = shell(env, None, CORTEX_APPROVE_COMMANDS="1", CORTEX_LEASE_TOKEN=token)
     code, out = run(["case", "verify", planned], outside, repo)
     assert code == 0, out

@@ -79,6 +79,11 @@ def _lease(console: Console, data: Data) -> None:
             f": {lease.get('actor', '-')} until {lease.get('expiresAt', '-')} ({data['status']})"
         )
     )
+    if data.get("session"):
+        console.print(
+            Text("held through this host session: ", style="bold")
+            + Text("its commands and MCP server need no token")
+        )
     token = data.get("leaseToken")
     if token:
         # Shown this once; the case keeps only its digest (docs/design/trust.md).

@@ -260,7 +260,10 @@ class Leased(_Answer):
     result: str
     lease_token: str | None
     """The lease token, returned once by the call that took the lease (null on a renewal or a
-    release, and over MCP, where the server keeps it); only its sha256 is stored."""
+    release, over MCP, where the server keeps it, and in an agent host's session, which holds
+    the lease itself); only its sha256 is stored."""
+    session: str | None = None
+    """The agent host's session that holds the lease (its actor name), when one does."""
 
 
 class Verified(_Answer):

@@ -363,16 +363,17 @@ def release_for_close(txn: Transaction, now: str) -> None:
 
 def _lease_result(kernel: Kernel, txn: Transaction, verb: str, token: str | None = None) -> Result:
     case = txn.outcome
-    return Result(
-        data={
-            "taskId": case.id,
-            "revision": case.revision,
-            "status": case.status,
-            "lease": describe(case.change_lease, kernel.clock()),
-            "result": verb,
-            # Returned once, by the call that took the lease; stored only as its digest.
-            "leaseToken": token,
-        },
-        actions=lifecycle.next_actions(case),
-        minted=("leaseToken",),
-    )
+    data: dict[str, object] = {
+        "taskId": case.id,
+        "revision": case.revision,
+        "status": case.status,
+        "lease": describe(case.change_lease, kernel.clock()),
+        "result": verb,
+        # Returned once, by the call that took the lease; stored only as its digest.
+        "leaseToken": token,
+    }
+    if kernel.host_session is not None and in_session(kernel, case.id, case.change_lease):
+        # The session holds the lease: a token would only sit in the agent's transcript.
+        data["leaseToken"] = None
+        data["session"] = kernel.host_session.actor
+    return Result(data=data, actions=lifecycle.next_actions(case), minted=("leaseToken",))

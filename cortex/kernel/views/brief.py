@@ -13,6 +13,7 @@ import msgspec
 
 from cortex.cases.records import CaseFile
 from cortex.kernel.decisions import pending
+from cortex.kernel.envelope import Action, command_line
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import in_session, state
 from cortex.kernel.lifecycle import next_actions
@@ -163,8 +164,16 @@ def _describe(
         lease=_lease(kernel, case),
         proof=proof,
         decision=None if waiting is None else {"id": waiting.id, "question": waiting.question},
-        next=[action.command for action in actions[:ACTIONS_SHOWN]],
+        next=[_for_session(kernel, action) for action in actions[:ACTIONS_SHOWN]],
     )
+
+
+def _for_session(kernel: Kernel, action: Action) -> str:
+    """A next step as a host session runs it: the session is the actor, so `--actor <you>` goes."""
+    if kernel.host_session is None or "actor" not in action.arguments or action.operation is None:
+        return action.command
+    arguments = {k: v for k, v in action.arguments.items() if k != "actor"}
+    return command_line(action.operation, arguments)
 
 
 def _focus(briefs: list[CaseBrief], hint: str | None) -> CaseBrief | None:
