@@ -283,3 +283,21 @@ def test_doctor_says_whether_capture_is_on_and_when_it_last_recorded(
         (repo / "cortex.toml").read_text() + "[hooks]\ncapture = false\n"
     )
     assert check().startswith("off here ([hooks] capture = false)")
+
+
+def test_a_subagent_that_edited_waits_for_proof_and_one_that_only_read_does_not(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    """SubagentStop holds up only a subagent whose own edits are not verified yet."""
+    editor = {"agent_id": "e0d17000aa", "agent_type": "general-purpose"}
+    reader = {"agent_id": "r3ad0000bb", "agent_type": "Explore"}
+    hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": "ls"},
+         tool_response={"stdout": "", "stderr": ""}, **reader)  # fmt: skip
+    hook("PostToolUse", env, repo, tool_name="Edit", tool_input={"file_path": str(repo / "app.py"),
+         "old_string": "a", "new_string": "b"}, tool_response={}, **editor)  # fmt: skip
+    records(env, changing)
+    assert hook("SubagentStop", env, repo, stop_hook_active=False, **reader) == ""
+    blocked = json.loads(hook("SubagentStop", env, repo, stop_hook_active=False, **editor))
+    assert blocked["decision"] == "block"
+    assert f"cortex case verify {changing}" in blocked["reason"]
+    assert hook("SubagentStop", env, repo, stop_hook_active=True, **editor) == ""

@@ -92,24 +92,22 @@ def subagent_stop(call: Call) -> dict[str, Any] | None:
     from cortex.hooks.text import stop_reason
     from cortex.kernel.views.brief import stop_gate
 
-    agent = call.payload.get("agent_id")
+    agent, kind = call.payload.get("agent_id"), call.payload.get("agent_type")
     if not isinstance(agent, str) or not agent:
         return None
+    from cortex.hooks.capture import agent_label
+    from cortex.kernel.views.claims import edited_by
+
     kernel = kernel_for(call)
     if not kernel.config.hooks.stop_gate:
         return None
-    edited = _edited_by(kernel, agent)
+    edited = edited_by(kernel, agent_label(kind if isinstance(kind, str) else "agent", agent))
     if not edited:
         return None
     gate = stop_gate(kernel, edited_since=edited)
     if gate is None:
         return None
     return {"decision": "block", "reason": stop_reason(gate)}
-
-
-def _edited_by(_kernel: Kernel, _agent: str) -> set[str]:
-    """Cases a subagent edited files for since their latest verification (activity, issue 26)."""
-    return set()
 
 
 def pre_compact(call: Call) -> dict[str, Any] | None:

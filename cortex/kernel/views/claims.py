@@ -18,6 +18,7 @@ from cortex.cases.errors import CortexError
 from cortex.cases.layout import ledger_file
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
+from cortex.kernel.kernel import Kernel
 
 CLAIMS_READ = 200
 """Newest evidence records read for claims of passing tests (a bounded read from the end)."""
@@ -146,3 +147,26 @@ def summary_lines(seen: dict[str, Any] | None) -> list[str]:
     ]
     lines += [f"- [{flag['kind']}] {flag['message']}" for flag in seen["flags"]]
     return lines
+
+
+def edited_by(kernel: Kernel, label: str) -> set[str]:
+    """The gated cases of this workspace a subagent (`Explore@a430`) edited since their proof.
+
+    Only those hold up the subagent's stop (docs/design/hosts.md, section 4).
+    """
+    from cortex.kernel.workspace_cases import GATED, open_cases
+
+    found: set[str] = set()
+    for case, documents in open_cases(kernel):
+        if case.status not in GATED:
+            continue
+        verification = documents.get("verification.json")
+        since = (
+            verification.batches[-1].finished_at if verification and verification.batches else ""
+        )
+        log = activity.read(kernel.store.case_path(case.id), case.id)
+        if any(
+            r.files and r.timestamp > since and r.actor.endswith("/" + label) for r in log.records
+        ):
+            found.add(case.id)
+    return found
