@@ -37,7 +37,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from stand_ins import leased
 
-from cortex.kernel.host import setup as setup_host
+from cortex.kernel.host import hooks as hook_set
+from cortex.kernel.host import writing
 from cortex.mcp import tools as mcp_tools
 
 TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
@@ -45,7 +46,19 @@ TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
 LITERAL = "tenant-7731"
 """A configured redaction literal (`CORTEX_REDACT_LITERALS`): nothing built in would mask it."""
 MISSING_TASK = "task_01J00000000000000000000000"
-PYTHON = os.path.abspath(sys.executable)
+COMMAND = "cortex"
+ARGS = ["serve"]
+"""The server entry setup writes when this installation's `cortex` is on PATH (the `env`
+fixture below): the portable form (docs/design/hosts.md, section 7)."""
+
+
+@pytest.fixture
+def env(env: dict[str, str]) -> dict[str, str]:
+    """The test's environment with this installation's `cortex` first on PATH, as after `pipx
+    install` or in an activated virtualenv. Setup's project scope is refused without it, before
+    the file is read; the attacks here are on the files (tests/test_host_setup.py has the
+    program forms). The servers started here run `sys.executable` by its path either way."""
+    return {**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env["PATH"]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1194,8 +1207,9 @@ def test_mcp_is_not_imported_by_other_commands(cli: Cli) -> None:
         probe = (
             "import io, sys\n"
             "from cortex.main import main\n"
-            f"main({[*argv, '--json']!r}, stdout=io.StringIO(), stderr=io.StringIO())\n"
+            f"code = main({[*argv, '--json']!r}, stdout=io.StringIO(), stderr=io.StringIO())\n"
             "sys.stdout.write(' '.join(sorted(sys.modules)))\n"
+            "sys.exit(code)\n"
         )
         proc = subprocess.run(
             [sys.executable, "-c", probe],
@@ -1206,6 +1220,9 @@ def test_mcp_is_not_imported_by_other_commands(cli: Cli) -> None:
         )
         loaded = proc.stdout.decode().split()
         assert "cortex.main" in loaded, proc.stderr
+        if argv[0] == "setup":
+            # The whole dry run (both files composed), not a refusal before any of it.
+            assert proc.returncode == 0, argv
         assert [m for m in loaded if m == "mcp" or m.startswith(heavy)] == [], argv
 
 
@@ -1233,6 +1250,42 @@ def codex_config(env: dict[str, str]) -> Path:
     return path
 
 
+def hooks_path(env: dict[str, str], repo: Path, host: str) -> Path:
+    """Where setup puts the hook set for each host's default scope (spelled out, not computed):
+    Claude Code's project settings, Codex's hooks.json beside config.toml."""
+    return repo / ".claude" / "settings.json" if host == "claude" else codex_hooks(env)
+
+
+def codex_hooks(env: dict[str, str]) -> Path:
+    return Path(env["HOME"]) / ".codex" / "hooks.json"
+
+
+EVENTS = {
+    "claude": ["SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact",
+               "PreToolUse", "PostToolUse", "PostToolUseFailure"],
+    "codex": ["SessionStart", "UserPromptSubmit", "Stop", "PostToolUse"],
+}  # fmt: skip
+"""The events of each host's hook set, in order (docs/design/hosts.md, section 7)."""
+
+
+def our_hooks(host: str) -> list[str]:
+    """The hook commands setup writes, in order, with `cortex` from PATH."""
+    flag = "" if host == "claude" else f" --host {host}"
+    digest = hook_set.digest(host)
+    return [f"{COMMAND} hook {event}{flag} --template {digest}" for event in EVENTS[host]]
+
+
+def hook_commands(path: Path) -> list[str]:
+    """Every hook command in a hooks file, in order, read as a strict host would."""
+    document = strict_json(path.read_bytes())
+    return [
+        hook["command"]
+        for groups in document["hooks"].values()
+        for group in groups
+        for hook in group["hooks"]
+    ]
+
+
 def test_json_number_beyond_double_range_keeps_the_file_json(cli: Cli, repo: Path) -> None:
     path = repo / ".mcp.json"
     original = b'{"limits": {"huge": 1e400, "tiny": -1e400}}'
@@ -1253,7 +1306,7 @@ def test_json_numbers_round_trip_unchanged(cli: Cli, repo: Path, token: str) -> 
     assert cli("setup", "claude").code == 0
     written = path.read_text()
     assert re.search(r'"x":\s*' + re.escape(token) + r"\s*[,}]", written), written
-    assert strict_json(written)["mcpServers"]["cortex"]["command"] == PYTHON
+    assert strict_json(written)["mcpServers"]["cortex"]["command"] == COMMAND
 
 
 @pytest.mark.parametrize(
@@ -1307,6 +1360,8 @@ def test_json_that_is_not_plain_json_is_refused_and_untouched(
     assert sorted(p.name for p in repo.iterdir() if p.name.startswith((".mcp", ".tmp"))) == [
         ".mcp.json"
     ]
+    # Both files are composed before either is written: the hooks file is not made either.
+    assert not (repo / ".claude").exists()
 
 
 def deep_json() -> bytes:
@@ -1350,6 +1405,7 @@ def test_pathological_files_are_left_untouched(
     assert path.read_bytes() == content
     assert stray_temps(path.parent) == []
     assert not path.with_name(path.name + ".cortex-backup").exists()
+    assert not hooks_path(env, repo, host).exists()
 
 
 @pytest.mark.parametrize(("host", "make"), PATHOLOGICAL)
@@ -1370,7 +1426,8 @@ def test_json_entry_keys_set_by_hand_are_kept(cli: Cli, repo: Path) -> None:
     path.write_text(json.dumps({"mcpServers": {"cortex": old}}))
     assert cli("setup", "claude").code == 0
     entry = json.loads(path.read_text())["mcpServers"]["cortex"]
-    assert entry["command"] == PYTHON
+    assert entry["command"] == COMMAND
+    assert entry["args"] == ARGS
     assert entry["env"] == {"A": "1"}
     assert entry.get("timeout") == 30000
     assert entry.get("cwd") == "/srv/app"
@@ -1450,8 +1507,8 @@ def test_toml_syntax_tricks_are_edited_safely_and_idempotently(
     old = tomllib.loads(content)
     # Our table holds the entry (and every key a person put there); nothing else changed.
     entry = new["mcp_servers"]["cortex"]
-    assert entry["command"] == PYTHON
-    assert entry["args"] == ["-m", "cortex", "serve"]
+    assert entry["command"] == COMMAND
+    assert entry["args"] == ARGS
     old_entry = (old.get("mcp_servers") or {}).get("cortex") or {}
     for key, value in old_entry.items():
         if key not in {"command", "args"}:
@@ -1461,16 +1518,30 @@ def test_toml_syntax_tricks_are_edited_safely_and_idempotently(
         assert written.startswith(original)
     if b"\r\n" in original:
         assert b"\n" not in written.replace(b"\r\n", b"")
-    if original:
-        assert path.with_name("config.toml.cortex-backup").read_bytes() == original
+    # Every file here existed (if empty): its first change keeps it.
+    assert path.with_name("config.toml.cortex-backup").read_bytes() == original
     assert stray_temps(path.parent) == []
-    # Idempotent: a second run changes no byte, and writes nothing at all.
-    state = path.stat()
+    # Idempotent: a second run changes no byte of either file, and writes nothing at all.
+    hooks = codex_hooks(env)
+    hooks_written = hooks.read_bytes()
+    state, hooks_state = path.stat(), hooks.stat()
     again = cli("setup", "codex")
     assert again.data["changed"] is False
+    assert again.data["hooks"]["changed"] is False
+    assert again.data["changes"] == []
     assert path.read_bytes() == written
     assert path.stat().st_mtime_ns == state.st_mtime_ns
     assert path.stat().st_ino == state.st_ino
+    assert hooks.read_bytes() == hooks_written
+    assert (hooks.stat().st_mtime_ns, hooks.stat().st_ino) == (
+        hooks_state.st_mtime_ns,
+        hooks_state.st_ino,
+    )
+    assert sorted(os.listdir(path.parent)) == [
+        "config.toml",
+        "config.toml.cortex-backup",
+        "hooks.json",
+    ]
 
 
 REFUSED_TOML = [
@@ -1527,7 +1598,7 @@ def test_toml_that_is_safe_to_edit_is_not_refused(
     assert out.code == 0, out.stdout
     written = path.read_text()
     assert written.startswith(content)
-    assert tomllib.loads(written)["mcp_servers"]["cortex"]["command"] == PYTHON
+    assert tomllib.loads(written)["mcp_servers"]["cortex"]["command"] == COMMAND
 
 
 def test_a_large_toml_file_is_edited_in_place(cli: Cli, env: dict[str, str]) -> None:
@@ -1540,7 +1611,7 @@ def test_a_large_toml_file_is_edited_in_place(cli: Cli, env: dict[str, str]) -> 
     written = path.read_text()
     assert written.startswith(head)
     assert written.endswith(tail)
-    assert tomllib.loads(written)["mcp_servers"]["cortex"]["command"] == PYTHON
+    assert tomllib.loads(written)["mcp_servers"]["cortex"]["command"] == COMMAND
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1570,10 +1641,14 @@ def test_a_directory_fifo_or_device_at_the_path_is_refused_without_blocking(
             check=False,
         )
         assert done.returncode in {4, 5}, (label, done.stdout)
-        assert json.loads(done.stdout)["ok"] is False
+        envelope = json.loads(done.stdout)
+        assert envelope["ok"] is False
+        # Refused for what stands at the path (not, say, for the program form).
+        assert str(path) in envelope["error"]["message"], (label, envelope)
         assert sorted(p.name for p in repo.iterdir() if p.name.startswith((".mcp", ".tmp"))) == [
             ".mcp.json"
         ], label
+        assert not (repo / ".claude").exists(), label
         if path.is_dir() and not path.is_symlink():
             path.rmdir()
         else:
@@ -1607,6 +1682,8 @@ def test_an_unwritable_place_fails_cleanly(env: dict[str, str], repo: Path, wher
         path.write_text("{}")
         locked, host = path, "claude"
     before = path.read_bytes() if path.exists() else None
+    hooks = hooks_path(env, repo, host)
+    assert not hooks.exists()
     mode = locked.stat().st_mode
     locked.chmod(0o000 if where == "unreadable-file" else 0o500)
     try:
@@ -1628,6 +1705,7 @@ def test_an_unwritable_place_fails_cleanly(env: dict[str, str], repo: Path, wher
     if path.parent.exists():
         assert stray_temps(path.parent) == []
         assert not path.with_name(path.name + ".cortex-backup").exists()
+    assert not hooks.exists()  # the server entry is written first: its failure stops there
 
 
 @pytest.mark.parametrize(
@@ -1661,14 +1739,20 @@ def test_an_unusable_home_is_refused_and_writes_nothing(
 def test_a_planted_backup_link_is_never_written_through(
     cli: Cli, repo: Path, tmp_path: Path
 ) -> None:
-    target = tmp_path / "victim"
-    path = repo / ".mcp.json"
-    path.write_text("{}")
-    (repo / ".mcp.json.cortex-backup").symlink_to(target)
+    settings = repo / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    links = []
+    for name, path in (("victim", repo / ".mcp.json"), ("hooks-victim", settings)):
+        path.write_text('{"theirs": 1}')
+        link = path.with_name(path.name + ".cortex-backup")
+        link.symlink_to(tmp_path / name)
+        links.append(link)
     out = cli("setup", "claude")
     assert out.code == 0
-    assert not target.exists()
-    assert (repo / ".mcp.json.cortex-backup").is_symlink()
+    assert (out.data["changed"], out.data["hooks"]["changed"]) == (True, True)
+    assert not (tmp_path / "victim").exists()
+    assert not (tmp_path / "hooks-victim").exists()
+    assert [link.is_symlink() for link in links] == [True, True]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1681,23 +1765,34 @@ def test_a_backup_made_by_a_concurrent_run_does_not_fail_this_one(
 ) -> None:
     path = codex_config(env)
     path.write_text('model = "o3"\n')
-    real = setup_host._write_backup
+    hooks = codex_hooks(env)
+    hooks.write_text('{"theirs": 1}')
+    real = writing.write_backup
+    calls: list[str] = []
 
     def other_run_wins(backup: str, data: bytes, mode: int) -> None:
         # The other process passed the same "no backup yet" check a moment earlier.
+        calls.append(os.path.basename(backup))
         real(backup, data, mode)
         real(backup, data, mode)
 
-    monkeypatch.setattr(setup_host, "_write_backup", other_run_wins)
+    monkeypatch.setattr(writing, "write_backup", other_run_wins)
     out = cli("setup", "codex")
     assert out.code in {0, 6}, out.stdout
-    assert tomllib.loads(path.read_text())["mcp_servers"]["cortex"]["command"] == PYTHON
+    assert calls == ["config.toml.cortex-backup", "hooks.json.cortex-backup"]
+    assert tomllib.loads(path.read_text())["mcp_servers"]["cortex"]["command"] == COMMAND
+    assert strict_json(hooks.read_bytes())["theirs"] == 1
+    assert hook_commands(hooks) == our_hooks("codex")
+    assert path.with_name("config.toml.cortex-backup").read_text() == 'model = "o3"\n'
+    assert hooks.with_name("hooks.json.cortex-backup").read_text() == '{"theirs": 1}'
 
 
 SYNCED_SETUP = """
 import io, os, sys, time
 from cortex.main import main
-import cortex.kernel.host.setup, cortex.kernel.host.toml_edit, tomllib  # imported before the start
+# Imported before the start, so the runs meet at their writes.
+import cortex.kernel.host.setup, cortex.kernel.host.toml_edit, tomllib
+import cortex.kernel.host.hook_files, cortex.kernel.host.program, cortex.kernel.host.writing
 start = float(sys.argv[1])
 while time.time() < start:
     pass
@@ -1713,14 +1808,20 @@ sys.exit(code)
 def test_concurrent_setup_processes_leave_one_valid_file(
     env: dict[str, str], repo: Path, host: str
 ) -> None:
-    """Four processes released at the same instant, 15 rounds: never a torn or lost file."""
+    """Four processes released at the same instant, 15 rounds: never a torn or lost file, the
+    server's or the hooks file (made new each round, with its directory for Claude Code)."""
     path = repo / ".mcp.json" if host == "claude" else codex_config(env)
+    hooks = hooks_path(env, repo, host)
     original = b'{"keep": [1, 2, 3]}' if host == "claude" else b"keep = [1, 2, 3]\n"
     statuses: list[int] = []
     for _ in range(15):
         for leftover in path.parent.iterdir():
-            if leftover.name.startswith((path.name, ".tmp-")):
+            if leftover.name.startswith((path.name, hooks.name, ".tmp-")):
                 leftover.unlink()
+        if host == "claude" and hooks.parent.exists():
+            for leftover in hooks.parent.iterdir():
+                leftover.unlink()
+            hooks.parent.rmdir()
         path.write_bytes(original)
         start = time.time() + 1.0
         procs = [
@@ -1743,19 +1844,27 @@ def test_concurrent_setup_processes_leave_one_valid_file(
         if host == "claude":
             document = strict_json(written)
             assert document["keep"] == [1, 2, 3]
-            assert document["mcpServers"]["cortex"]["command"] == PYTHON
+            assert document["mcpServers"]["cortex"]["command"] == COMMAND
         else:
             document = tomllib.loads(written.decode())
             assert document["keep"] == [1, 2, 3]
-            assert document["mcp_servers"]["cortex"]["command"] == PYTHON
+            assert document["mcp_servers"]["cortex"]["command"] == COMMAND
         assert path.with_name(path.name + ".cortex-backup").read_bytes() == original
         assert stray_temps(path.parent) == []
+        # One hook set, once: no run added its own beside another's.
+        assert hook_commands(hooks) == our_hooks(host)
+        assert not hooks.with_name(hooks.name + ".cortex-backup").exists()  # it was new
+        assert stray_temps(hooks.parent) == []
     assert 0 in statuses
 
 
 CRASH_AT_RENAME = """
 import os, signal, sys
-def crash(*args, **kwargs):
+victim = sys.argv.pop(1)  # the name of the file whose rename the process dies at
+real = os.replace
+def crash(source, destination, *args, **kwargs):
+    if os.path.basename(destination) != victim:
+        return real(source, destination, *args, **kwargs)
     os.kill(os.getpid(), signal.SIGKILL)
 os.replace = crash
 from cortex.main import entrypoint
@@ -1763,51 +1872,87 @@ sys.exit(entrypoint())
 """
 
 
-@pytest.mark.parametrize("host", ["claude", "codex"])
-def test_a_crash_at_the_rename_keeps_the_old_file(
-    env: dict[str, str], repo: Path, host: str
-) -> None:
-    path = repo / ".mcp.json" if host == "claude" else codex_config(env)
-    original = b'{"keep": true}' if host == "claude" else b"keep = true\n"
-    path.write_bytes(original)
+def crash_setup(script: str, victim: str, env: dict[str, str], repo: Path, host: str) -> None:
+    """Run `cortex setup HOST` in a real process that `script` kills at `victim`'s write."""
     crashed = subprocess.run(
-        [sys.executable, "-c", CRASH_AT_RENAME, "setup", host, "--json"],
+        [sys.executable, "-c", script, victim, "setup", host, "--json"],
         cwd=repo,
         env=env,
         capture_output=True,
         timeout=60,
         check=False,
     )
-    assert crashed.returncode == -signal.SIGKILL
-    assert path.read_bytes() == original
-    assert path.with_name(path.name + ".cortex-backup").read_bytes() == original
-    again = Cli(env, repo)("setup", host)
-    assert again.data["changed"] is True
-    assert again.data["backup"] is None  # the first backup is the one kept
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr.decode()
 
 
-@pytest.mark.parametrize("host", ["claude", "codex"])
-def test_a_crash_leaves_no_temp_file_behind_after_the_next_run(
-    env: dict[str, str], repo: Path, host: str
-) -> None:
+def two_files(env: dict[str, str], repo: Path, host: str) -> tuple[Path, Path]:
+    """The server's file and the hooks file, each holding something of the user's already."""
     path = repo / ".mcp.json" if host == "claude" else codex_config(env)
     path.write_bytes(b'{"keep": true}' if host == "claude" else b"keep = true\n")
-    subprocess.run(
-        [sys.executable, "-c", CRASH_AT_RENAME, "setup", host, "--json"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
+    hooks = hooks_path(env, repo, host)
+    hooks.parent.mkdir(exist_ok=True)
+    hooks.write_bytes(b'{"theirs": true}')
+    return path, hooks
+
+
+def backup_of(path: Path) -> Path:
+    return path.with_name(path.name + ".cortex-backup")
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("crashed_at", ["server", "hooks"])
+def test_a_crash_at_the_rename_keeps_the_old_file(
+    env: dict[str, str], repo: Path, host: str, crashed_at: str
+) -> None:
+    path, hooks = two_files(env, repo, host)
+    original, hooks_original = path.read_bytes(), hooks.read_bytes()
+    victim = path if crashed_at == "server" else hooks
+    crash_setup(CRASH_AT_RENAME, victim.name, env, repo, host)
+    assert hooks.read_bytes() == hooks_original  # the hooks file is written last, if at all
+    if crashed_at == "server":
+        assert path.read_bytes() == original
+        assert backup_of(path).read_bytes() == original
+        assert not backup_of(hooks).exists()  # never reached
+    else:
+        # The server's file was replaced whole before the hooks file's turn.
+        assert path.read_bytes() != original
+        assert backup_of(path).read_bytes() == original
+        assert backup_of(hooks).read_bytes() == hooks_original
+    again = Cli(env, repo)("setup", host)
+    assert again.data["changed"] is (crashed_at == "server")
+    assert again.data["hooks"]["changed"] is True
+    assert again.data["backup"] is None  # the first backup is the one kept
+    expected = None if crashed_at == "hooks" else str(backup_of(hooks))
+    assert again.data["hooks"]["backup"] == expected
+    assert backup_of(path).read_bytes() == original
+    assert backup_of(hooks).read_bytes() == hooks_original
+    assert strict_json(hooks.read_bytes())["theirs"] is True
+    assert hook_commands(hooks) == our_hooks(host)
+
+
+@pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("crashed_at", ["server", "hooks"])
+def test_a_crash_leaves_no_temp_file_behind_after_the_next_run(
+    env: dict[str, str], repo: Path, host: str, crashed_at: str
+) -> None:
+    path, hooks = two_files(env, repo, host)
+    victim = path if crashed_at == "server" else hooks
+    crash_setup(CRASH_AT_RENAME, victim.name, env, repo, host)
+    assert stray_temps(victim.parent) != []  # the killed run's temp file, a full copy
     assert Cli(env, repo)("setup", host).code == 0
     assert stray_temps(path.parent) == []
+    assert stray_temps(hooks.parent) == []
 
 
 CRASH_MID_BACKUP = """
 import os, signal, sys
-import cortex.cases.fsio as fsio  # setup's first write is the backup's
+import cortex.cases.fsio as fsio
+victim = sys.argv.pop(1)  # the backup whose write is torn
+real = fsio.write_all
 def torn(fd, data):
+    name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+    if not name.startswith(fsio.TEMP_PREFIX + victim + "-"):
+        return real(fd, data)
     os.write(fd, data[: len(data) // 2])
     os.kill(os.getpid(), signal.SIGKILL)
 fsio.write_all = torn
@@ -1817,30 +1962,32 @@ sys.exit(entrypoint())
 
 
 @pytest.mark.parametrize("host", ["claude", "codex"])
+@pytest.mark.parametrize("torn", ["server", "hooks"])
 def test_a_crash_while_backing_up_never_leaves_a_torn_backup_as_the_only_copy(
-    env: dict[str, str], repo: Path, host: str
+    env: dict[str, str], repo: Path, host: str, torn: str
 ) -> None:
-    path = repo / ".mcp.json" if host == "claude" else codex_config(env)
+    path, hooks = two_files(env, repo, host)
     if host == "claude":
         original = b'{"keep": "' + b"x" * 4000 + b'"}'
     else:
         original = "".join(f"k{i} = {i}\n" for i in range(800)).encode()
+    hooks_original = b'{"theirs": "' + b"y" * 4000 + b'"}'
     path.write_bytes(original)
-    crashed = subprocess.run(
-        [sys.executable, "-c", CRASH_MID_BACKUP, "setup", host, "--json"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert crashed.returncode == -signal.SIGKILL
-    assert path.read_bytes() == original  # the crash itself lost nothing
+    hooks.write_bytes(hooks_original)
+    victim = path if torn == "server" else hooks
+    crash_setup(CRASH_MID_BACKUP, backup_of(victim).name, env, repo, host)
+    # The crash itself lost nothing (the server's file is written first, the hooks file last).
+    assert hooks.read_bytes() == hooks_original
+    assert (path.read_bytes() == original) is (torn == "server")
     out = Cli(env, repo)("setup", host)
     assert out.code == 0
     assert path.read_bytes() != original
-    # The original now survives only as the backup: it must be whole.
-    assert path.with_name(path.name + ".cortex-backup").read_bytes() == original
+    assert hooks.read_bytes() != hooks_original
+    # Each original now survives only as its backup: it must be whole.
+    assert backup_of(path).read_bytes() == original
+    assert backup_of(hooks).read_bytes() == hooks_original
+    assert stray_temps(path.parent) == []
+    assert stray_temps(hooks.parent) == []
 
 
 @pytest.mark.slow
@@ -1849,10 +1996,12 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_file(
     env: dict[str, str], repo: Path, host: str
 ) -> None:
     """50 real `setup` processes killed at random points of their run (a big file makes the
-    write itself a sizeable part of it): the file always parses and is wholly old or new."""
+    write itself a sizeable part of it): the file always parses and is wholly old or new, and
+    the hooks file, written after it, is absent or whole."""
     import random
 
     path = repo / ".mcp.json" if host == "claude" else codex_config(env)
+    hooks = hooks_path(env, repo, host)
     if host == "claude":
         big = {"projects": {f"/p/{i}": {"history": ["x" * 200] * 5} for i in range(6000)}}
         original = json.dumps(big).encode()
@@ -1861,9 +2010,10 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_file(
     argv = [sys.executable, "-m", "cortex", "setup", host, "--json"]
 
     def reset() -> None:
-        for leftover in path.parent.iterdir():
-            if leftover.name.startswith((path.name, ".tmp-")):
-                leftover.unlink()
+        for directory in {path.parent, hooks.parent}:
+            for leftover in directory.iterdir() if directory.exists() else []:
+                if leftover.name.startswith((path.name, hooks.name, ".tmp-")):
+                    leftover.unlink()
         path.write_bytes(original)
 
     reset()
@@ -1871,7 +2021,9 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_file(
     subprocess.run(argv, cwd=repo, env=env, capture_output=True, check=True, timeout=60)
     full = time.monotonic() - started
     new = path.read_bytes()
+    new_hooks = hooks.read_bytes()
     assert new != original
+    assert hook_commands(hooks) == our_hooks(host)
     outcomes: dict[str, int] = {"old": 0, "new": 0}
     rng = random.Random(1234)
     for _ in range(50):
@@ -1892,5 +2044,8 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_file(
         # A new file implies a whole backup (a torn one is tested above).
         if current == new:
             assert path.with_name(path.name + ".cortex-backup").read_bytes() == original
+        if hooks.exists():
+            assert current == new  # the server's file is written first
+            assert hooks.read_bytes() == new_hooks
     assert outcomes["old"], outcomes
     assert outcomes["new"], outcomes
