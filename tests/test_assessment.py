@@ -138,6 +138,7 @@ def view(rid: str, *, proof: bool = True, stale: bool = False, **fields: Any) ->
         "failing": [],
         "failingTotal": 0,
         "acknowledged": None,
+        "contract": None,  # a claim's contract (issue 29); none on these receipts
     }
     out.update(fields)
     return out

@@ -9,6 +9,8 @@ within a deadline: the server must never leave a client waiting.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,6 +155,7 @@ def test_setup_keeps_a_json_number_of_any_length_exactly(cli: Cli, repo: Path) -
     number = "9" * 100_000
     path = repo / ".mcp.json"
     path.write_text('{"x": ' + number + "}")
+    cli.env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + cli.env["PATH"]  # pipx-like
     out = cli("setup", "claude")
     assert out.code == 0, out.stdout[:300]
     assert f'"x": {number}' in path.read_text()

@@ -84,6 +84,8 @@ class TestTheTrialFlow:
         self, tmp_path: Path, env: dict[str, str]
     ) -> None:
         env = {**env, "CORTEX_APPROVE_COMMANDS": "1", "CORTEX_ACTOR": "agent-1"}
+        # Cortex on PATH, as after `pipx install`: setup writes `cortex`, never this machine's path.
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
         repo = project(tmp_path, env)
         cli = Cli(env, repo)
         init = cli("init")
@@ -96,8 +98,8 @@ class TestTheTrialFlow:
         assert "commit it before you open a case" in toml["advice"]
         follow(init.envelope["actions"], repo, env)
         setup = cli("setup", "claude")
-        [mcp] = setup.data["files"]
-        assert (mcp["relative"], mcp["changesTree"]) == (".mcp.json", True)
+        files = {(f["relative"], f["changesTree"]) for f in setup.data["files"]}
+        assert files == {(".mcp.json", True), (".claude/settings.json", True)}
         follow(setup.envelope["actions"], repo, env)
         assert git(repo, "status", "--porcelain", env=env) == ""
         assert cli("doctor").code == 0
@@ -126,6 +128,7 @@ class TestTheTrialFlow:
         assert scope["status"] == "failed"
 
     def test_people_read_which_files_to_commit(self, tmp_path: Path, env: dict[str, str]) -> None:
+        env = {**env, "PATH": os.path.dirname(sys.executable) + os.pathsep + env["PATH"]}
         repo = project(tmp_path, env)
         cli = Cli(env, repo)
         out = cli("init", human=True)
@@ -136,6 +139,7 @@ class TestTheTrialFlow:
         assert "next: git add -- cortex.toml && git commit -m 'Set up Cortex'" in text
         shown = " ".join(cli("setup", "claude", human=True).stdout.split())
         assert ".mcp.json: commit it before you open a case" in shown
+        assert ".claude/settings.json: commit it before you open a case" in shown
         user = " ".join(cli("setup", "codex", "--scope", "user", human=True).stdout.split())
         assert "outside the repository: nothing to commit" in user
 

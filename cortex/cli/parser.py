@@ -423,7 +423,7 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(
             Opt(
                 "--kind",
-                "only entries of this kind: phase|evidence|command|decision|receipt|batch",
+                "only entries of this kind: phase|evidence|command|decision|receipt|batch|activity",
                 kind="repeat",
                 metavar="KIND",
             ),

@@ -35,7 +35,7 @@ def card_path(state_root: str, workspace: str) -> str:
 
 def refresh(kernel: Kernel) -> None:
     """Rewrite this workspace's card from its cases (removed when none is capturing)."""
-    from cortex.cases.fsio import make_private_dirs, write_atomic
+    from cortex.cases.fsio import make_private_dirs
 
     cases = []
     for case, _documents in open_cases(kernel):
@@ -60,7 +60,15 @@ def refresh(kernel: Kernel) -> None:
         "cases": cases,
     }
     make_private_dirs(os.path.dirname(path))
-    write_atomic(path, msgspec.json.encode(card), mode=0o600)
+    # Derived data, rewritten whenever it matters: replaced atomically, never fsynced (a card
+    # lost to a crash is written again by the next hook or write).
+    temp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, msgspec.json.encode(card))
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
 
 
 def after_commit(kernel: Kernel) -> None:

@@ -341,7 +341,8 @@ class Timeline(_Args):
 
     task_id: TaskId
     kinds: Annotated[
-        list[str], msgspec.Meta(description="phase|evidence|command|decision|receipt|batch")
+        list[str],
+        msgspec.Meta(description="phase|evidence|command|decision|receipt|batch|activity"),
     ] = msgspec.field(default_factory=list)
     actor: str | None = None
     since: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
