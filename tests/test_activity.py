@@ -290,6 +290,7 @@ def test_a_subagent_that_edited_waits_for_proof_and_one_that_only_read_does_not(
 ) -> None:
     """SubagentStop holds up only a subagent whose own edits are not verified yet."""
     editor = {"agent_id": "e0d17000aa", "agent_type": "general-purpose"}
+    (repo / "app.py").write_text("print('edited by the subagent')\n")
     reader = {"agent_id": "r3ad0000bb", "agent_type": "Explore"}
     hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": "ls"},
          tool_response={"stdout": "", "stderr": ""}, **reader)  # fmt: skip
@@ -301,3 +302,110 @@ def test_a_subagent_that_edited_waits_for_proof_and_one_that_only_read_does_not(
     assert blocked["decision"] == "block"
     assert f"cortex case verify {changing}" in blocked["reason"]
     assert hook("SubagentStop", env, repo, stop_hook_active=True, **editor) == ""
+
+
+# What an attack on the capture found (each failed before its fix) ------------------------------
+
+
+def test_a_forged_tombstone_in_activity_is_tampering(
+    changing: str, cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    """Activity is never forgotten: a tombstone there rewrote a record and kept the chain."""
+    import hashlib
+
+    failing_pytest(env, repo)
+    cli("case", "note", changing, "anchors it")
+    path = case_path(env, changing) / "activity.jsonl"
+    line = path.read_bytes().rstrip(b"\n")
+    forged = line.replace(b'"outcome":"failed"', b'"outcome":"passed"')[:-1]
+    forged += b',"forgotten":"' + hashlib.sha256(line).hexdigest().encode() + b'"}\n'
+    path.write_bytes(forged)
+    out = cli("case", "audit", changing)
+    assert out.code == 4
+    assert "tombstone" in out.stdout
+
+
+def test_a_very_long_path_is_cut_and_the_chain_goes_on(
+    changing: str, cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    long = str(repo / ("d" * 200) / ("x" * 4000 + ".py"))
+    for _ in range(2):
+        hook("PostToolUseFailure", env, repo, tool_name="Write",
+             tool_input={"file_path": long, "content": "x"}, error="too long")  # fmt: skip
+    first, second = records(env, changing)
+    assert second.n == 2
+    assert all(len(f) <= activity.PATH_MAX for f in first.files + first.outside)
+    raw = (case_path(env, changing) / "activity.jsonl").read_bytes()
+    assert max(len(line) for line in raw.splitlines()) < activity.RECORD_MAX
+    cli("case", "note", changing, "anchors them")
+    assert cli("case", "audit", changing).code == 0
+
+
+def test_a_secret_across_the_cut_is_masked_first(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    command = "echo " + "a " * 1010 + f"--token {SECRET} --verbose"
+    hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": command},
+         tool_response={"stdout": "", "stderr": ""})  # fmt: skip
+    [call] = records(env, changing)  # waits for the writer
+    assert call.command is not None
+    assert call.command.endswith("[cut]")
+    raw = (case_path(env, changing) / "activity.jsonl").read_text()
+    assert SECRET[:12] not in raw
+
+
+@pytest.mark.parametrize("where", ["activity.warned", "activity.lock", "activity.jsonl"])
+def test_a_fifo_in_a_files_place_never_hangs_the_hook(
+    changing: str, env: dict[str, str], repo: Path, where: str
+) -> None:
+    """A real hook process against a FIFO where a file belongs: it answers within its deadline."""
+    import os
+    import subprocess
+    import time
+
+    os.mkfifo(case_path(env, changing) / where)
+    payload = {"session_id": SESSION, "cwd": str(repo), "tool_name": "Write",
+               "tool_input": {"file_path": str(repo / "docs" / "x.md"), "content": "x"},
+               "tool_response": {}}  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cortex", "hook", "PostToolUse"], cwd=repo, env=env,
+        input=json.dumps(payload).encode(), capture_output=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0
+    assert time.monotonic() - started < 6
+    started = time.monotonic()
+    assert Cli(env, repo)("case", "status", changing).code in {0, 4}
+    assert time.monotonic() - started < 6
+
+
+def test_a_call_not_recorded_behind_a_held_lock_is_counted(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    import fcntl
+    import os
+
+    lock = os.open(case_path(env, changing) / "activity.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another process holds it, for longer than a hook waits
+    try:
+        failing_pytest(env, repo)
+    finally:
+        os.close(lock)
+    assert records(env, changing) == []
+    assert activity.dropped(str(case_path(env, changing))) == 1
+    assert "activity_lock_busy" in (Path(env["CORTEX_STATE_DIR"]) / "hooks.log").read_text()
+
+
+@pytest.mark.usefixtures("changing")
+def test_a_card_edited_to_point_elsewhere_writes_nothing_there(
+    env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    cards = list((Path(env["CORTEX_STATE_DIR"]) / "hosts" / "capture").iterdir())
+    [card_file] = cards
+    card = json.loads(card_file.read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    card["cases"][0]["dir"] = str(elsewhere)
+    card_file.write_text(json.dumps(card))
+    failing_pytest(env, repo)
+    assert list(elsewhere.iterdir()) == []

@@ -193,6 +193,7 @@ def test_stale_proof_blocks_and_names_what_changed(
 
 def test_stops_that_pass(changing: str, env: dict[str, str], repo: Path) -> None:
     """The loop guard, another session's lease, the switch, a blocked case: all let through."""
+    (repo / "app.py").write_text("print('changed')\n")  # a change with no proof yet
     assert hook("Stop", env, repo, stop_hook_active=True)[1] == ""
     assert hook("Stop", env, repo, session=OTHER, stop_hook_active=False)[1] == ""
     assert hook("Stop", env, repo, host="codex", stop_hook_active=True)[1] == "{}\n"
@@ -210,6 +211,20 @@ def test_stops_that_pass(changing: str, env: dict[str, str], repo: Path) -> None
 def test_a_case_before_changing_never_blocks(cli: Cli, env: dict[str, str], repo: Path) -> None:
     cli.open()
     assert hook("Stop", env, repo, stop_hook_active=False) == (0, "", "")
+
+
+def test_a_change_not_begun_and_another_sessions_ended_lease_never_block(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    """Nothing changed yet: nothing to prove. A lease another session took, even ended, is
+    theirs: this session is not sent to prove (or told to take over) their change."""
+    assert hook("Stop", env, repo, stop_hook_active=False) == (0, "", "")
+    (repo / "app.py").write_text("print('changed')\n")
+    assert hook("Stop", env, repo, stop_hook_active=False)[1] != ""
+    shell = Cli(session_env(env), repo)
+    assert shell("case", "lease", "release", changing).code == 0
+    assert hook("Stop", env, repo, stop_hook_active=False)[1] != ""  # its own ended lease
+    assert hook("Stop", env, repo, session=OTHER, stop_hook_active=False) == (0, "", "")
 
 
 @pytest.mark.usefixtures("changing")

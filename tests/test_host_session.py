@@ -230,3 +230,23 @@ def test_records_written_in_a_session_name_its_actor(cli: Cli, env: dict[str, st
     actors = {entry.get("actor") for entry in out["entries"]}
     assert "claude-98009466" in actors, out["entries"]
     git(repo, "status", env=env)
+
+
+def test_a_clear_keeps_the_lease_in_the_same_host_process(
+    planned: str, env: dict[str, str], repo: Path
+) -> None:
+    """`/clear` gives the conversation a new session id in the same Claude Code process: the
+    process (CLAUDE_PID, with its start time) carries the lease; another process does not."""
+    import os
+
+    host = str(os.getpid())  # a live process stands for Claude Code's own
+    code, out = run(["case", "begin-change", planned],
+                    shell(env, SESSION, CLAUDE_PID=host), repo)  # fmt: skip
+    assert code == 0, out
+    cleared = shell(env, OTHER, CLAUDE_PID=host)
+    code, out = run(["case", "lease", "renew", planned], cleared, repo)
+    assert code == 0, out
+    assert out["data"]["lease"]["actor"] == "claude-98009466"
+    other_process = shell(env, OTHER, CLAUDE_PID=str(os.getppid()))
+    code, out = run(["case", "lease", "renew", planned], other_process, repo)
+    assert code == 6, out

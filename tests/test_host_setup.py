@@ -798,3 +798,40 @@ class TestPlugin:
         assert "--plugin" in out.envelope["error"]["message"]
         assert sorted(os.listdir(repo)) == [".git", "app.py"]
         assert sorted(os.listdir(home(env))) == []
+
+
+class TestTheirOwnWrappers:
+    """An attack found setup taking a person's own wrapper hook for Cortex's (issue 25)."""
+
+    @pytest.mark.parametrize(
+        "command",
+        ["cortex hook Stop && notify-send done", "python3 -m cortex hook Stop >> hooks.txt",
+         "cortex hook Stop --template abc --extra"],
+    )  # fmt: skip
+    def test_a_command_that_does_more_than_run_cortex_hook_is_theirs(
+        self, cli: Cli, repo: Path, command: str
+    ) -> None:
+        settings = repo / ".claude" / "settings.json"
+        settings.parent.mkdir()
+        theirs = {"type": "command", "command": command}
+        settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}))
+        cli("setup", "claude")
+        stop = json.loads(settings.read_bytes())["hooks"]["Stop"]
+        assert {"hooks": [theirs]} in stop
+        cli("setup", "claude", "--remove")
+        assert json.loads(settings.read_bytes())["hooks"]["Stop"] == [{"hooks": [theirs]}]
+
+    def test_their_own_keys_on_our_entry_stay(self, cli: Cli, repo: Path) -> None:
+        cli("setup", "claude")
+        settings = repo / ".claude" / "settings.json"
+        document = json.loads(settings.read_bytes())
+        entry = document["hooks"]["Stop"][0]["hooks"][0]
+        entry.update(statusMessage="checking proof", timeout=60)
+        entry["command"] = entry["command"].replace(digest("claude"), STALE)
+        settings.write_bytes(dumps(document))
+        cli("setup", "claude")
+        [group] = json.loads(settings.read_bytes())["hooks"]["Stop"]
+        [repaired] = group["hooks"]
+        assert repaired["statusMessage"] == "checking proof"
+        assert repaired["timeout"] == 60  # longer than ours: kept
+        assert digest("claude") in repaired["command"]

@@ -24,7 +24,6 @@ from cortex.cases.fsio import (
     APPEND_FLAGS,
     FILE_MODE,
     check_single_link,
-    open_for_read,
     write_all,
 )
 from cortex.cases.records import ActivityAnchor as Anchor
@@ -74,7 +73,7 @@ def genesis(task_id: str) -> str:
 
 def _read(path: str) -> bytes:
     try:
-        fd = open_for_read(path)
+        fd = _open(path, os.O_RDONLY)
     except FileNotFoundError:
         return b""
     try:
@@ -119,22 +118,43 @@ def last(case_dir: str) -> Anchor | None:
     return Anchor(n=record.n, tip=sha256_hex(lines[-1]))
 
 
+def _open(path: str, flags: int) -> int:
+    """A descriptor of `path` that is a regular file (never a FIFO, a device or a symlink).
+
+    O_NONBLOCK, so a FIFO put in a file's place cannot hang a hook or a reader on the open.
+    """
+    import stat
+
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IntegrityError(f"{path} is not a regular file", path=path)
+    return fd
+
+
 def _tail(path: str) -> bytes:
-    """The end of the file, enough to hold its last complete line."""
+    """The end of the file from its last complete line's start (b"" when there is none).
+
+    Reads back from the end until a line boundary before the last complete line is found, so a
+    line of any length (or a torn tail longer than a record) is never misread as the start.
+    """
     try:
-        fd = open_for_read(path)
-    except (FileNotFoundError, IntegrityError):
+        fd = _open(path, os.O_RDONLY)
+    except (FileNotFoundError, IntegrityError, OSError):
         return b""
     try:
         size = os.fstat(fd).st_size
-        start = max(0, size - 2 * RECORD_MAX)
-        os.lseek(fd, start, os.SEEK_SET)
-        data = os.read(fd, size - start)
+        step = 2 * RECORD_MAX
+        while True:
+            start = max(0, size - step)
+            data = os.pread(fd, size - start, start)
+            end = data.rfind(b"\n")
+            begin = data.rfind(b"\n", 0, end) if end > 0 else -1
+            if start == 0 or begin >= 0:
+                return data if start == 0 else data[begin + 1 :]
+            step *= 2
     finally:
         os.close(fd)
-    if start:
-        data = data[data.find(b"\n") + 1 :]
-    return data
 
 
 def lock(case_dir: str, *, shared: bool, wait: float = LOCK_WAIT) -> int | None:
@@ -146,8 +166,8 @@ def lock(case_dir: str, *, shared: bool, wait: float = LOCK_WAIT) -> int | None:
     # A reader never creates the lock: where there is none, no capture ever ran to wait for.
     flags = os.O_RDONLY if shared else os.O_RDWR | os.O_CREAT
     try:
-        fd = os.open(os.path.join(case_dir, LOCK), flags | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-    except OSError:
+        fd = _open(os.path.join(case_dir, LOCK), flags)
+    except (OSError, IntegrityError):
         return None
     deadline = time.monotonic() + wait
     mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
@@ -182,18 +202,17 @@ def append(case_dir: str, task_id: str, record: Activity) -> Activity | None:
     previous = None
     if lines:
         previous = msgspec.json.decode(lines[-1], type=Activity)
+    elif _size(path):
+        msg = f"{path} holds no complete record to chain on; it is not appended to"
+        raise IntegrityError(msg, path=path)
     n = 1 if previous is None else previous.n + 1
     if n > RECORDS_MAX:
-        _count_dropped(case_dir)
+        count_dropped(case_dir)
         return None
     record.n = n
     record.prev = genesis(task_id) if previous is None else sha256_hex(lines[-1])
-    line = msgspec.json.encode(record) + b"\n"
-    if len(line) > RECORD_MAX:
-        record.command = (record.command or "")[: COMMAND_MAX // 2] + " [cut]"
-        record.files = record.files[:8]
-        line = msgspec.json.encode(record) + b"\n"
-    fd = os.open(path, APPEND_FLAGS, FILE_MODE)
+    line = bounded(record)
+    fd = _open(path, APPEND_FLAGS)
     try:
         check_single_link(fd, path)
         write_all(fd, line)
@@ -203,13 +222,50 @@ def append(case_dir: str, task_id: str, record: Activity) -> Activity | None:
     return record
 
 
+PATH_MAX = 512
+"""Characters kept of one file path in a record (a longer one is cut, marked)."""
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 6] + " [cut]"
+
+
+def bounded(record: Activity) -> bytes:
+    """The record's line, cut to RECORD_MAX: command, paths and summary cut, then counted.
+
+    Every field that can grow is cut before encoding; a line still over the bound is refused.
+    """
+    record.files = [_cut(f, PATH_MAX) for f in record.files[:8]]
+    record.outside = [_cut(f, PATH_MAX) for f in record.outside[:8]]
+    if record.command is not None:
+        record.command = _cut(record.command, COMMAND_MAX)
+    if record.summary is not None:
+        record.summary = _cut(record.summary, 256)
+    line = msgspec.json.encode(record) + b"\n"
+    if len(line) > RECORD_MAX:
+        record.command = None if record.command is None else _cut(record.command, COMMAND_MAX // 4)
+        record.files, record.outside = record.files[:2], record.outside[:2]
+        line = msgspec.json.encode(record) + b"\n"
+    if len(line) > RECORD_MAX:
+        raise IntegrityError(f"an activity record of {len(line)} bytes is over {RECORD_MAX}")
+    return line
+
+
+def _size(path: str) -> int:
+    try:
+        return os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
 def _cut_torn_tail(path: str, torn: int) -> None:
     size = os.stat(path).st_size
     os.truncate(path, size - torn)
 
 
-def _count_dropped(case_dir: str) -> None:
-    fd = os.open(os.path.join(case_dir, DROPPED), APPEND_FLAGS, FILE_MODE)
+def count_dropped(case_dir: str) -> None:
+    """Count one tool call that was not recorded (the case was full, or its lock was held)."""
+    fd = _open(os.path.join(case_dir, DROPPED), APPEND_FLAGS)
     try:
         write_all(fd, b"1\n")
     finally:
@@ -239,17 +295,21 @@ def read(case_dir: str, task_id: str, *, wait: float = LOCK_WAIT) -> Log:
     held = lock(case_dir, shared=True, wait=wait)
     try:
         data = _read(os.path.join(case_dir, FILE))
+    except IntegrityError as exc:
+        return Log(problems=[exc.message], dropped=dropped(case_dir))
     finally:
         unlock(held)
     log = Log(dropped=dropped(case_dir))
     lines, _ = _complete(data)
     prev = genesis(task_id)
     for index, line in enumerate(lines, start=1):
+        if ledger.recorded_hash(line) is not None:
+            # Activity keeps no cortex command's arguments, so nothing in it is ever forgotten:
+            # a tombstone here was written by hand, to change a record and keep the chain.
+            log.problems.append(f"{FILE} line {index} is a tombstone: activity is never forgotten")
+            break
         try:
-            # A forgotten record is a tombstone: it decodes as what is left of it, and chains
-            # on the hash of the line it replaced (docs/design/storage.md, forgetting).
-            body = ledger.tombstone_body(line) if ledger.recorded_hash(line) else line
-            record = msgspec.json.decode(body, type=Activity)
+            record = msgspec.json.decode(line, type=Activity)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             log.problems.append(f"{FILE} line {index} does not decode ({exc})")
             break
@@ -259,7 +319,7 @@ def read(case_dir: str, task_id: str, *, wait: float = LOCK_WAIT) -> Log:
                 "dropped or reordered"
             )
             break
-        prev = ledger.line_hash(line)
+        prev = sha256_hex(line)
         log.records.append(record)
         log.hashes.append(prev)
     return log

@@ -24,6 +24,11 @@ RECORDED = {
 EDITS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 PAYLOAD_MAX = 1 << 20
 LOCK_WAIT = 1.0
+"""Seconds the hook waits, in all, for the cases' locks (a writer holds one for milliseconds)."""
+DEADLINE = 3
+"""Seconds the hook may take at all (setup gives the tool hooks 5)."""
+WRITER_DEADLINE = 20
+"""Seconds the detached writer may take before the kernel's SIGALRM ends it, lock and all."""
 AGENT_EXPORT = "export CORTEX_AGENT="
 """What PreToolUse puts before a subagent's `cortex` command (section 6): removed when recorded."""
 
@@ -67,6 +72,25 @@ def dumps(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not written here")
 
 
+def _regular(path: str, flags: int) -> int:
+    """A descriptor of `path` if it is a regular file; OSError otherwise (a FIFO cannot hang us)."""
+    import stat
+
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return fd
+
+
+def _read_small(path: str) -> bytes:
+    fd = _regular(path, os.O_RDONLY)
+    try:
+        return os.read(fd, PAYLOAD_MAX)
+    finally:
+        os.close(fd)
+
+
 def _card(env: Mapping[str, str], cwd: str) -> dict[str, object] | None:
     """The capture card of the workspace holding `cwd`, found walking up; None if none."""
     from cortex.cases import digest, state_dir
@@ -78,30 +102,47 @@ def _card(env: Mapping[str, str], cwd: str) -> dict[str, object] | None:
     while True:
         name = digest.sha256_hex(os.fsencode(directory))[:16] + ".json"
         try:
-            with open(os.path.join(root, "hosts", "capture", name), "rb") as file:
-                card = loads(file.read(PAYLOAD_MAX).decode("utf-8"))
+            card = loads(_read_small(os.path.join(root, "hosts", "capture", name)).decode("utf-8"))
         except FileNotFoundError:
             card = None
         if isinstance(card, dict) and card.get("workspace") == directory:
-            return card
+            return _checked(card)
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
         directory = parent
 
 
-def _lock(case_dir: str) -> int | None:
-    """`activity.lock` of a case, exclusive, waited for briefly (`cases.activity.lock`)."""
+def _checked(card: dict[str, object]) -> dict[str, object]:
+    """The card with only the cases whose directory is that task's own, in the card's store.
+
+    The card is derived data in the state root: one edited to point elsewhere makes the hook
+    write nowhere but in real case directories of its store.
+    """
+    store = card.get("store")
+    cases = card.get("cases") if isinstance(store, str) else None
+    kept = []
+    for case in cases if isinstance(cases, list) else []:
+        task = case.get("task") if isinstance(case, dict) else None
+        if not isinstance(task, str) or len(task) != 31 or not task.startswith("task_"):
+            continue
+        if not task[5:].isalnum() or case.get("dir") != os.path.join(str(store), task):
+            continue
+        if os.path.isfile(os.path.join(str(store), task, "case.json")):
+            kept.append(case)
+    return {**card, "cases": kept}
+
+
+def _lock(case_dir: str, deadline: float) -> int | None:
+    """`activity.lock` of a case, exclusive, waited for until `deadline` (`cases.activity.lock`)."""
     import errno
     import fcntl
     import time
 
     try:
-        fd = os.open(os.path.join(case_dir, "activity.lock"),
-                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)  # fmt: skip
+        fd = _regular(os.path.join(case_dir, "activity.lock"), os.O_RDWR | os.O_CREAT)
     except OSError:
         return None
-    deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -116,6 +157,9 @@ def _lock(case_dir: str) -> int | None:
 
 def _relative(path: str, workspace: str) -> str:
     full = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
+    # The workspace is a real path: resolve the file's directory too (a host may report paths
+    # through a symlink), keeping the file's own name.
+    full = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
     inside = full.startswith(workspace.rstrip(os.sep) + os.sep)
     return os.path.relpath(full, workspace).replace(os.sep, "/") if inside else full
 
@@ -147,19 +191,35 @@ def _warn_once(case_dir: str, files: list[str]) -> list[str]:
     sha256_hex = digest.sha256_hex
     path = os.path.join(case_dir, "activity.warned")
     try:
-        with open(path, "rb") as file:
-            seen = set(file.read(PAYLOAD_MAX).decode("ascii").split())
+        seen = set(_read_small(path).decode("ascii").split())
     except (FileNotFoundError, UnicodeDecodeError):
         seen = set()
     fresh = [f for f in files if sha256_hex(f.encode("utf-8", "surrogateescape")) not in seen]
     if fresh:
         digests = "".join(sha256_hex(f.encode("utf-8", "surrogateescape")) + "\n" for f in fresh)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = _regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, digests.encode("ascii"))
         finally:
             os.close(fd)
     return fresh
+
+
+def _missed(env: Mapping[str, str], case_dir: str, host: str) -> None:
+    """A call not recorded (its case's lock was held too long): counted in the case, and logged."""
+    try:
+        fd = _regular(os.path.join(case_dir, "activity.dropped"), os.O_WRONLY | os.O_APPEND
+                      | os.O_CREAT)  # fmt: skip
+        try:
+            os.write(fd, b"1\n")
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    from cortex.kernel.host import hook_log
+
+    hook_log.append(env, {"time": hook_log.stamp(), "event": "PostToolUse", "host": host,
+                          "error": "activity_lock_busy"})  # fmt: skip
 
 
 def _boundary_warning(task: str, files: list[str], boundary: list[str]) -> str:
@@ -220,8 +280,11 @@ def run(argv: list[str], env: Mapping[str, str], stdin: IO[bytes]) -> str:
     workspace = str(card["workspace"])
     cases = [c for c in card["cases"] if isinstance(c, dict)]  # type: ignore[attr-defined]
     files = edited_files(payload, workspace) if tool in EDITS else []
+    import time
+
     warnings = []
     held: list[tuple[dict[str, object], int]] = []
+    deadline = time.monotonic() + LOCK_WAIT  # one wait for every case, not one each
     for case in cases:
         boundary = [str(b) for b in case.get("boundary") or []]
         strays = outside(files, boundary)
@@ -230,12 +293,12 @@ def run(argv: list[str], env: Mapping[str, str], stdin: IO[bytes]) -> str:
             fresh = _warn_once(str(case["dir"]), strays)
             if fresh:
                 warnings.append(_boundary_warning(str(case["task"]), fresh, boundary))
-        fd = _lock(str(case["dir"]))
+        fd = _lock(str(case["dir"]), deadline)
         if fd is not None:
             held.append((case, fd))
+        else:
+            _missed(env, str(case["dir"]), host)
     if held:
-        import time
-
         _spawn_writer(
             payload, event=event, host=host, workspace=workspace, files=files, held=held, env=env,
             seen_at=time.time(),
@@ -267,6 +330,9 @@ def _spawn_writer(
         return
     code = 0
     try:
+        import signal
+
+        signal.alarm(WRITER_DEADLINE)  # a writer that hangs must not hold the lock for ever
         os.setsid()
         null = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
@@ -292,20 +358,40 @@ def _spawn_writer(
 
 def main(argv: list[str], env: Mapping[str, str], stdin: IO[bytes], stdout: IO[str]) -> int:
     """The cheap hooks' process: answer, or on any failure answer nothing; always exit 0."""
+    import signal
+
     host = argv[argv.index("--host") + 1] if "--host" in argv[:-1] else "claude"
     try:
+        previous = signal.signal(signal.SIGALRM, _expire)
+    except ValueError:  # not the main thread (an in-process caller): no deadline
+        previous = None
+    else:
+        signal.alarm(DEADLINE)
+    try:
         text = run(argv, env, stdin)
-    except Exception as exc:  # noqa: BLE001 - a hook fails open, always
+    except (Exception, _Late) as exc:  # noqa: BLE001 - a hook fails open, always
         text = "{}\n" if host == "codex" else ""
         from cortex.kernel.host import hook_log
 
         named = isinstance(exc, ValueError) and str(exc).startswith("payload_")
-        kind = str(exc) if named else type(exc).__name__
+        kind = str(exc) if named else "deadline" if isinstance(exc, _Late) else type(exc).__name__
         hook_log.append(dict(env), {"time": hook_log.stamp(), "event": argv[0] if argv else "?",
                                     "host": host, "error": kind})  # fmt: skip
+    finally:
+        if previous is not None:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
     try:
         stdout.write(text)
         stdout.flush()
     except (OSError, ValueError):
         pass
     return 0
+
+
+class _Late(BaseException):
+    """The hook ran past its deadline (a disk that hangs): it answers nothing and goes."""
+
+
+def _expire(_signum: int, _frame: object) -> None:
+    raise _Late

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 def kernel_for(call: Call) -> Kernel:
     """The kernel of the agent's workspace, acting for its host session."""
-    from cortex.kernel.host_session import session
+    from cortex.kernel.host_session import session, with_process
     from cortex.kernel.kernel import Kernel
 
     found = session(call.host, call.payload.get("session_id"))
+    if found is not None:
+        found = with_process(found, call.env)
     named = call.env.get("CORTEX_ACTOR")
     actor = named or (found.actor if found is not None else call.host)
     return Kernel(call.cwd, call.env, default_actor=actor, via="hook", host_session=found)

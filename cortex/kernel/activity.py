@@ -67,6 +67,19 @@ def elide_cortex_arguments(command: str) -> str:
     return "".join(parts)
 
 
+REDACT_READ = 64 * 1024
+"""Characters of a command read at all; a longer one is cut at a word boundary first."""
+
+
+def _first_part(text: str) -> str:
+    """`text`, or its first REDACT_READ characters up to the last whitespace (no word halved)."""
+    if len(text) <= REDACT_READ:
+        return text
+    head = text[:REDACT_READ]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return (head[:cut] if cut > 0 else "") + " [cut]"
+
+
 def build(seen: Observation, *, host: str, env: Mapping[str, str], now: float) -> activity.Activity:
     """The record of one call (before redaction, chaining and its position)."""
     entry = activity.Activity(
@@ -76,9 +89,8 @@ def build(seen: Observation, *, host: str, env: Mapping[str, str], now: float) -
         tool=seen.tool,
         actor=actor(env, host, seen.session, seen.agent),
         session=actor(env, host, seen.session, None),
-        command=None
-        if seen.command is None
-        else elide_cortex_arguments(seen.command)[: activity.COMMAND_MAX],
+        # Cut only after redaction (`record`): a secret cut in two would lose its shape.
+        command=None if seen.command is None else _first_part(elide_cortex_arguments(seen.command)),
         files=seen.files[:16],
         exit=seen.exit,
         failed=seen.failed,
@@ -108,6 +120,11 @@ def record(
     from cortex.kernel.config import load_config
 
     redactor = Redactor(load_config(workspace, env).redact_literals)
+    if seen.agent is not None and redactor.looks_secret(seen.agent):
+        # A subagent's label is part of an actor name: one that looks secret is replaced whole.
+        from cortex.cases.digest import sha256_hex
+
+        seen.agent = "agent@" + sha256_hex(seen.agent.encode())[:4]
     base = build(seen, host=host, env=env, now=now)
     for task_id, case_dir, strays in cases:
         entry = msgspec.structs.replace(base, outside=strays)

@@ -56,6 +56,7 @@ def refresh(kernel: Kernel) -> None:
         return
     card = {
         "workspace": kernel.workspace.root,
+        "store": kernel.store.root,
         "capture": kernel.config.hooks.capture,
         "cases": cases,
     }

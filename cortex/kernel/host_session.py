@@ -27,10 +27,21 @@ ENVIRONMENT: tuple[tuple[HostName, str], ...] = (
 
 
 class HostSession(NamedTuple):
-    """One host session: which host, and its session id."""
+    """One host session: which host, its session id, and the host process it runs in."""
 
     host: HostName
     id: str
+    process: str | None = None
+    """`pid:start time` of the host's own process (Claude Code's `CLAUDE_PID`), or None. A
+    `/clear` gives the conversation a new session id in the same process: the process carries
+    the lease across it (docs/design/hosts.md, section 5)."""
+
+    @property
+    def process_digest(self) -> str | None:
+        """What a lease binding keeps of the host process (None: not known)."""
+        if self.process is None:
+            return None
+        return sha256_hex(f"{self.host}-process:{self.process}".encode())
 
     @property
     def digest(self) -> str:
@@ -80,5 +91,23 @@ def from_environment(env: Mapping[str, str]) -> HostSession | None:
     for host, variable in ENVIRONMENT:
         found = session(host, env.get(variable))
         if found is not None:
-            return found
+            return with_process(found, env)
     return None
+
+
+def with_process(found: HostSession, env: Mapping[str, str]) -> HostSession:
+    """`found`, with the host process Claude Code names in `CLAUDE_PID`.
+
+    Its start time is read from /proc where there is one, so a reused pid is another process.
+    """
+    pid = env.get("CLAUDE_PID") or ""
+    if found.host != "claude" or not pid.isdigit() or len(pid) > 10:
+        return found
+    started = ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # The start time is field 22; the command name (field 2) may hold spaces.
+            started = stat.read(4096).rsplit(b")", 1)[-1].split()[19].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        started = ""
+    return found._replace(process=f"{pid}:{started}")

@@ -30,6 +30,8 @@ class Binding(msgspec.Struct, kw_only=True, rename="camel"):
     epoch: int
     acquired_at: str
     session_sha256: str
+    process_sha256: str | None = None
+    """The host process the session ran in (a `/clear` keeps it, with a new session id)."""
 
 
 def _path(kernel: Kernel, task_id: str) -> str:
@@ -47,8 +49,13 @@ def bind(kernel: Kernel, task_id: str, lease: Lease) -> None:
         return
     path = _path(kernel, task_id)
     make_private_dirs(os.path.dirname(path))
+    host = kernel.host_session
     record = Binding(
-        task=task_id, epoch=lease.epoch, acquired_at=lease.acquired_at, session_sha256=digest
+        task=task_id,
+        epoch=lease.epoch,
+        acquired_at=lease.acquired_at,
+        session_sha256=digest,
+        process_sha256=None if host is None else host.process_digest,
     )
     write_atomic(path, msgspec.json.encode(record), mode=0o600)
 
@@ -62,12 +69,12 @@ def holds(kernel: Kernel, task_id: str, lease: Lease | None) -> bool:
         found = msgspec.json.decode(read_bounded(_path(kernel, task_id), BINDING_MAX), type=Binding)
     except (OSError, CortexError, msgspec.DecodeError, msgspec.ValidationError):
         return False
-    return (
-        found.task == task_id
-        and found.epoch == lease.epoch
-        and found.acquired_at == lease.acquired_at
-        and found.session_sha256 == digest
-    )
+    if (found.task, found.epoch, found.acquired_at) != (task_id, lease.epoch, lease.acquired_at):
+        return False
+    if found.session_sha256 == digest:
+        return True
+    process = None if kernel.host_session is None else kernel.host_session.process_digest
+    return process is not None and found.process_sha256 == process
 
 
 def keep_alive(kernel: Kernel) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Mapping
 
@@ -37,10 +38,14 @@ def append(env: Mapping[str, str], record: dict[str, object]) -> None:
     target = path(state_root)
     try:
         os.makedirs(state_root, mode=0o700, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        # O_NONBLOCK: a FIFO put in the log's place must not hang a hook (and is not written).
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(target, flags, 0o600)
     except OSError:
         return
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
         os.write(fd, line)
         size = os.fstat(fd).st_size
     except OSError:

@@ -70,12 +70,19 @@ def ours(entry: object) -> bool:
         words = shlex.split(text)
     except ValueError:
         return False
-    if len(words) < 2:
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    if program.startswith("python") and words[1:3] == ["-m", "cortex"]:
+        words = ["cortex", *words[3:]]
+    elif program != "cortex":
         return False
-    program = words[0].rsplit("/", 1)[-1]
-    if program == "cortex":
-        return words[1] == "hook"
-    return program.startswith("python") and words[1:4] == ["-m", "cortex", "hook"]
+    # Exactly the shape setup writes: a person's own command that runs cortex hook among other
+    # things (`cortex hook Stop && notify-send ...`) is theirs, and kept.
+    if len(words) < 3 or words[1] != "hook" or not words[2].replace("-", "").isalpha():
+        return False
+    rest = words[3:]
+    while rest[:1] in (["--host"], ["--template"]) and len(rest) >= 2:
+        rest = rest[2:]
+    return not rest
 
 
 def wanted(program: Program, host: str) -> dict[str, dict[str, Any]]:
@@ -132,10 +139,25 @@ def _replace_in_place(groups: list[Any], wanted: dict[str, Any]) -> bool:
     group = holders[0]
     entries = group.get("hooks", [])
     mine = [i for i, h in enumerate(entries) if ours(h)]
-    entries[mine[0]] = wanted["hooks"][0]
+    # A person's own keys on Cortex's entry (`statusMessage`, a longer timeout) stay.
+    old, new = entries[mine[0]], dict(wanted["hooks"][0])
+    kept = old.get("timeout")
+    longer = (_seconds(kept) or 0.0) > (_seconds(new["timeout"]) or 0.0)
+    entries[mine[0]] = {**old, **new, "timeout": kept if longer else new["timeout"]}
     for index in reversed(mine[1:]):
         del entries[index]
     return True
+
+
+def _seconds(value: object) -> float | None:
+    """A timeout as a number (a JsonNumber keeps its text), or None when it is not one."""
+    text = getattr(value, "text", value)
+    if isinstance(text, bool):
+        return None
+    try:
+        return float(str(text))
+    except ValueError:
+        return None
 
 
 def remove(document: dict[str, Any], path: str) -> int:

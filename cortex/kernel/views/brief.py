@@ -238,22 +238,36 @@ def stop_gate(kernel: Kernel, *, edited_since: set[str] | None = None) -> Gate |
     cases = [(c, d) for c, d in open_cases(kernel) if c.status in GATED]
     if edited_since is not None:
         cases = [(c, d) for c, d in cases if c.id in edited_since]
-    cases = [(c, d) for c, d in cases if _ours_or_free(kernel, c)]
+    cases = [(c, d) for c, d in cases if _ours(kernel, c)]
     if not cases:
         return None
     live = _capture(kernel, cases)
     for case, documents in cases:
         described = _describe(kernel, case, documents, live)
+        if described.proof.state == "none" and not _changed(kernel, case, live):
+            continue  # nothing changed yet: there is nothing to prove
         if described.proof.state in {"none", "unbound", "stale"}:
             return Gate(case=described, command=_fix(described))
     return None
 
 
-def _ours_or_free(kernel: Kernel, case: CaseFile) -> bool:
+def _ours(kernel: Kernel, case: CaseFile) -> bool:
+    """Whether the change is this session's to prove: its lease (active or ended) was its own.
+
+    A case with no lease at all is anyone's; another session's lease, or one a caller outside
+    any session took (a person, CI), is not.
+    """
     lease = case.change_lease
-    if lease is None or state(lease, kernel.clock()) != "active":
-        return True
-    return in_session(kernel, case.id, lease)
+    return lease is None or in_session(kernel, case.id, lease)
+
+
+def _changed(kernel: Kernel, case: CaseFile, live: Capture | None) -> bool:
+    if live is None or not live.bound:
+        return True  # cannot tell: the proof decides
+    from cortex.kernel.live import changed_files
+
+    changed = changed_files(kernel, case, live)
+    return changed is None or bool(changed)
 
 
 def _fix(case: CaseBrief) -> str:
