@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, run_cortex, tree_state
-from test_crash import Run, check_after_kill, run_child, view, watch
+from crash_kit import Run, check_after_kill, run_child, view, watch
 
 from cortex.cases import bounds, ids
 from cortex.cases.digest import sha256_hex
@@ -225,7 +225,7 @@ class TestAuxSnapshotRollback:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A plan.json published by a commit that was rolled back must not stay in place."""
-        from test_store import Plan
+        from store_kit import Plan
 
         from cortex.cases import fsio
 

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 from conftest import Cli, base_env, make_repo, run_cortex
-from test_mcp_adversarial import RawServer, envelope_of
+from mcp_kit import RawServer, envelope_of
 
 from cortex.cases.bounds import INTEGER_DIGITS_MAX
 from cortex.cli.parser import COMMANDS

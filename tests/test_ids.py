@@ -13,9 +13,9 @@ from typing import IO
 
 import pytest
 from conftest import Cli, make_repo
+from mcp_kit import run_async, serving
 from rich.console import Console
 from rich.text import Text
-from test_mcp import errlog, run_async, served, serving  # noqa: F401 - fixtures
 
 from cortex.cases.bounds import ID_CANDIDATES_SHOWN, ID_PREFIX_MIN
 from cortex.screen.columns import Column, fit, print_table
@@ -288,7 +288,7 @@ class TestWholeIdsInTables:
         assert fit(columns, [10, 10, 10, 40], 11) == ((0,), (10,))
 
 
-def test_prefixes_over_mcp(served: dict[str, str], repo: Path, errlog: IO[str]) -> None:  # noqa: F811
+def test_prefixes_over_mcp(served: dict[str, str], repo: Path, errlog: IO[str]) -> None:
     """The server resolves what the CLI resolves: unique, ambiguous (4), none (3), @latest."""
     cli = Cli(served, repo)
     first, second = cli.open("First"), cli.open("Second")

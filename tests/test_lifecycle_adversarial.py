@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, committed_state
-from test_crash import DEBRIS, run_child
+from crash_kit import DEBRIS, run_child
 
 from cortex.cases.bounds import QUESTION_MAX
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from conftest import git
-from test_mcp import Session, errlog, run_async, served, serving
-
-__all__ = ["errlog", "served"]  # fixtures
+from mcp_kit import Session, run_async, serving
 
 PLACEHOLDERS = {
     "<what you found>": "the redirect drops return_to",

@@ -8,12 +8,10 @@ defect is a strict xfail whose reason starts with "BUG:", so it fails loudly onc
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import stat
@@ -21,20 +19,16 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
-import jsonschema
-import mcp_types as types
 import msgspec
 import pytest
 from conftest import Cli, case_path, configure_verifiers, ready_to_verify
 from fswatch import Watcher
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_kit import RawServer, envelope_in, envelope_of, pid_alive, raw_server, read_pids, slow_case
 from stand_ins import leased
 
 from cortex.kernel.host import setup as setup_host
@@ -51,173 +45,6 @@ PYTHON = os.path.abspath(sys.executable)
 # ---------------------------------------------------------------------------------------------
 # A raw JSON-RPC client over a real `python -m cortex serve` process.
 # ---------------------------------------------------------------------------------------------
-
-
-class RawServer:
-    """`cortex serve` spoken to line by line, with deadlines on every read.
-
-    Every stdout line is kept (`lines`) so a test can check that stdout carried only JSON-RPC;
-    stderr goes to a file so a chatty server can never block on a full pipe.
-    """
-
-    def __init__(self, cwd: Path, env: dict[str, str], stderr: IO[bytes]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cortex", "serve"],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-        self.lines: list[bytes] = []
-        self.replies: dict[Any, dict[str, Any]] = {}
-        self._buffer = b""
-        self._next = 100
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "adversary", "version": "0"},
-                },
-            }
-        )
-        init = self.wait_for(0, 30)
-        assert init is not None, "no answer to initialize"
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        self.tools: dict[str, dict[str, Any]] = {}
-        listing = self.wait_for(self.request("tools/list", {}), 30)
-        assert listing is not None
-        self.tools = {tool["name"]: tool for tool in listing["result"]["tools"]}
-
-    def send(self, message: dict[str, Any] | bytes) -> None:
-        """Write one line (a dict is JSON-encoded; bytes go as they are)."""
-        data = message if isinstance(message, bytes) else json.dumps(message).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
-
-    def new_id(self) -> int:
-        self._next += 1
-        return self._next
-
-    def request(self, method: str, params: dict[str, Any]) -> int:
-        ident = self.new_id()
-        self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
-        return ident
-
-    def start_call(self, name: Any, arguments: Any = ...) -> int:
-        """Send a tools/call without waiting; `...` leaves `arguments` out entirely."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not ...:
-            params["arguments"] = arguments
-        return self.request("tools/call", params)
-
-    def call(self, name: Any, arguments: Any = ..., timeout: float = 60) -> dict[str, Any]:
-        """A tools/call and its reply (the whole JSON-RPC message); fails on no reply."""
-        ident = self.start_call(name, arguments)
-        reply = self.wait_for(ident, timeout)
-        assert reply is not None, f"no reply to {name!r} within {timeout} s"
-        return reply
-
-    def _pump(self, deadline: float) -> bool:
-        """Read what stdout has until `deadline`; False when it timed out or hit EOF."""
-        assert self.proc.stdout is not None
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        ready, _, _ = select.select([self.proc.stdout], [], [], remaining)
-        if not ready:
-            return False
-        chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
-        if not chunk:
-            return False
-        self._buffer += chunk
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            self.lines.append(line)
-            message = json.loads(line)
-            if "id" in message and "method" not in message:
-                self.replies[message["id"]] = message
-        return True
-
-    def wait_for(self, ident: Any, timeout: float) -> dict[str, Any] | None:
-        """The reply with this id, or None if none came within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while ident not in self.replies:
-            if not self._pump(deadline):
-                return self.replies.get(ident)
-        return self.replies[ident]
-
-    def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.stdin = None
-
-    def finish(self, timeout: float = 60) -> int:
-        """Close stdin, drain stdout and wait for the exit status."""
-        if self.proc.stdin is not None:
-            self.close_stdin()
-        deadline = time.monotonic() + timeout
-        while self._pump(deadline):
-            pass
-        return self.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-
-    def stop(self) -> None:
-        """Make sure the process is gone (it is ours: killed by its own pid)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        self.proc.stdin = None
-
-
-@contextlib.contextmanager
-def raw_server(cwd: Path, env: dict[str, str], tmp_path: Path) -> Iterator[RawServer]:
-    with (tmp_path / "serve-stderr.txt").open("ab") as errlog:
-        server = RawServer(cwd, env, errlog)
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
-def envelope_of(
-    reply: dict[str, Any], server: RawServer | None = None
-) -> tuple[dict[str, Any], int]:
-    """The envelope and exit status of a tools/call reply, checking the envelope contract."""
-    assert "result" in reply, f"a protocol error instead of an envelope: {reply}"
-    result = reply["result"]
-    envelope = result["structuredContent"]
-    assert isinstance(envelope, dict)
-    assert len(result["content"]) == 1
-    assert result["content"][0]["type"] == "text"
-    assert json.loads(result["content"][0]["text"]) == envelope
-    assert result["isError"] is (not envelope["ok"])
-    if server is not None and server.tools:
-        # Each tool's own schema (its command's answer); an unknown tool's envelope ("cortex")
-        # is the envelope with no answer: checked against any tool's with `data` null.
-        schemas = {
-            tool["outputSchema"]["properties"]["command"]["const"]: tool["outputSchema"]
-            for tool in server.tools.values()
-        }
-        schema = schemas.get(envelope["command"])
-        if schema is None:
-            assert envelope["command"] == "cortex", envelope["command"]
-            assert envelope["data"] is None
-            schema = dict(next(iter(schemas.values())))
-            schema["properties"] = {**schema["properties"], "command": {"const": "cortex"}}
-        jsonschema.validate(envelope, schema)
-    status = result["_meta"]["cortex/exitStatus"]
-    assert isinstance(status, int)
-    assert (status == 0) is envelope["ok"]
-    return envelope, status
 
 
 def store_bytes(state: Path) -> dict[str, bytes]:
@@ -896,6 +723,10 @@ def test_idempotent_tools_change_nothing_on_a_repeat(
 def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
+    import mcp_types as types
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     cli = Cli(served, repo)
     task = ready_to_verify(cli, lease=False)
     params = StdioServerParameters(
@@ -936,7 +767,7 @@ def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
                         name, args = "cortex_begin_change", {"task_id": task, "actor": actor}
                     result = await client.call_tool(name, args)
                     assert isinstance(result, types.CallToolResult)
-                    envelope = result.structured_content
+                    envelope = envelope_in(result)
                     assert isinstance(envelope, dict)
                     if name == "cortex_begin_change":
                         if envelope["ok"]:
@@ -967,62 +798,10 @@ def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
     cli_audit(served, repo, task)
 
 
-SLOW_VERIFIER = """
-import os, subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
-with open(sys.argv[1], "w") as f:
-    f.write(f"{os.getpid()} {child.pid}")
-time.sleep(float(sys.argv[2]))
-print("slow: 1 passed")
-"""
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie does not count)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-@contextlib.contextmanager
-def slow_case(
-    served: dict[str, str], repo: Path, tmp_path: Path, seconds: float
-) -> Iterator[tuple[str, Path]]:
-    """A case ready to verify with a verifier that runs `seconds` and spawns a grandchild.
-
-    Yields the task and the file where the verifier writes "<its pid> <grandchild pid>"; any
-    process it started is killed (by pid) afterwards, so a failing test leaves nothing behind.
-    Nobody holds the lease yet: the server (`take_lease`) or the CLI takes it.
-    """
-    pids = tmp_path / "verifier.pids"
-    argv = [sys.executable, "-c", SLOW_VERIFIER, str(pids), str(seconds)]
-    configure_verifiers(repo, served, {"slow": argv})
-    task = ready_to_verify(Cli(served, repo), verify=("command:slow",), lease=False)
-    (repo / "app.py").write_text("print('changed')\n")
-    try:
-        yield task, pids
-    finally:
-        for pid in read_pids(pids, wait=0):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
 def take_lease(server: RawServer, task: str) -> None:
     """The server takes the change lease (and so holds its token, for its connection)."""
     envelope, status = envelope_of(server.call("cortex_begin_change", {"task_id": task}))
     assert status == 0, envelope
-
-
-def read_pids(path: Path, wait: float = 30) -> list[int]:
-    deadline = time.monotonic() + wait
-    while True:
-        if path.exists() and path.read_text().strip():
-            return [int(p) for p in path.read_text().split()]
-        if time.monotonic() >= deadline:
-            return []
-        time.sleep(0.02)
 
 
 def test_a_slow_verify_does_not_block_other_calls(

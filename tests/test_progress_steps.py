@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from share_kit import Machine, make_machine, make_remote
-from test_progress import Screen, terminal_env
+from terminal_kit import Screen, terminal_env
 
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Event, Progress, describe

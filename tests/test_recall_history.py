@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, Outcome, case_path
-from test_crash import watch
+from crash_kit import watch
 
 WITH_TTY = str(CHILDREN / "with_tty.py")
 CALL_CHILD = str(CHILDREN / "call_crash_child.py")

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from artifact_kit import TOKEN, add_tree, listing
 from conftest import CHILDREN, Cli, case_path, tree_state
-from test_crash import DEBRIS, RAW_POINTS, watch
-from test_tree_artifacts import TOKEN, add_tree, listing
+from crash_kit import DEBRIS, RAW_POINTS, watch
 
 from cortex.cases.bounds import (
     RAW_BLOB_MAX,
@@ -1183,7 +1183,7 @@ def errlog(tmp_path: Path) -> Iterator[IO[str]]:
 def test_mcp_raw_dir_stays_inside_the_workspace(
     env: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str], escape: str
 ) -> None:
-    from test_mcp import run_async, serving
+    from mcp_kit import run_async, serving
 
     outside = tmp_path / "outside-secrets"
     outside.mkdir()
@@ -1212,7 +1212,7 @@ def test_mcp_raw_dir_stays_inside_the_workspace(
 
 
 def test_mcp_tree_refusals_match_the_cli(env: dict[str, str], repo: Path, errlog: IO[str]) -> None:
-    from test_mcp import run_async, serving
+    from mcp_kit import run_async, serving
 
     tree = repo / "reports"
     (tree / "junit").mkdir(parents=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Cli, case_path, without_answer_opt_in
-from test_trust import ask, detached, planned, unit
+from trust_kit import ask, detached, planned, unit
 
 __all__ = ["unit"]  # a fixture, used by name
 

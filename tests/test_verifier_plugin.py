@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, Cli, Outcome, ready_to_verify, run_cortex
-from test_verify import raw_blob, receipts_by
+from verify_kit import raw_blob, receipts_by
 
 EXAMPLE = ROOT / "examples" / "verifier-plugin"
 KIND = "todo-free"

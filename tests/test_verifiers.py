@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -21,7 +20,6 @@ from typing import Any
 
 import pytest
 from conftest import (
-    CHILDREN,
     ROOT,
     Cli,
     Outcome,
@@ -32,7 +30,7 @@ from conftest import (
     ready_to_verify,
     run_cortex,
 )
-from test_verify import (
+from verify_kit import (
     AWS_KEY,
     GITHUB_TOKEN,
     approve,
@@ -43,6 +41,7 @@ from test_verify import (
     raw_blob,
     receipts_by,
     steps,
+    trust_at_terminal,
     write_config,
 )
 
@@ -725,53 +724,10 @@ class TestPlugins:
 
 # E. trust ------------------------------------------------------------------------------------
 
-WITH_TTY = str(CHILDREN / "with_tty.py")
-
 
 def grants_file(env: dict[str, str]) -> Path:
     """Where `case trust` keeps grants: $XDG_CONFIG_HOME/cortex/command-grants.json."""
     return Path(env["XDG_CONFIG_HOME"]) / "cortex" / "command-grants.json"
-
-
-def trust_at_terminal(
-    env: dict[str, str], repo: Path, name: str, answer: str, *extra: str
-) -> tuple[Outcome, bytes]:
-    """Run `cortex case trust NAME` with a pseudo-terminal as its controlling terminal.
-
-    Answers `answer` when the prompt appears; returns the outcome (stdout is a pipe) and what
-    the terminal showed.
-    """
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, WITH_TTY, os.ttyname(slave)),
-                *(sys.executable, "-m", "cortex", "case", "trust", name, *extra, "--json"),
-            ],
-            cwd=repo,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        shown = b""
-        answered = False
-        deadline = time.monotonic() + 30
-        while proc.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                shown += os.read(master, 4096)
-            if not answered and b"to approve" in shown:
-                os.write(master, answer.encode() + b"\n")
-                answered = True
-        if proc.poll() is None:
-            proc.kill()
-        stdout, stderr = proc.communicate(timeout=10)
-    finally:
-        os.close(master)
-        os.close(slave)
-    return Outcome(proc.returncode, stdout.decode(), stderr.decode()), shown
 
 
 def verify_unit(cli: Cli, repo: Path, task: str, text: str) -> dict[str, Any]:

@@ -36,8 +36,7 @@ from conftest import (
     ready_to_verify,
 )
 from stand_ins import leased
-from test_verifiers import trust_at_terminal
-from test_verify import (
+from verify_kit import (
     GITHUB_TOKEN,
     approve,
     assert_refused,
@@ -46,6 +45,7 @@ from test_verify import (
     edit,
     receipts_by,
     steps,
+    trust_at_terminal,
     verdict_of_status,
 )
 
