@@ -7,8 +7,9 @@ with the steps that are allowed, as runnable commands (docs/design/lifecycle.md)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, Mode, Phase, PhaseChange
@@ -50,8 +51,7 @@ _FORWARD: dict[str, tuple[Phase, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Standing:
+class Standing(msgspec.Struct, frozen=True, kw_only=True):
     """What the gates beyond the phase table will judge, as a reader sees it now.
 
     Given to `next_actions`, it makes the steps offered the ones their gates would accept
@@ -67,7 +67,7 @@ class Standing:
     """Who holds the lease, when it is active."""
     changed: list[str] | None = None
     """The files the task changed since the case opened (None: not known)."""
-    contracts: dict[str, str] = field(default_factory=dict)
+    contracts: dict[str, str] = msgspec.field(default_factory=dict)
     """The contract each claim id was first used with (a claim id keeps its meaning)."""
 
 
