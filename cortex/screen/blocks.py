@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from cortex.screen.ink import Console, Table, Text
 
 Data = dict[str, Any]
 
