@@ -91,23 +91,33 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     global _watching  # noqa: PLW0603
     try:
         result = yield
-    finally:
+    except BaseException:
+        # The test's own failure is what it reports; the log still learns what it started.
         _watching = False
-    if _started:
-        started = sorted(set(_started))
-        _started.clear()
-        log = os.environ.get("CORTEX_TEST_PROCESS_LOG")
-        if log:
-            with open(log, "a", encoding="utf-8") as file:
-                file.write(item.nodeid + "\n")
-        else:
-            pytest.fail(
-                f"{item.nodeid} starts a Python process but is not marked `process`:\n  "
-                + "\n  ".join(started)
-                + "\nmark it @pytest.mark.process (a module: pytestmark = pytest.mark.process)",
-                pytrace=False,
-            )
+        _check(item, failing=True)
+        raise
+    _watching = False
+    _check(item, failing=False)
     return result
+
+
+def _check(item: pytest.Item, *, failing: bool) -> None:
+    """Log or fail a test that started an interpreter without the marker."""
+    if not _started:
+        return
+    started = sorted(set(_started))
+    _started.clear()
+    log = os.environ.get("CORTEX_TEST_PROCESS_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(item.nodeid + "\n")
+    elif not failing:
+        pytest.fail(
+            f"{item.nodeid} starts a Python process but is not marked `process`:\n  "
+            + "\n  ".join(started)
+            + "\nmark it @pytest.mark.process (a module: pytestmark = pytest.mark.process)",
+            pytrace=False,
+        )
 
 
 @pytest.hookimpl(wrapper=True)
