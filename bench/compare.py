@@ -138,7 +138,8 @@ def per_call(current: Path, baseline: Path, runs: int) -> list[str]:
         }
         repo = make_repo(root, env)
         builds = {"this tree": current, "baseline": baseline}
-        envs, tasks = {}, {}
+        envs: dict[str, dict[str, str]] = {}
+        tasks: dict[str, str] = {}
         for label, python in builds.items():
             envs[label] = {**env, "CORTEX_STATE_DIR": str(root / f"state-{len(envs)}")}
             tasks[label] = open_case(str(python.parent / "cortex"), envs[label], repo)

@@ -2,9 +2,9 @@
 
 Starting an interpreter (`python -m cortex`, `cortex serve`, a child script, a verifier written
 in Python, pip, ruff, mypy) costs tens of milliseconds to seconds; git and other small programs
-cost a few. `pytest -m "not process"` is the inner loop (docs/testing.md): it is only as fast as
-this marker is true, so while a test without the marker sets up and runs, every process start
-is watched, and one that runs an interpreter fails the test with the line to add.
+cost a few. `pytest -m "not slow and not process"` is the inner loop (docs/testing.md): it is
+only as fast as this marker is true, so while a test without the marker sets up and runs, every
+process start is watched, and one that runs an interpreter fails the test with the line to add.
 
 The watch passes every call through unchanged: it looks at the argument vector and nothing else.
 `CORTEX_TEST_PROCESS_LOG=FILE` makes it write the node ids of such tests to FILE instead of

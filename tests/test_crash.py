@@ -19,6 +19,8 @@ import pytest
 from conftest import Cli
 from crash_kit import CHILD, RAW_POINTS, Run, audit, check_after_kill, run_child, view
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 # (point, passes per command): an `evidence add` appends to two ledgers (evidence, commands)
 # and writes one snapshot; with --raw-file it also writes the journal through write_atomic.
 PLAIN_POINTS = [

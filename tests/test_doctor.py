@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import ROOT, Cli, case_path, run_cortex, tree_state
 
 
@@ -78,6 +79,7 @@ def test_unapproved_verifiers_are_a_warning_naming_the_fix(cli: Cli, repo: Path)
     assert approval["fix"] == "cortex case trust unit"
 
 
+@pytest.mark.process
 def test_a_plugin_that_cannot_load_fails(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
     """A registered verifier plugin whose module is missing fails the check (real process)."""
     site = tmp_path / "site"
@@ -143,6 +145,7 @@ def test_a_missing_interpreter_fails_with_the_setup_fix(
     assert mcp["fix"] == "cortex setup claude --scope project"
 
 
+@pytest.mark.process
 def test_another_interpreter_without_cortex_fails(
     cli: Cli, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -156,6 +159,7 @@ def test_another_interpreter_without_cortex_fails(
     assert mcp["fix"] == "cortex setup codex --scope user"
 
 
+@pytest.mark.process
 def test_another_interpreter_with_cortex_is_a_warning(
     cli: Cli, env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -102,6 +102,7 @@ def test_cases_imports_nothing_else_of_cortex() -> None:
     assert offences == []
 
 
+@pytest.mark.process
 def test_the_per_call_path_stays_light(cli: Cli, task: str) -> None:
     """evidence add and status import no heavy module (docs/benchmarks.md has the costs)."""
     heavy = [

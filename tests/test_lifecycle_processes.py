@@ -29,6 +29,8 @@ from crash_kit import DEBRIS, run_child
 
 from cortex.cases.bounds import QUESTION_MAX
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 GATED = str(CHILDREN / "gated_child.py")
 WRITER = str(CHILDREN / "writer.py")
 PAUSED = "needs_human_decision"

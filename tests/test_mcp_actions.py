@@ -14,8 +14,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
 from conftest import git
 from mcp_kit import Session, run_async, serving
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 PLACEHOLDERS = {
     "<what you found>": "the redirect drops return_to",

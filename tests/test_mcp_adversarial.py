@@ -79,6 +79,7 @@ def served(env: dict[str, str], repo: Path) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("arguments", [["task_id"], "task_id", 7, True], ids=repr)
 def test_non_object_arguments_answer_with_an_envelope(
     served: dict[str, str], repo: Path, tmp_path: Path, arguments: Any
@@ -90,6 +91,7 @@ def test_non_object_arguments_answer_with_an_envelope(
         assert envelope["error"]["code"] == "invalid_input"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "line",
     [
@@ -129,6 +131,7 @@ def test_an_unparsable_request_still_gets_an_answer(
             assert reply["error"]["code"] in {-32700, -32600, -32602}
 
 
+@pytest.mark.process
 def test_the_server_keeps_serving_after_every_kind_of_bad_line(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -174,6 +177,7 @@ def test_the_server_keeps_serving_after_every_kind_of_bad_line(
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_null_or_absent_arguments_are_bad_input(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -232,6 +236,7 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], int]] = [
 ]
 
 
+@pytest.mark.process
 def test_bad_arguments_answer_with_one_envelope_and_write_nothing(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -249,6 +254,7 @@ def test_bad_arguments_answer_with_one_envelope_and_write_nothing(
     assert "Traceback" not in stderr_text(tmp_path)
 
 
+@pytest.mark.process
 def test_unicode_oddities(served: dict[str, str], repo: Path, tmp_path: Path) -> None:
     """Bytes that are not UTF-8 become U+FFFD (never a crash); astral characters round-trip."""
     with raw_server(repo, served, tmp_path) as s:
@@ -271,6 +277,7 @@ def test_unicode_oddities(served: dict[str, str], repo: Path, tmp_path: Path) ->
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_path_traversal_is_refused_and_nothing_is_written_outside_the_state_dir(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -319,6 +326,7 @@ def test_path_traversal_is_refused_and_nothing_is_written_outside_the_state_dir(
     assert secret.read_text() == "not yours\n"
 
 
+@pytest.mark.process
 def test_write_tools_write_only_inside_the_state_dir(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -358,6 +366,7 @@ def test_write_tools_write_only_inside_the_state_dir(
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_secrets_come_back_redacted_on_both_surfaces(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -398,6 +407,7 @@ def test_secrets_come_back_redacted_on_both_surfaces(
             assert TOKEN.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("name", "arguments", "argv"),
     [
@@ -439,6 +449,7 @@ def test_configured_redaction_literals_cover_argument_errors(
         assert LITERAL not in json.dumps(reply)
 
 
+@pytest.mark.process
 def test_an_unknown_tool_name_is_not_echoed_unredacted(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -493,6 +504,7 @@ PARITY: list[tuple[list[str], str, dict[str, Any]]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.process
 def test_cli_and_mcp_agree_on_refusals_and_redaction(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -549,6 +561,7 @@ def mcp_spelled(message: str, tool_name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_no_tool_reaches_decision_answers_or_command_grants(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -642,6 +655,7 @@ def seeded_case(served: dict[str, str], repo: Path) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.process
 def test_read_only_tools_write_nothing_anywhere(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -681,6 +695,7 @@ def test_read_only_tools_write_nothing_anywhere(
         assert s.finish() == 0
 
 
+@pytest.mark.process
 def test_idempotent_tools_change_nothing_on_a_repeat(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -720,6 +735,7 @@ def test_idempotent_tools_change_nothing_on_a_repeat(
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -804,6 +820,7 @@ def take_lease(server: RawServer, task: str) -> None:
     assert status == 0, envelope
 
 
+@pytest.mark.process
 def test_a_slow_verify_does_not_block_other_calls(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -833,6 +850,7 @@ def test_a_slow_verify_does_not_block_other_calls(
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_closing_stdin_mid_verify_finishes_the_write_and_exits_cleanly(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -852,6 +870,7 @@ def test_closing_stdin_mid_verify_finishes_the_write_and_exits_cleanly(
     assert Cli(served, repo)("case", "status", task).data["status"] == "verifying"
 
 
+@pytest.mark.process
 def test_closing_stdin_with_writes_in_flight_leaves_a_sound_case(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -872,6 +891,7 @@ def test_closing_stdin_with_writes_in_flight_leaves_a_sound_case(
     assert set(claims) <= {f"c{n}" for n in range(40)}
 
 
+@pytest.mark.process
 def test_sigterm_mid_verify_leaves_a_sound_case(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -895,6 +915,7 @@ def test_sigterm_mid_verify_leaves_a_sound_case(
     )
 
 
+@pytest.mark.process
 def test_the_cli_kills_the_whole_verifier_group_on_sigterm(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -923,6 +944,7 @@ def test_the_cli_kills_the_whole_verifier_group_on_sigterm(
         cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_sigint_stops_the_server(served: dict[str, str], repo: Path, tmp_path: Path) -> None:
     with raw_server(repo, served, tmp_path) as s:
         envelope_of(s.call("cortex_list_tasks", {}))
@@ -936,6 +958,7 @@ def test_sigint_stops_the_server(served: dict[str, str], repo: Path, tmp_path: P
         assert code == 130
 
 
+@pytest.mark.process
 def test_sigint_mid_verify_leaves_a_sound_case_and_no_stray_process(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -954,6 +977,7 @@ def test_sigint_mid_verify_leaves_a_sound_case_and_no_stray_process(
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_mcp_is_not_imported_by_other_commands(cli: Cli) -> None:
     heavy = ("mcp", "mcp.", "mcp_types", "cortex.mcp", "anyio", "pydantic", "starlette")
     for argv in (
@@ -1322,6 +1346,7 @@ def test_a_large_toml_file_is_edited_in_place(cli: Cli, env: dict[str, str]) -> 
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_directory_fifo_or_device_at_the_path_is_refused_without_blocking(
     env: dict[str, str], repo: Path
 ) -> None:
@@ -1537,6 +1562,7 @@ sys.exit(entrypoint())
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_a_crash_at_the_rename_keeps_the_old_file(
     env: dict[str, str], repo: Path, host: str
@@ -1560,6 +1586,7 @@ def test_a_crash_at_the_rename_keeps_the_old_file(
     assert again.data["backup"] is None  # the first backup is the one kept
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_a_crash_leaves_no_temp_file_behind_after_the_next_run(
     env: dict[str, str], repo: Path, host: str
@@ -1590,6 +1617,7 @@ sys.exit(entrypoint())
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("host", ["claude", "codex"])
 def test_a_crash_while_backing_up_never_leaves_a_torn_backup_as_the_only_copy(
     env: dict[str, str], repo: Path, host: str

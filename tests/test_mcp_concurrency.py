@@ -15,7 +15,10 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 from conftest import CHILDREN, Cli, case_path
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 SERVERS = 4
 CLI_WRITERS = 4

@@ -26,6 +26,8 @@ from cortex.kernel.progress import Event
 if TYPE_CHECKING:
     import mcp_types as types
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 TIMEOUT = 5.0
 """The client's request timeout, in seconds (hosts default to 60; the point is the ratio)."""
 

@@ -33,6 +33,7 @@ def sleeper(seconds: float, *, lines: int = 0) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+@pytest.mark.process
 def test_a_terminal_sees_the_running_verifier_and_its_elapsed_time(
     cli: Cli, env: dict[str, str], repo: Path
 ) -> None:
@@ -51,6 +52,7 @@ def test_a_terminal_sees_the_running_verifier_and_its_elapsed_time(
     assert "passed" in screen.plain()
 
 
+@pytest.mark.process
 def test_quiet_shows_nothing_live(cli: Cli, env: dict[str, str], repo: Path) -> None:
     configure_verifiers(repo, env, {"slow": sleeper(1.5)})
     task = ready_to_verify(cli, verify=("command:slow",))
@@ -61,6 +63,7 @@ def test_quiet_shows_nothing_live(cli: Cli, env: dict[str, str], repo: Path) -> 
     assert "Batch " in screen.plain()
 
 
+@pytest.mark.process
 def test_json_at_a_terminal_is_one_envelope(cli: Cli, env: dict[str, str], repo: Path) -> None:
     configure_verifiers(repo, env, {"slow": sleeper(1.5)})
     task = ready_to_verify(cli, verify=("command:slow",))
@@ -72,6 +75,7 @@ def test_json_at_a_terminal_is_one_envelope(cli: Cli, env: dict[str, str], repo:
     assert json.loads(lines[0])["ok"] is True
 
 
+@pytest.mark.process
 def test_without_a_terminal_the_output_is_what_it_was() -> None:
     """Piped text and --json, byte for byte as before the channel (tests/verify_golden.py)."""
     from verify_golden import GOLDEN, outputs
@@ -80,6 +84,7 @@ def test_without_a_terminal_the_output_is_what_it_was() -> None:
         assert text == (GOLDEN / name).read_text(), name
 
 
+@pytest.mark.process
 def test_ctrl_c_during_a_live_verify_stops_the_group_and_writes_nothing(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -153,6 +158,7 @@ def _leaks(text: str, needles: list[str]) -> list[str]:
     return [n for n in needles if n in text]
 
 
+@pytest.mark.process
 def test_follow_at_a_terminal_shows_lines_live_and_no_secret(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -172,6 +178,7 @@ def test_follow_at_a_terminal_shows_lines_live_and_no_secret(
     assert _leaks(stored.decode("utf-8", "replace"), needles) == []
 
 
+@pytest.mark.process
 def test_follow_without_a_terminal_writes_lines_to_stderr(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:

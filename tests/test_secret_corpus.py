@@ -274,9 +274,11 @@ class TestCorpus:
         assert REDACTED in out or PRIVATE in out
 
 
+@pytest.mark.process  # its class fixture runs real processes
 class TestEveryIngress:
     """After every ingress, the state root holds no secret and is still well-formed."""
 
+    @pytest.mark.process
     def test_no_secret_anywhere_under_the_state_root(self, populated: Populated) -> None:
         """Every byte of every file is free of every needle, raw or JSON-escaped."""
         files = list(every_file(populated.state_root))
@@ -452,6 +454,7 @@ class TestRefusals:
         assert_refused(cli, CASE_REFUSALS[name](task), state_root)
         assert cli("case", "audit", task).data["records"]["commands"] == 1
 
+    @pytest.mark.process
     def test_refusal_through_a_real_process(
         self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path
     ) -> None:
@@ -492,6 +495,7 @@ ESCAPED_SECRETS = [
 class TestEscapedIngress:
     """The reproductions of issue 18, item 1: each used to leave its secret in plain sight."""
 
+    @pytest.mark.process
     def test_a_json_log_piped_as_raw_output(
         self, cli: Cli, env: dict[str, str], repo: Path, state_root: Path
     ) -> None:
@@ -544,6 +548,7 @@ class TestEscapedIngress:
         assert blob["hypotheses"] == hypotheses
         assert no_secret_under(state_root, ESCAPED_SECRETS)
 
+    @pytest.mark.process
     def test_error_messages_quoting_bad_values(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -614,6 +619,7 @@ MCP_SECRETS = {
 }
 
 
+@pytest.mark.process
 def test_mcp_error_paths_quote_no_secret(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
     """Every kind of refused MCP call, and the SDK's own protocol errors, come back redacted."""
     from mcp_kit import envelope_of, raw_server
@@ -1252,6 +1258,7 @@ def leaks_in(data: bytes) -> list[tuple[str, str]]:
     return sorted({origin()[needle] for needle in needles_in(data, list(origin()))})
 
 
+@pytest.mark.process  # its class fixture runs real processes
 class TestCampaign:
     """Issue 18's proof: at least 80 shapes through every ingress; no secret byte anywhere."""
 
@@ -1274,6 +1281,7 @@ class TestCampaign:
         ]
         assert missed == []
 
+    @pytest.mark.process
     def test_no_secret_under_the_state_root_config_or_home(self, campaign: Campaign) -> None:
         """Every byte of every file the campaign left is free of every secret."""
         roots = [Path(campaign.env[k]) for k in ("CORTEX_STATE_DIR", "XDG_CONFIG_HOME", "HOME")]

@@ -351,6 +351,7 @@ class TestExistingFiles:
         # A dry run refuses it the same way.
         assert cli("setup", host, "--scope", scope, "--dry-run").code == 4
 
+    @pytest.mark.process
     def test_the_refusal_is_exit_4_from_a_real_process(
         self, env: dict[str, str], repo: Path
     ) -> None:
@@ -569,6 +570,7 @@ class TestHostilePaths:
         assert registered(path)["command"] == PYTHON
         assert cli("setup", host, "--scope", scope).data["changed"] is False
 
+    @pytest.mark.process
     def test_a_hostile_interpreter_in_a_real_process(
         self, env: dict[str, str], repo: Path, tmp_path: Path
     ) -> None:
@@ -648,6 +650,7 @@ class TestSafety:
         assert cli("setup", "claude", "--scope", "user").data["changed"] is True
         assert registered(path)["command"] == PYTHON
 
+    @pytest.mark.process
     def test_only_the_temp_files_of_finished_runs_are_removed(self, cli: Cli, repo: Path) -> None:
         """A killed run's temp file goes; a live run's, or another file's, stays."""
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -702,6 +705,7 @@ class TestSafety:
 
 
 class TestRealProcess:
+    @pytest.mark.process
     def test_setup_then_again_through_python_dash_m(self, env: dict[str, str], repo: Path) -> None:
         done = run_cortex(["setup", "claude", "--json"], env, repo)
         assert done.returncode == 0, done.stderr

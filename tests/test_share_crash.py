@@ -15,6 +15,8 @@ import pytest
 from crash_kit import DEBRIS, run_child
 from share_kit import Machine, make_machine, make_remote
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 IMPORT_POINTS = [
     ("txn.staged", 0),
     ("txn.journaled", 0),

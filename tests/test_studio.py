@@ -744,6 +744,7 @@ class TestCommand:
         assert out.error_code == "invalid_input"
         assert "--refresh must be a number of seconds from 0.5 to 60" in out.stdout
 
+    @pytest.mark.process
     def test_runs_in_a_terminal_and_quits_on_q(self, world: World) -> None:
         """The real command in a pseudo-terminal: it draws the cases and `q` ends it with 0."""
         primary, secondary = pty.openpty()

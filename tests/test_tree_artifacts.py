@@ -213,6 +213,7 @@ def test_audit_catches_an_edited_listing(cli: Cli, task: str, tmp_path: Path) ->
 # Crashes ----------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_tree_commit_killed_while_publishing_is_all_or_nothing(
     cli: Cli, task: str, tmp_path: Path
 ) -> None:

@@ -42,6 +42,8 @@ from trust_kit import PLAN, PYTHON, ask, detached, planned, unit
 
 from cortex.main import main
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 __all__ = ["unit"]  # a fixture, used by name
 
 WITH_TTY = str(CHILDREN / "with_tty.py")

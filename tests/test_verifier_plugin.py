@@ -23,6 +23,8 @@ import pytest
 from conftest import ROOT, Cli, Outcome, ready_to_verify, run_cortex
 from verify_kit import raw_blob, receipts_by
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 EXAMPLE = ROOT / "examples" / "verifier-plugin"
 KIND = "todo-free"
 

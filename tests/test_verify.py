@@ -217,6 +217,7 @@ class TestNothingComesOutVerified:
         # Attest still describes the old batch, but says it is not current.
         assert cli("case", "attest", task).data["current"] is False
 
+    @pytest.mark.process
     def test_2_a_verifier_that_edits_the_tree_unbinds_the_batch(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -282,6 +283,7 @@ class TestNothingComesOutVerified:
         assert assessment["unprovenClaims"] == ["k1"]
         assert_not_verified(cli, task, out)
 
+    @pytest.mark.process
     def test_4_a_timeout_blocks_and_kills_the_whole_process_group(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -341,6 +343,7 @@ class TestNothingComesOutVerified:
         assert receipts_by(out.data)["command:unit"]["status"] == "blocked"
         assert not marker.exists()
 
+    @pytest.mark.process
     def test_6a_a_lease_that_expires_during_the_run_writes_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -361,6 +364,7 @@ class TestNothingComesOutVerified:
         assert verification_doc(env, task) is None
         assert verdict_of_status(cli, task) is None
 
+    @pytest.mark.process
     def test_6b_a_lease_taken_by_another_actor_during_the_run_writes_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -382,6 +386,7 @@ class TestNothingComesOutVerified:
         assert status["verification"] is None
         assert status["status"] == "changing"
 
+    @pytest.mark.process
     def test_6c_a_lease_released_and_retaken_by_the_holder_never_verifies(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -403,6 +408,7 @@ class TestNothingComesOutVerified:
             assert_refused(out, 6)
         assert verdict_of_status(cli, task) != "verified"
 
+    @pytest.mark.process
     def test_7_a_newer_unbound_batch_masks_an_older_pass(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -427,6 +433,7 @@ class TestNothingComesOutVerified:
         assert data["batch"]["dirtyDigest"] == first.data["batch"]["dirtyDigest"]
         assert_not_verified(cli, task, second)
 
+    @pytest.mark.process
     def test_7b_a_newer_unbound_batch_after_an_edit_masks_an_older_pass(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -641,6 +648,7 @@ class TestBadInput:
             assert secret not in out.stdout + out.stderr
         assert not list(tmp_path.rglob("pwned"))
 
+    @pytest.mark.process
     def test_a_claim_id_of_128_bytes_is_accepted(self, cli: Cli, repo: Path, logged: Path) -> None:
         task = ready_to_verify(cli)
         edit(repo)
@@ -651,6 +659,7 @@ class TestBadInput:
         assert receipts_by(out.data)[f"claim:{claim}"]["status"] == "passed"
         assert logged.exists()
 
+    @pytest.mark.process
     def test_injection_through_claims_is_stored_as_text_and_runs_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str], logged: Path, tmp_path: Path
     ) -> None:
@@ -741,6 +750,7 @@ class TestBadInput:
         assert durable_state(env) == before
         assert not logged.exists()
 
+    @pytest.mark.process
     @pytest.mark.parametrize(
         "second",
         [("k1=another statement", "k1=command:unit"), ("k1=first statement", "k1=command:unit#t")],
@@ -775,6 +785,7 @@ class TestBadInput:
 
 
 class TestBatchesOverTime:
+    @pytest.mark.process
     @pytest.mark.usefixtures("unit")
     def test_renewing_the_lease_during_the_run_keeps_the_batch_bound(
         self, cli: Cli, repo: Path, env: dict[str, str]

@@ -323,6 +323,7 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
 
 
+@pytest.mark.process
 @pytest.mark.usefixtures("unit")
 def test_a_large_hidden_file_is_streamed(cli: Cli, repo: Path, env: dict[str, str]) -> None:
     """Regression (bug found by this review, fixed after 7dd5df6): a hidden file was read whole
@@ -566,6 +567,7 @@ RUN_ACTIONS: dict[str, Callable[[Path, dict[str, str]], None]] = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("action", list(RUN_ACTIONS))
 def test_a_change_during_the_run_unbinds_the_batch(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate, action: str
@@ -587,6 +589,7 @@ def _branch(repo: Path, env: dict[str, str]) -> None:
     git(repo, "checkout", "-q", "-b", "other", env=env)
 
 
+@pytest.mark.process
 def test_a_branch_switch_to_the_same_commit_during_the_run_stays_bound(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate
 ) -> None:
@@ -600,6 +603,7 @@ def test_a_branch_switch_to_the_same_commit_during_the_run_stays_bound(
     assert out.data["assessment"]["status"] == "verified"
 
 
+@pytest.mark.process
 def test_complete_during_a_verify_run_refuses_the_late_batch(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate
 ) -> None:
@@ -641,6 +645,7 @@ def test_complete_during_a_verify_run_refuses_the_late_batch(
     assert cli("case", "audit", task).code == 0
 
 
+@pytest.mark.process
 def test_two_concurrent_verify_processes_never_both_bind(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate
 ) -> None:
@@ -862,6 +867,7 @@ def test_the_outcome_cannot_forge_the_summary_verdict(
 ESCAPES = "\u001b]0;pwned\u0007\u001b[2K\r  it runs: python -m pytest"
 
 
+@pytest.mark.process
 def test_the_trust_prompt_shows_no_terminal_escapes(repo: Path, env: dict[str, str]) -> None:
     """Regression (bug found by this review, fixed in 327a38b): `case trust` writes the configured
     argv to the terminal raw; escape sequences in a repository's cortex.toml can erase or rewrite
@@ -872,6 +878,7 @@ def test_the_trust_prompt_shows_no_terminal_escapes(repo: Path, env: dict[str, s
     assert b"\x1b" not in shown, shown
 
 
+@pytest.mark.process
 def test_the_trust_prompt_shows_the_argv_on_one_line(repo: Path, env: dict[str, str]) -> None:
     """Regression (bug found by this review, fixed after 327a38b): a newline or a bidi override
     in the argv could draw a second `it runs:` line, or reorder the command a person approves.
@@ -999,6 +1006,7 @@ def test_a_verifier_that_closes_its_pipes_is_still_timed_out(
     assert cli("case", "audit", task).code == 0
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "sig",
     [

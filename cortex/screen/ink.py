@@ -200,11 +200,12 @@ def _plain(thing: Text | Table | str) -> str:
 class TerminalConsole(Console):
     """Prints through rich, for a person at a terminal: styles, and the terminal's width."""
 
-    def __init__(self, file: IO[str]) -> None:
+    def __init__(self, file: IO[str], **options: Any) -> None:
+        """`options` go to rich's console (a test gives `width` and `force_terminal`)."""
         from rich.console import Console as RichConsole
 
         super().__init__(file)
-        self.rich: RichConsole = RichConsole(file=file, highlight=False, soft_wrap=True)
+        self.rich: RichConsole = RichConsole(file=file, highlight=False, soft_wrap=True, **options)
         self.is_terminal = self.rich.is_terminal
         self.width = self.rich.width
 
