@@ -18,7 +18,7 @@ from cortex.kernel.errors import GateRefusedError
 
 if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.
-    from cortex.cases.documents import Decision
+    from cortex.cases.documents import Decision, Decisions
     from cortex.cases.txn import Transaction
     from cortex.kernel.assessment import Assessment
 
@@ -96,14 +96,24 @@ def before(phase: Phase, other: Phase) -> bool:
     return ORDER.index(phase) < ORDER.index(other)
 
 
+def pending(decisions: Decisions | None) -> Decision | None:
+    """The decision a case's decisions.json says it is waiting for, if any.
+
+    Here, not in `cortex.kernel.decisions`, so that `status` reads it without loading the
+    decision commands (tests/test_import_pin.py).
+    """
+    if decisions is None:
+        return None
+    return next((d for d in decisions.decisions if d.status == "pending"), None)
+
+
 def pending_decision(txn: Transaction) -> Decision | None:
     """The decision a paused case waits for (read inside the transaction, so consistent)."""
     if txn.case.status != PAUSED:
         return None
     from cortex.cases.documents import Decisions
 
-    doc = txn.snapshot("decisions.json", Decisions)
-    return next((d for d in (doc.decisions if doc else []) if d.status == "pending"), None)
+    return pending(txn.snapshot("decisions.json", Decisions))
 
 
 def actions_for(txn: Transaction) -> list[Action]:
