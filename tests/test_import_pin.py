@@ -196,3 +196,20 @@ def test_a_new_module_is_named_with_its_importer_and_the_fix() -> None:
     assert lines[0].startswith("new on the `status` path: dataclasses (imported by cortex.x)")
     assert "PINNED['status'] in tests/test_import_pin.py" in lines[0]
     assert lines[1].startswith("no longer on the `status` path: cortex.kernel.lease")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["case", "status", "TASK"],
+        ["case", "show", "TASK"],
+        ["case", "list"],
+        ["case", "timeline", "TASK"],
+    ],
+)
+def test_text_into_a_pipe_loads_no_rich(cli: Cli, task: str, argv: list[str]) -> None:
+    """What a person reads off a terminal, an agent reads from a pipe: rich is for terminals."""
+    loaded, by = loaded_by(cli, [task if word == "TASK" else word for word in argv])
+    assert "cortex.main" in loaded
+    drawn = sorted(name for name in loaded if name == "rich" or name.startswith("rich."))
+    assert drawn == [], f"rich loaded by {by.get(drawn[0]) if drawn else ''}"

@@ -187,14 +187,20 @@ class Console:
         self.file = file
 
     def print(self, *objects: Text | Table | str) -> None:
-        """The objects' characters on one line (a table's on its own lines)."""
-        self.file.write(" ".join(_plain(thing) for thing in objects) + "\n")
-
-
-def _plain(thing: Text | Table | str) -> str:
-    if isinstance(thing, Table):
-        return "\n".join(thing.lines())
-    return str(thing)
+        """Text on one line, space-separated; a table on lines of its own, as rich prints."""
+        lines: list[str] = []
+        words: list[str] = []
+        for thing in objects:
+            if isinstance(thing, Table):
+                if words:
+                    lines.append(" ".join(words))
+                    words = []
+                lines.extend(thing.lines())
+            else:
+                words.append(str(thing))
+        if words or not lines:
+            lines.append(" ".join(words))
+        self.file.write("".join(line + "\n" for line in lines))
 
 
 class TerminalConsole(Console):
