@@ -3,15 +3,20 @@
 The workspace is a plain directory (not a git repository), so no git process runs and the
 number is the server's own cost. The floor, measured in the same run with the same client, is a
 server on the same SDK whose one tool returns a constant: the price of the transport and the
-SDK, below which no MCP tool can answer. Each side gets warm-up calls first, then CALLS timed
-calls one after another.
+SDK, below which no MCP tool can answer. Every server gets warm-up calls first; then the timed
+calls go round the servers in turn (floor, this build, the baseline), so machine noise hits all
+of them alike.
 
-Usage: python bench/mcp_status.py [--calls 1000] [--warmup 100]
+Usage: python bench/mcp_status.py [--calls 1000] [--warmup 100] [--baseline OTHER/bin/cortex]
+
+`--baseline` times another installation's `cortex serve` in the same rounds (bench/compare.py
+passes an earlier build's).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -39,10 +44,7 @@ FLOOR_SERVER = textwrap.dedent(
         return types.ListToolsResult(tools=[TOOL])
 
     async def call_tool(ctx, params):
-        text = '{"ok": true}'
-        return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content={"ok": True}
-        )
+        return types.CallToolResult(content=[types.TextContent(text='{"ok": true}')])
 
     server = Server("floor", on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -55,30 +57,31 @@ FLOOR_SERVER = textwrap.dedent(
 )
 
 
-async def timed_calls(
-    params: StdioServerParameters,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    calls: int,
-    warmup: int,
-    errlog: TextIO,
-) -> list[float]:
-    """Seconds per call, after `warmup` untimed calls."""
-    async with (
-        stdio_client(params, errlog=errlog) as (read, write),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        for _ in range(warmup):
-            await client.call_tool(tool, arguments)
-        times = []
+Target = tuple[str, StdioServerParameters, str, dict[str, Any]]
+"""(label, how to start the server, the tool, its arguments)."""
+
+
+async def timed_rounds(
+    targets: list[Target], *, calls: int, warmup: int, errlog: TextIO
+) -> dict[str, list[float]]:
+    """Seconds per call for each target, calls going round the targets in turn."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for label, params, tool, arguments in targets:
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            client = await stack.enter_async_context(ClientSession(read, write))
+            await client.initialize()
+            for _ in range(warmup):
+                await client.call_tool(tool, arguments)
+            clients.append((label, client, tool, arguments))
+        times: dict[str, list[float]] = {label: [] for label, *_ in targets}
         for _ in range(calls):
-            start = time.perf_counter()
-            result = await client.call_tool(tool, arguments)
-            times.append(time.perf_counter() - start)
-            if result.is_error:
-                raise SystemExit(f"{tool} failed: {result}")
+            for label, client, tool, arguments in clients:
+                start = time.perf_counter()
+                result = await client.call_tool(tool, arguments)
+                times[label].append(time.perf_counter() - start)
+                if result.is_error:
+                    raise SystemExit(f"{label}: {tool} failed: {result}")
         return times
 
 
@@ -91,6 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--baseline", metavar="CORTEX", help="another build's cortex script")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         workspace = Path(scratch) / "workspace"
@@ -110,6 +114,29 @@ def main() -> None:
         import json
 
         task = json.loads(opened.stdout)["data"]["taskId"]
+        targets: list[Target] = []
+        if args.baseline:
+            # The other build keeps its own state: a case store written by one version is not
+            # necessarily one an older version reads.
+            old_env = {**env, "CORTEX_STATE_DIR": str(Path(scratch) / "state-baseline")}
+            old = subprocess.run(
+                [args.baseline, "case", "open", "bench the MCP server", "--json"],
+                cwd=workspace,
+                env=old_env,
+                capture_output=True,
+                check=True,
+            )
+            old_task = json.loads(old.stdout)["data"]["taskId"]
+            targets.append(
+                (
+                    "baseline: cortex_status",
+                    StdioServerParameters(
+                        command=args.baseline, args=["serve"], cwd=str(workspace), env=old_env
+                    ),
+                    "cortex_status",
+                    {"task_id": old_task},
+                )
+            )
         floor_script = Path(scratch) / "floor_server.py"
         floor_script.write_text(FLOOR_SERVER)
         cortex = StdioServerParameters(
@@ -117,28 +144,32 @@ def main() -> None:
         )
         floor = StdioServerParameters(command=sys.executable, args=[str(floor_script)], env=env)
 
-        async def run(errlog: TextIO) -> tuple[list[float], list[float]]:
-            n, warm = args.calls, args.warmup
-            base = await timed_calls(floor, "constant", {}, calls=n, warmup=warm, errlog=errlog)
-            status = {"task_id": task}
-            real = await timed_calls(
-                cortex, "cortex_status", status, calls=n, warmup=warm, errlog=errlog
-            )
-            return base, real
+        targets = [
+            ("floor: constant tool", floor, "constant", {}),
+            ("cortex_status", cortex, "cortex_status", {"task_id": task}),
+            *targets,
+        ]
+
+        async def run(errlog: TextIO) -> dict[str, list[float]]:
+            return await timed_rounds(targets, calls=args.calls, warmup=args.warmup, errlog=errlog)
 
         with open(os.devnull, "w") as errlog:
-            base, real = anyio.run(run, errlog)
-    rows = [("floor: constant tool", base), ("cortex_status", real)]
+            times = anyio.run(run, errlog)
+    rows = list(times.items())
+    base = times["floor: constant tool"]
     print(f"{args.calls} calls each after {args.warmup} warm-up calls; milliseconds per call")
-    print(f"{'':24} {'p50':>7} {'p90':>7} {'p99':>7} {'mean':>7}")
+    print()
+    print("| server | p50 ms | p90 ms | p99 ms | mean ms | p50 / floor p50 |")
+    print("|---|---:|---:|---:|---:|---:|")
     for label, values in rows:
         ms = [v * 1000 for v in values]
+        ratio = percentile(values, 0.5) / percentile(base, 0.5)
         print(
-            f"{label:24} {percentile(ms, 0.5):7.2f} {percentile(ms, 0.9):7.2f} "
-            f"{percentile(ms, 0.99):7.2f} {statistics.fmean(ms):7.2f}"
+            f"| {label} | {percentile(ms, 0.5):.2f} | {percentile(ms, 0.9):.2f} | "
+            f"{percentile(ms, 0.99):.2f} | {statistics.fmean(ms):.2f} | {ratio:.2f} |"
         )
-    ratio = percentile(real, 0.5) / percentile(base, 0.5)
-    print(f"cortex_status p50 / floor p50: {ratio:.2f}x; target p50 <= 3 ms")
+    print()
+    print("Target: cortex_status p50 <= 2.5x the floor's (issue 30).")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ from cortex.main import main
 
 __all__ = ["without_answer_opt_in"]
 
+# Fixtures every MCP test module uses (`served`, `errlog`), defined beside the clients they
+# serve; and the watch that keeps the `process` marker true (tests/process_guard.py).
+pytest_plugins = ["mcp_kit", "process_guard"]
+
 ROOT = Path(__file__).resolve().parent.parent
 CHILDREN = Path(__file__).resolve().parent / "children"
 

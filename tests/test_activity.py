@@ -96,9 +96,14 @@ def test_capture_can_be_turned_off(changing: str, env: dict[str, str], repo: Pat
     config = Path(env["XDG_CONFIG_HOME"]) / "cortex" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[hooks]\ncapture = false\n")
-    Cli(env, repo)("case", "note", changing, "capture is off now")  # any write refreshes the card
+    # The card is rewritten at the next prompt (or start, stop, phase or plan change), not by
+    # every write: a note alone leaves capture on.
+    Cli(env, repo)("case", "note", changing, "capture is off now")
     failing_pytest(env, repo)
-    assert records(env, changing) == []
+    assert len(records(env, changing)) == 1
+    hook("UserPromptSubmit", env, repo, prompt="go on")
+    failing_pytest(env, repo)
+    assert len(records(env, changing)) == 1
 
 
 def test_a_secret_in_a_command_reaches_no_file(
@@ -180,6 +185,7 @@ def test_a_claim_of_passing_tests_after_a_failing_run_is_flagged(
     assert observed["lastRuns"][0]["outcome"] == "passed"
 
 
+@pytest.mark.process
 def test_edits_after_the_last_verification_are_flagged(
     changing: str, env: dict[str, str], repo: Path
 ) -> None:
@@ -354,6 +360,7 @@ def test_a_secret_across_the_cut_is_masked_first(
     assert SECRET[:12] not in raw
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("where", ["activity.warned", "activity.lock", "activity.jsonl"])
 def test_a_fifo_in_a_files_place_never_hangs_the_hook(
     changing: str, env: dict[str, str], repo: Path, where: str

@@ -8,7 +8,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import Cli, git, run_cortex, tree_state
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 
 def doctor(env: dict[str, str], cwd: Path) -> dict[str, dict[str, str]]:
@@ -110,7 +113,7 @@ def test_an_adopt_killed_after_its_first_move_is_finished_by_the_next(
     import sys
 
     from conftest import CHILDREN
-    from test_crash import watch
+    from crash_kit import watch
 
     first, latest = history(cli)
     target = moved(tmp_path, repo, "mv")

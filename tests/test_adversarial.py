@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, run_cortex, tree_state
-from test_crash import Run, check_after_kill, run_child, view, watch
+from crash_kit import Run, check_after_kill, run_child, view, watch
 
 from cortex.cases import bounds, ids
 from cortex.cases.digest import sha256_hex
@@ -83,6 +83,7 @@ def raw_file(tmp_path: Path, content: bytes = b"collected 3 items\n3 passed\n") 
 class TestCompoundCrashes:
     """SIGKILL between crash points and in the middle of recovery itself."""
 
+    @pytest.mark.process
     def test_kill_between_link_and_unlink_of_a_new_blob(
         self, cli: Cli, task: str, tmp_path: Path
     ) -> None:
@@ -97,6 +98,7 @@ class TestCompoundCrashes:
         check_after_kill(cli, task, before, run, raw=True)
         assert list((directory / "raw").iterdir()) == []
 
+    @pytest.mark.process
     @pytest.mark.parametrize(
         ("target", "skip"),
         [
@@ -122,6 +124,7 @@ class TestCompoundCrashes:
         check_after_kill(cli, task, before, Run(), raw=True)
         assert list((task_dir(cli, task) / "raw").iterdir()) == []
 
+    @pytest.mark.process
     def test_kill_during_torn_tail_truncation_then_again_mid_append(
         self, cli: Cli, task: str
     ) -> None:
@@ -141,6 +144,7 @@ class TestCompoundCrashes:
         assert again.killed
         check_after_kill(cli, task, before, Run(), raw=False)
 
+    @pytest.mark.process
     @pytest.mark.parametrize("point", ["open.key_written", "open.staged", "snapshot.replaced"])
     def test_keyed_open_killed_then_retried_by_two_processes_at_once(
         self, cli: Cli, point: str
@@ -225,7 +229,7 @@ class TestAuxSnapshotRollback:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A plan.json published by a commit that was rolled back must not stay in place."""
-        from test_store import Plan
+        from store_kit import Plan
 
         from cortex.cases import fsio
 
@@ -284,6 +288,7 @@ class TestAuxSnapshotRollback:
 class TestReadersDuringWrites:
     """Readers in a tight loop while writer processes commit."""
 
+    @pytest.mark.process
     def test_every_read_is_one_consistent_revision(self, cli: Cli, task: str) -> None:
         """status and audit never see counts, revision and ledgers out of step."""
         env = {**cli.env, "CORTEX_LOCK_TIMEOUT": "120"}
@@ -325,6 +330,7 @@ class TestReadersDuringWrites:
         assert reads > 0
         assert cli("case", "status", task).data["revision"] == 121
 
+    @pytest.mark.process
     def test_audit_survives_a_journal_removed_under_it(self, cli: Cli, task: str) -> None:
         """An audit that listed a pending journal must not crash when a writer resolves it.
 
@@ -567,6 +573,7 @@ class TestPlantedDebris:
         assert time.monotonic() - started < 10
         assert path.stat().st_size == 2 * 1024**3
 
+    @pytest.mark.process
     @pytest.mark.parametrize(
         ("fifo", "args"),
         [
@@ -668,6 +675,7 @@ class TestSecrets:
         leaked = [p for p in state.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
         assert leaked == [], f"the secret reached disk in {[p.name for p in leaked]}"
 
+    @pytest.mark.process
     def test_redaction_time_is_not_quadratic_under_the_lock(
         self, cli: Cli, task: str, tmp_path: Path
     ) -> None:
@@ -807,6 +815,7 @@ class TestHostileCommandLines:
         assert out.code == 4
         assert tree_state(task_dir(cli, task)) == before
 
+    @pytest.mark.process
     def test_endless_stdin_stops_at_the_bound(self, env: dict[str, str], repo: Path) -> None:
         """A raw stdin that never ends is refused after RAW_BLOB_MAX + 1 bytes, not read forever."""
         task = json.loads(
@@ -838,6 +847,7 @@ class TestHostileCommandLines:
         assert proc.returncode == 4
         assert envelope_of(proc)["error"]["code"] == "invalid_input"
 
+    @pytest.mark.process
     @pytest.mark.parametrize("arg", [b"a\xffb", b"\xed\xa0\x80", b"\xc0\xaf"])
     def test_invalid_utf8_argv(self, env: dict[str, str], repo: Path, arg: bytes) -> None:
         """Undecodable bytes in a claim, a goal or an id: exit 4, one envelope, nothing written."""
@@ -864,6 +874,7 @@ class TestHostileCommandLines:
             envelope_of(proc)
         assert tree_state(state) == before
 
+    @pytest.mark.process
     def test_a_non_utf8_state_directory_gives_an_envelope(self, env: dict[str, str]) -> None:
         """A state root whose path is not UTF-8 (legal on Linux) must not end in a traceback.
 
@@ -890,6 +901,7 @@ class TestHostileCommandLines:
             envelope = envelope_of(proc)
             assert proc.returncode in {0, 3, 4}, envelope
 
+    @pytest.mark.process
     def test_a_non_utf8_workspace_leaves_no_partial_state(self, env: dict[str, str]) -> None:
         """Opening a case in a directory named with non-UTF-8 bytes writes all or nothing.
 
@@ -994,6 +1006,7 @@ class TestHostileCommandLines:
 class TestLockTimeout:
     """A writer that cannot get the lock in time writes nothing."""
 
+    @pytest.mark.process
     def test_a_timed_out_writer_with_pending_debris_writes_nothing(
         self, cli: Cli, task: str
     ) -> None:

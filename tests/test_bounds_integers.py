@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 from conftest import Cli, base_env, make_repo, run_cortex
-from test_mcp_adversarial import RawServer, envelope_of
+from mcp_kit import RawServer, envelope_of
 
 from cortex.cases.bounds import INTEGER_DIGITS_MAX
 from cortex.cli.parser import COMMANDS
@@ -107,6 +107,7 @@ def test_an_overlong_integer_option_is_invalid_input(
     assert out.stderr == ""
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("digits", [4_301, 100_000])
 def test_an_overlong_integer_is_one_envelope_from_a_real_process(
     env: dict[str, str], repo: Path, digits: int
@@ -192,6 +193,7 @@ def raw_call(server: RawServer, name: str, arguments: dict[str, Any], extra: str
     return ident
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("digits", SIZES)
 @pytest.mark.parametrize(("name", "field", "required"), mcp_arguments())
 def test_an_overlong_integer_argument_is_answered_with_an_error(
@@ -207,6 +209,7 @@ def test_an_overlong_integer_argument_is_answered_with_an_error(
     assert f"{INTEGER_DIGITS_MAX} digits" in envelope["error"]["message"]
 
 
+@pytest.mark.process
 def test_a_negative_expected_revision_is_invalid_input_over_mcp(server: RawServer) -> None:
     opened = server.call("cortex_open_task", {"goal": "negative revision"})
     task = envelope_of(opened)[0]["data"]["taskId"]
@@ -216,6 +219,7 @@ def test_a_negative_expected_revision_is_invalid_input_over_mcp(server: RawServe
     assert envelope["error"]["code"] == "invalid_input"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("number", ["9" * 4_301, "-" + "9" * 4_301, "9" * 5_000 + ".5"])
 def test_other_requests_with_an_overlong_number_get_a_protocol_error(
     server: RawServer, number: str
@@ -230,6 +234,7 @@ def test_other_requests_with_an_overlong_number_get_a_protocol_error(
     assert reply["error"]["code"] == -32602
 
 
+@pytest.mark.process
 def test_an_unreadable_request_with_an_overlong_id_does_not_stop_the_server(
     server: RawServer,
 ) -> None:
@@ -255,6 +260,7 @@ def test_an_unreadable_request_with_an_overlong_id_does_not_stop_the_server(
     assert all(ident is None or abs(ident) < 10**INTEGER_DIGITS_MAX for ident in server.replies)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("digits", SIZES)
 def test_a_support_index_over_mcp_is_invalid_input(server: RawServer, digits: int) -> None:
     opened = server.call("cortex_open_task", {"goal": "support index"})

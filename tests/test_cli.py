@@ -408,6 +408,7 @@ class TestWorkspaces:
 
 
 class TestRealProcess:
+    @pytest.mark.process
     def test_python_dash_m_cortex_round_trip(self, env: dict[str, str], repo: Path) -> None:
         """The real entry point opens, records from stdin, and shows a case."""
         opened = run_cortex(["case", "open", "Real process", "--json"], env, repo)
@@ -427,6 +428,7 @@ class TestRealProcess:
         assert task in shown.stdout.decode()
         assert shown.stderr == b""
 
+    @pytest.mark.process
     def test_installed_console_script_if_present(self, env: dict[str, str], repo: Path) -> None:
         """The `cortex` console script next to this interpreter answers like the module."""
         script = Path(sys.executable).parent / "cortex"

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import CHILDREN, Cli, case_path
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 WRITER = str(CHILDREN / "writer.py")
 

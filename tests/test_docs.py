@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 from conftest import ROOT
@@ -32,6 +33,17 @@ def test_ci_runs_the_readme_setup_commands_verbatim() -> None:
     assert ci_commands == readme_commands
     assert "pytest" in readme_commands[1]
     assert "examples/quickstart.sh" in readme_commands[0]
+
+
+def test_the_readme_test_command_runs_on_every_core() -> None:
+    """The suite runs in parallel (pytest-xdist), and the dev extra installs what that needs."""
+    block = re.search(r"```bash\n(.*?)```", README, re.DOTALL)
+    assert block is not None
+    test_command = [line for line in block.group(1).splitlines() if "pytest" in line]
+    assert test_command == [".venv/bin/python -m pytest -n auto"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    dev = project["project"]["optional-dependencies"]["dev"]
+    assert any(requirement.startswith("pytest-xdist") for requirement in dev)
 
 
 def test_every_command_is_in_the_readme_with_help() -> None:

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Cli, case_path, run_cortex, tree_state
-from test_host_setup import make_venv
-from test_setup import HOOK_SET, run_setup
+from setup_kit import HOOK_SET, make_venv, run_setup
 
 from cortex.kernel.host import hooks as hook_set
 
@@ -104,6 +103,7 @@ def test_unapproved_verifiers_are_a_warning_naming_the_fix(cli: Cli, repo: Path)
     assert approval["fix"] == "cortex case trust unit"
 
 
+@pytest.mark.process
 def test_a_plugin_that_cannot_load_fails(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
     """A registered verifier plugin whose module is missing fails the check (real process)."""
     site = tmp_path / "site"
@@ -184,6 +184,7 @@ def test_a_missing_interpreter_fails_with_the_setup_fix(
     assert mcp["fix"] == "cortex setup claude --scope project"
 
 
+@pytest.mark.process
 def test_another_interpreter_without_cortex_fails(
     cli: Cli, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -197,6 +198,7 @@ def test_another_interpreter_without_cortex_fails(
     assert mcp["fix"] == "cortex setup codex --scope user"
 
 
+@pytest.mark.process
 def test_another_interpreter_with_cortex_is_a_warning(
     cli: Cli, env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -459,6 +461,7 @@ def test_the_repositorys_own_virtualenv_is_checked_never_run(
     assert not marker.exists()
 
 
+@pytest.mark.process
 def test_codex_venv_hooks_pass_from_a_subdirectory(repo: Path, env: dict[str, str]) -> None:
     python = make_venv(repo)
     data = run_setup(env, repo, "codex", scope="project", interpreter=str(python))

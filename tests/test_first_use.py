@@ -80,6 +80,7 @@ def first_case(cli: Cli) -> tuple[str, list[str]]:
 
 
 class TestTheTrialFlow:
+    @pytest.mark.process
     def test_following_the_printed_advice_the_first_verify_is_not_failed_by_cortex_files(
         self, tmp_path: Path, env: dict[str, str]
     ) -> None:
@@ -111,6 +112,7 @@ class TestTheTrialFlow:
         assert statuses == {"pytest": "passed", "scope": "passed"}, verified["receipts"]
         assert verified["assessment"]["status"] == "verified"
 
+    @pytest.mark.process
     def test_without_the_commit_cortex_files_are_the_tasks_drift(
         self, tmp_path: Path, env: dict[str, str]
     ) -> None:

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, committed_state
-from test_crash import Run, watch
-from test_trust import at_terminal, detached
+from crash_kit import Run, watch
+from trust_kit import at_terminal, detached
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 FORGET_CHILD = str(CHILDREN / "forget_child.py")
 APPENDER = str(CHILDREN / "crash_child.py")

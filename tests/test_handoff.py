@@ -438,6 +438,7 @@ class TestReadOnly:
         assert not (cli.cwd / "x.md").exists()
         assert cli("case", "handoff", task, "-o", "/nonexistent-dir/x.md").code == 4
 
+    @pytest.mark.process
     def test_it_reads_while_another_process_holds_the_case_lock(self, cli: Cli, task: str) -> None:
         """A reader takes no lock: a held lock neither blocks nor fails it."""
         with case_lock_held(cli, task):

@@ -25,6 +25,8 @@ from conftest import Cli, base_env, configure_verifiers, git, make_repo
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 ACTOR = "agent-1"
 CRITERION = "fixed=the redirect keeps return_to"
 UNIT = [sys.executable, "-c", "import sys; sys.exit('BROKEN' in open('app.py').read())"]

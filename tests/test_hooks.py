@@ -113,6 +113,7 @@ def test_the_brief_names_case_phase_lease_proof_and_next_step(
     assert "app.py is wrong" in text  # the open hypothesis of the case the session is on
 
 
+@pytest.mark.process
 def test_the_brief_follows_the_proof_from_none_to_current_to_stale(
     changing: str, env: dict[str, str], repo: Path
 ) -> None:
@@ -179,6 +180,7 @@ def test_a_change_without_proof_blocks_the_stop_with_the_command(
     assert "no verification yet" in reason
 
 
+@pytest.mark.process
 def test_stale_proof_blocks_and_names_what_changed(
     changing: str, env: dict[str, str], repo: Path
 ) -> None:
@@ -357,6 +359,7 @@ def test_an_exception_and_a_deadline_both_end_in_silence(env: dict[str, str]) ->
     assert failures(env)[-1]["error"] == "deadline"
 
 
+@pytest.mark.process
 def test_a_real_hook_process_exits_zero_on_anything(env: dict[str, str], repo: Path) -> None:
     """The console path: `python -m cortex hook` with a closed stdin, garbage and a good stop."""
     for stdin in (b"", b"\x00" * 10, json.dumps({"cwd": str(repo)}).encode()):

@@ -27,7 +27,7 @@ from host_kit import (
     tool_result,
 )
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.process]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from conftest import Cli, configure_verifiers, git, run_cortex
 from host_kit import ScriptedResponses, codex_provider, codex_text, need_codex, run_codex
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.process]
 
 CORTEX = os.path.join(os.path.dirname(sys.executable), "cortex")
 """Codex's shell is a login shell that sets its own PATH: the agent names Cortex in full."""

@@ -12,19 +12,16 @@ from __future__ import annotations
 import json
 import stat
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import anyio
-import mcp_types as types
 import pytest
 from conftest import Cli, configure_verifiers, git, run_cortex, state_root
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_kit import run_async, serving
 
 from cortex.kernel.host_session import HostSession, session
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 __all__ = ["state_root"]
 
@@ -169,28 +166,6 @@ def test_session_ids_that_are_not_a_hosts_are_ignored() -> None:
 # A restarted MCP server -----------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def server(repo: Path, env: dict[str, str], errlog: TextIO) -> AsyncIterator[ClientSession]:
-    """A real `cortex serve`, as the host starts it, with the SDK's stdio client."""
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(repo), env=env
-    )
-    async with (
-        stdio_client(params, errlog=errlog) as (read, write),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        yield client
-
-
-async def call(client: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert isinstance(result, types.CallToolResult)
-    envelope = result.structured_content
-    assert isinstance(envelope, dict)
-    return envelope
-
-
 def test_a_restarted_mcp_server_of_the_session_still_holds_the_lease(
     planned: str, env: dict[str, str], repo: Path
 ) -> None:
@@ -198,26 +173,22 @@ def test_a_restarted_mcp_server_of_the_session_still_holds_the_lease(
     host = shell(env, SESSION, CORTEX_APPROVE_COMMANDS="1")
 
     async def body() -> None:
-        async with server(repo, host, errlog) as first:
-            taken = await call(first, "cortex_begin_change", task_id=planned)
+        async with serving(repo, host, errlog) as first:
+            taken, _ = await first.call("cortex_begin_change", task_id=planned)
             assert taken["ok"], taken
             assert taken["data"]["lease"]["actor"] == "claude-98009466"
         (repo / "app.py").write_text("print('fixed')\n")
         stranger_env = shell(env, OTHER, CORTEX_APPROVE_COMMANDS="1")
-        async with server(repo, stranger_env, errlog) as stranger:
-            refused = await call(stranger, "cortex_verify", task_id=planned)
+        async with serving(repo, stranger_env, errlog) as stranger:
+            refused, _ = await stranger.call("cortex_verify", task_id=planned)
             assert refused["error"]["code"] == "lease_conflict", refused
-        async with server(repo, host, errlog) as second:
-            verified = await call(second, "cortex_verify", task_id=planned)
+        async with serving(repo, host, errlog) as second:
+            verified, _ = await second.call("cortex_verify", task_id=planned)
             assert verified["ok"], verified
             assert verified["data"]["assessment"]["status"] == "verified"
 
-    async def bounded() -> None:
-        with anyio.fail_after(180):
-            await body()
-
     with (repo.parent / "serve-stderr.txt").open("a") as errlog:
-        anyio.run(bounded)
+        run_async(body)
 
 
 def test_records_written_in_a_session_name_its_actor(cli: Cli, env: dict[str, str],

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import Cli
-from test_setup import (
+from setup_kit import (
     ALL,
     ARGS,
     CLAUDE_ENTRY,
@@ -31,6 +31,7 @@ from test_setup import (
     hooks_file,
     hooks_target,
     installed_commands,
+    make_venv,
     registered,
     run_setup,
     snapshot,
@@ -59,20 +60,6 @@ def env(env: dict[str, str]) -> dict[str, str]:
 def dumps(document: object) -> bytes:
     """A JSON document as setup writes it (two-space indent, UTF-8, a final newline)."""
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def make_venv(root: Path, marker: Path | None = None) -> Path:
-    """A virtualenv inside `root`: `.venv/bin/python` links to this interpreter, and
-    `.venv/bin/cortex` is an executable (that leaves `marker` if it is ever run)."""
-    bindir = root / ".venv" / "bin"
-    bindir.mkdir(parents=True)
-    python = bindir / "python"
-    python.symlink_to(sys.executable)
-    touch = f"touch {shlex.quote(str(marker))}\n" if marker else ""
-    script = bindir / "cortex"
-    script.write_text(f"#!/bin/sh\n{touch}exit 0\n")
-    script.chmod(0o755)
-    return python
 
 
 def written_by_setup(repo: Path) -> list[Path]:

@@ -13,12 +13,11 @@ from typing import IO
 
 import pytest
 from conftest import Cli, make_repo
-from rich.console import Console
-from rich.text import Text
-from test_mcp import errlog, run_async, served, serving  # noqa: F401 - fixtures
+from mcp_kit import run_async, serving
 
 from cortex.cases.bounds import ID_CANDIDATES_SHOWN, ID_PREFIX_MIN
 from cortex.screen.columns import Column, fit, print_table
+from cortex.screen.ink import TerminalConsole, Text
 
 
 def common(*ids: str) -> str:
@@ -263,7 +262,7 @@ class TestWholeIdsInTables:
             Text("Fix the checkout redirect after login for users coming from the cart"),
         ]
         buffer = io.StringIO()
-        console = Console(file=buffer, width=width, force_terminal=True, color_system=None)
+        console = TerminalConsole(buffer, width=width, force_terminal=True, color_system=None)
         print_table(console, columns, [row])
         lines = buffer.getvalue().splitlines()
         assert all(len(line) <= width for line in lines)
@@ -288,7 +287,8 @@ class TestWholeIdsInTables:
         assert fit(columns, [10, 10, 10, 40], 11) == ((0,), (10,))
 
 
-def test_prefixes_over_mcp(served: dict[str, str], repo: Path, errlog: IO[str]) -> None:  # noqa: F811
+@pytest.mark.process
+def test_prefixes_over_mcp(served: dict[str, str], repo: Path, errlog: IO[str]) -> None:
     """The server resolves what the CLI resolves: unique, ambiguous (4), none (3), @latest."""
     cli = Cli(served, repo)
     first, second = cli.open("First"), cli.open("Second")

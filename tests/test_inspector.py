@@ -63,7 +63,8 @@ def test_the_inspector_lists_the_tools_and_reads_an_artifact_with_max_bytes(
         "--tool-arg", "max_bytes=200",
     )  # fmt: skip
     assert called["isError"] is False, called
-    envelope = called["structuredContent"]
+    envelope = json.loads(called["content"][0]["text"])
+    assert "structuredContent" not in called, "the envelope travels once, as text"
     assert envelope["ok"] is True
     data = envelope["data"]
     assert data["maxBytes"] == 200

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,25 @@ def modules(directory: Path) -> list[Path]:
     return sorted(directory.rglob("*.py"))
 
 
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """`cortex/kernel/views/__init__.py` -> `cortex.kernel.views`."""
+    return ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+
+
+@cache
+def parsed() -> dict[str, tuple[Path, ast.Module]]:
+    """Every module of the package, parsed once for all the checks of this file."""
+    return {
+        module_name(path): (path, ast.parse(path.read_text(), str(path)))
+        for path in modules(ROOT / "cortex")
+    }
+
+
+def trees(directory: Path) -> list[tuple[Path, ast.Module]]:
+    """(path, tree) of every module under `directory`, from the one parse."""
+    return [(path, tree) for path, tree in parsed().values() if path.is_relative_to(directory)]
+
+
 def imports(tree: ast.AST) -> list[str]:
     found: list[str] = []
     for node in ast.walk(tree):
@@ -42,8 +62,7 @@ def test_core_never_reads_the_environment_or_prints() -> None:
     """cases/ and kernel/ take the environment as an argument and never touch the terminal."""
     offences = []
     for directory in CORE:
-        for path in modules(directory):
-            tree = ast.parse(path.read_text(), str(path))
+        for path, tree in trees(directory):
             for node in ast.walk(tree):
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                     owner, attr = node.value.id, node.attr
@@ -65,8 +84,8 @@ def test_core_imports_no_surface_or_terminal_library() -> None:
     offences = [
         f"{path}: imports {name}"
         for directory in CORE
-        for path in modules(directory)
-        for name in imports(ast.parse(path.read_text()))
+        for path, tree in trees(directory)
+        for name in imports(tree)
         if any(name == f or name.startswith(f + ".") for f in FORBIDDEN_IMPORTS)
     ]
     assert offences == []
@@ -76,13 +95,14 @@ def test_cases_imports_nothing_else_of_cortex() -> None:
     """The storage layer is the bottom: it depends on no other cortex package."""
     offences = [
         f"{path}: imports {name}"
-        for path in modules(ROOT / "cortex" / "cases")
-        for name in imports(ast.parse(path.read_text()))
+        for path, tree in trees(ROOT / "cortex" / "cases")
+        for name in imports(tree)
         if name.startswith("cortex.") and not name.startswith("cortex.cases")
     ]
     assert offences == []
 
 
+@pytest.mark.process
 def test_the_per_call_path_stays_light(cli: Cli, task: str) -> None:
     """evidence add and status import no heavy module (docs/benchmarks.md has the costs)."""
     heavy = [
@@ -158,23 +178,21 @@ class Layers:
                 return layer
         return None
 
-    def violations(self, root: Path) -> list[str]:
-        """Every import under root/cortex that the tables forbid, as `module: why` lines."""
+    def violations(self, sources: Mapping[str, Facts]) -> list[str]:
+        """Every import of `sources` (module name -> its facts) that the tables forbid, as
+        `module: why` lines."""
         found: list[str] = []
-        for path in sorted((root / "cortex").rglob("*.py")):
-            module = ".".join(path.relative_to(root).with_suffix("").parts)
-            module = module.removesuffix(".__init__")
+        for module, (imported, transactions) in sorted(sources.items()):
             layer = self.layer(module)
             if layer is None:
                 found.append(f"{module}: in no layer of the table")
                 continue
-            tree = ast.parse(path.read_text(), str(path))
-            for name, line in _imported(tree):
+            for name, line in imported:
                 if (module, name) in self.exceptions:
                     continue
                 found.extend(f"{module}:{line}: {why}" for why in self._judge(layer, name) if why)
             if layer == "views":
-                found.extend(f"{module}:{line}: a view {why}" for line, why in _transactions(tree))
+                found.extend(f"{module}:{line}: a view {why}" for line, why in transactions)
         return found
 
     def _judge(self, layer: str, name: str) -> list[str | None]:
@@ -214,20 +232,33 @@ def _transactions(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+Facts = tuple[list[tuple[str, int]], list[tuple[int, str]]]
+"""What the layer check reads of a module: its imports and a view's transactions."""
+
+
+def facts(tree: ast.AST) -> Facts:
+    return _imported(tree), _transactions(tree)
+
+
+@cache
+def package_facts() -> dict[str, Facts]:
+    """The facts of every module of the package, from the one parse, read once."""
+    return {name: facts(tree) for name, (_, tree) in parsed().items()}
+
+
 LAYERS = Layers()
 
 
 def test_every_import_follows_the_layer_table() -> None:
     """Each module imports only the layers its row allows, and each library only where named."""
-    assert LAYERS.violations(ROOT) == []
+    assert LAYERS.violations(package_facts()) == []
 
 
 def test_every_exception_is_still_needed() -> None:
     """An allow-list entry that no import uses any more is stale: remove it."""
     used: set[tuple[str, str]] = set()
-    for path in (ROOT / "cortex").rglob("*.py"):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        used.update((module, name) for name, _ in _imported(ast.parse(path.read_text())))
+    for module, (imported, _) in package_facts().items():
+        used.update((module, name) for name, _ in imported)
     assert sorted(LAYERS.exceptions - used) == []
 
 
@@ -262,13 +293,13 @@ PLANTED = [
 
 
 @pytest.mark.parametrize(("path", "source", "expected"), PLANTED)
-def test_the_checker_catches_a_planted_violation(
-    tmp_path: Path, path: str, source: str, expected: str
-) -> None:
-    """A test of the test: each forbidden arrow, planted in a copy of the tree, is reported."""
-    shutil.copytree(ROOT / "cortex", tmp_path / "cortex")
-    (tmp_path / path).write_text(source)
-    found = LAYERS.violations(tmp_path)
+def test_the_checker_catches_a_planted_violation(path: str, source: str, expected: str) -> None:
+    """A test of the test: each forbidden arrow, planted beside the real tree, is reported."""
+    sources = dict(package_facts())
+    planted = module_name(Path(path), Path())
+    assert planted not in sources, "a planted module must be new"
+    sources[planted] = facts(ast.parse(source, path))
+    found = LAYERS.violations(sources)
     assert len(found) >= 1, source
     assert all("planted" in line for line in found), found
     assert any(expected in line for line in found), found
@@ -309,16 +340,16 @@ def test_every_error_envelope_is_made_in_one_place() -> None:
     }
     found = {
         (str(path.relative_to(ROOT)), where, name)
-        for path in modules(ROOT / "cortex")
-        for where, _, name in _calls(ast.parse(path.read_text()), {"failure", "ErrorInfo"})
+        for path, tree in parsed().values()
+        for where, _, name in _calls(tree, {"failure", "ErrorInfo"})
     }
     assert found == allowed
 
 
 def test_both_surfaces_answer_errors_through_the_shared_surface() -> None:
     """The CLI and the MCP server build no envelope of their own: they call `execute`."""
-    for relative in ("cortex/main.py", "cortex/mcp/server.py", "cortex/mcp/tools.py"):
-        tree = ast.parse((ROOT / relative).read_text())
-        assert _calls(tree, {"Envelope", "ErrorInfo", "success", "failure"}) == [], relative
-    server = ast.parse((ROOT / "cortex" / "mcp" / "server.py").read_text())
+    for module in ("cortex.main", "cortex.mcp.server", "cortex.mcp.tools"):
+        _, tree = parsed()[module]
+        assert _calls(tree, {"Envelope", "ErrorInfo", "success", "failure"}) == [], module
+    _, server = parsed()["cortex.mcp.server"]
     assert {name for _, _, name in _calls(server, {"execute"})} == {"execute"}

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 from conftest import Cli
-from test_lifecycle import action_commands, investigating, ledger, planned, request_decision
+from lifecycle_kit import action_commands, investigating, ledger, planned, request_decision
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from cortex.cases.digest import sha256_hex

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import Cli, case_path, ready_to_verify
 from stand_ins import token_for
-from test_trust import at_terminal, detached
+from trust_kit import at_terminal, detached
 
 from cortex.cases.records import CaseFile, decode
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 
 def revision(env: dict[str, str], task: str) -> int:

@@ -18,6 +18,20 @@ from typing import Any
 
 import pytest
 from conftest import Cli, case_path, committed_state, make_repo, tree_state
+from lifecycle_kit import (
+    BOUNDARY,
+    HYPOTHESIS,
+    OPTIONS,
+    QUESTION,
+    UNCERTAINTY,
+    action_commands,
+    add_evidence,
+    investigating,
+    ledger,
+    plan_args,
+    planned,
+    request_decision,
+)
 
 from cortex.cases import bounds
 from cortex.cases.ids import new_id
@@ -25,22 +39,6 @@ from cortex.cases.layout import parse_raw_ref
 from cortex.cli.parser import UsageError, parse
 from cortex.kernel.kernel import parse_time
 
-BOUNDARY = (
-    "--file",
-    "src/auth/callback.py",
-    "--symbol",
-    "resolve_return_url",
-    "--boundary-reason",
-    "the redirect is decided there",
-    "--verify",
-    "pytest",
-)
-"""A change boundary with its reason and a verifier: what a change task's plan needs."""
-
-HYPOTHESIS = "the callback drops return_to :: a request with return_to still lands on /"
-UNCERTAINTY = ("--uncertainty", "the login link may drop it earlier")
-OPTIONS = ("--option", "safe=Safe migration|slower rollout", "--option", "fast=Fast|riskier")
-QUESTION = ("--question", "Which migration?")
 LOCKS = {".lock", ".store.lock"}
 
 
@@ -51,31 +49,6 @@ def durable_state(root: Path) -> dict[str, tuple[int, int, int, int]]:
     """`tree_state` of what a case is: without lock files (a refused writer still records itself
     as lock holder) nor the refusal log (where a refused command counts itself)."""
     return committed_state(root, ignore=LOCKS)
-
-
-def add_evidence(cli: Cli, task: str, claim: str = "the callback ignores return_to") -> str:
-    """Record one piece of evidence and return its id."""
-    evidence_id: str = cli("case", "evidence", "add", task, "--claim", claim).data["evidence"]["id"]
-    return evidence_id
-
-
-def plan_args(task: str, *extra: str, hypothesis: str = HYPOTHESIS) -> list[str]:
-    """A complete change-mode `case plan` command line."""
-    return ["case", "plan", task, "--hypothesis", hypothesis, *UNCERTAINTY, *BOUNDARY, *extra]
-
-
-def investigating(cli: Cli, *open_args: str) -> str:
-    """A case with one piece of evidence (phase investigating)."""
-    task = cli.open("Fix the login redirect", *open_args)
-    add_evidence(cli, task)
-    return task
-
-
-def planned(cli: Cli, *open_args: str) -> str:
-    """A change case with a committed first plan (phase planned)."""
-    task = investigating(cli, *open_args)
-    assert cli(*plan_args(task)).data["status"] == "planned"
-    return task
 
 
 def changing(cli: Cli, actor: str = "agent-1") -> str:
@@ -108,12 +81,6 @@ def snapshot(env: dict[str, str], task: str, name: str) -> dict[str, Any]:
     return data
 
 
-def ledger(env: dict[str, str], task: str, name: str) -> list[dict[str, Any]]:
-    """Every record of a ledger, oldest first."""
-    path = case_path(env, task) / f"{name}.jsonl"
-    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-
-
 def last_phase(env: dict[str, str], task: str) -> tuple[str | None, str]:
     """The last phase line as (from, to)."""
     line = ledger(env, task, "phases")[-1]
@@ -128,22 +95,9 @@ def assert_audit_ok(cli: Cli, task: str) -> None:
     assert out.data["errors"] == []
 
 
-def request_decision(cli: Cli, task: str, *options: str) -> dict[str, Any]:
-    """Ask the standard question; return the command's data."""
-    data: dict[str, Any] = cli(
-        "case", "decision", "request", task, *QUESTION, *(options or OPTIONS)
-    ).data
-    return data
-
-
 def with_actor(env: dict[str, str], cwd: Path, actor: str) -> Cli:
     """A CLI whose environment sets CORTEX_ACTOR."""
     return Cli({**env, "CORTEX_ACTOR": actor}, cwd)
-
-
-def action_commands(envelope: dict[str, Any]) -> list[str]:
-    """The `actions` commands of an envelope (an absent list is empty)."""
-    return [action["command"] for action in envelope.get("actions") or []]
 
 
 # Placeholders in action commands and a plausible value for each.

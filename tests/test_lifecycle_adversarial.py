@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, committed_state
-from test_crash import DEBRIS, run_child
+from crash_kit import DEBRIS, run_child
 
 from cortex.cases.bounds import QUESTION_MAX
 
@@ -103,6 +103,7 @@ def audit_errors(cli: Cli, task: str) -> list[str]:
 class TestChildOpenAgainstAClosingParent:
     """`case open --parent P` checks P once, without P's lock, then writes to P much later."""
 
+    @pytest.mark.process
     def test_a_parent_blocked_during_a_child_open_is_not_written_to(self, cli: Cli) -> None:
         """A block racing a child open waits for it: nothing is written to P after the block.
 
@@ -578,6 +579,7 @@ def _lifecycle_view(cli: Cli, task: str) -> dict[str, Any]:
 class TestCrashDuringPauseAndClose:
     """`decision request` and `block` of a paused case, killed anywhere: old or new, whole."""
 
+    @pytest.mark.process
     @pytest.mark.parametrize(("point", "passes"), CRASH_POINTS, ids=[p for p, _ in CRASH_POINTS])
     @pytest.mark.parametrize("scenario", ["request", "block"])
     def test_kill_at_each_pass(self, cli: Cli, scenario: str, point: str, passes: int) -> None:

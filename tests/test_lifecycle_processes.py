@@ -25,9 +25,11 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, case_path, committed_state, run_cortex
-from test_crash import DEBRIS, run_child
+from crash_kit import DEBRIS, run_child
 
 from cortex.cases.bounds import QUESTION_MAX
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 GATED = str(CHILDREN / "gated_child.py")
 WRITER = str(CHILDREN / "writer.py")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import CHILDREN, Cli, case_path, tree_state
 
+pytestmark = pytest.mark.process  # every test here starts Python processes
+
 HOLDER = str(CHILDREN / "hold_lock.py")
 
 

@@ -10,18 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
 
-import anyio
-import jsonschema
-import mcp_types as types
 import pytest
-from conftest import Cli, case_path, configure_verifiers, git, tree_state
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from conftest import Cli, case_path, tree_state
+from mcp_kit import envelope_in, raw_server, run_async, serving, text_envelope
+
+pytestmark = pytest.mark.process  # every test here talks to a real `cortex serve`
 
 EXPECTED_TOOLS = {
     "cortex_open_task": (False, False, False),
@@ -51,76 +47,10 @@ EXPECTED_TOOLS = {
 """Tool name -> (readOnlyHint, destructiveHint, idempotentHint)."""
 
 
-class Session:
-    """A connected client plus the advertised tools, with schema-checked calls."""
-
-    def __init__(self, client: ClientSession, tools: dict[str, types.Tool]) -> None:
-        self.client = client
-        self.tools = tools
-
-    async def call(
-        self, name: str, **arguments: Any
-    ) -> tuple[dict[str, Any], types.CallToolResult]:
-        """Call a tool; return its envelope after checking it against the tool's outputSchema."""
-        result = await self.client.call_tool(name, arguments)
-        assert isinstance(result, types.CallToolResult)
-        envelope = result.structured_content
-        assert isinstance(envelope, dict)
-        jsonschema.validate(envelope, self.tools[name].output_schema or {})
-        # The text block carries the same envelope for clients that read only text.
-        assert len(result.content) == 1
-        block = result.content[0]
-        assert isinstance(block, types.TextContent)
-        assert json.loads(block.text) == envelope
-        assert result.is_error is (not envelope["ok"])
-        return envelope, result
-
-
-@asynccontextmanager
-async def serving(cwd: Path, env: dict[str, str], errlog: Any) -> AsyncIterator[Session]:
-    """Start `python -m cortex serve` in `cwd` and connect the SDK's stdio client to it."""
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(cwd), env=env
-    )
-    async with (
-        stdio_client(params, errlog=errlog) as (read, write),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        listing = await client.list_tools()
-        yield Session(client, {tool.name: tool for tool in listing.tools})
-
-
-def run_async(test: Callable[[], Any]) -> None:
-    """Run an async test body under anyio (no pytest plugin needed), with a deadline."""
-
-    async def bounded() -> None:
-        with anyio.fail_after(120):
-            await test()
-
-    anyio.run(bounded)
-
-
-@pytest.fixture
-def errlog(tmp_path: Path) -> Iterator[IO[str]]:
-    """A real file for the server's stderr (the client hands it to the child process)."""
-    with (tmp_path / "stderr.txt").open("w+") as file:
-        yield file
-
-
-@pytest.fixture
-def served(env: dict[str, str], repo: Path) -> dict[str, str]:
-    """The repo configured with an approved `unit` command verifier and a file to change."""
-    configure_verifiers(repo, env, {"unit": [sys.executable, "-c", "print('unit: 3 passed')"]})
-    (repo / "app.py").write_text("def login():\n    return '/home'\n")
-    git(repo, "add", "app.py", env=env)
-    git(repo, "commit", "-q", "-m", "app", env=env)
-    return {**env, "CORTEX_APPROVE_COMMANDS": "1", "CORTEX_ACTOR": "agent-1"}
-
-
 def test_an_agent_runs_a_whole_case_over_stdio(
     served: dict[str, str], repo: Path, errlog: IO[str]
 ) -> None:
+    import jsonschema
 
     async def body() -> None:
         async with serving(repo, served, errlog) as s:
@@ -138,10 +68,10 @@ def test_an_agent_runs_a_whole_case_over_stdio(
                 assert hints.open_world_hint is False
                 assert tool.input_schema["type"] == "object"
                 assert tool.input_schema["additionalProperties"] is False
-                assert tool.output_schema is not None
-                assert tool.output_schema["type"] == "object"
+                # No output schema: it would oblige a second copy of every envelope as
+                # structuredContent (docs/design/mcp.md); the answers' schemas are checked below.
+                assert tool.output_schema is None
                 jsonschema.Draft202012Validator.check_schema(tool.input_schema)
-                jsonschema.Draft202012Validator.check_schema(tool.output_schema)
             assert "decision" not in " ".join(n for n in s.tools if "answer" in n)
             assert not any("answer" in name or "trust" in name for name in s.tools)
 
@@ -251,6 +181,7 @@ def test_an_agent_runs_a_whole_case_over_stdio(
 def test_refusals_keep_the_envelope_and_its_actions(
     served: dict[str, str], repo: Path, errlog: IO[str]
 ) -> None:
+    import mcp_types as types
 
     async def body() -> None:
         async with serving(repo, served, errlog) as s:
@@ -274,8 +205,7 @@ def test_refusals_keep_the_envelope_and_its_actions(
                 raw = await s.client.call_tool(name, arguments)
                 assert isinstance(raw, types.CallToolResult)
                 assert raw.is_error is True, (name, arguments)
-                envelope = raw.structured_content
-                assert isinstance(envelope, dict)
+                envelope = envelope_in(raw)
                 assert envelope["ok"] is False
                 assert envelope["error"]["code"] == "invalid_input", envelope
                 assert (raw.meta or {}).get("cortex/exitStatus") == 4
@@ -399,7 +329,7 @@ def test_stdout_carries_only_protocol(served: dict[str, str], repo: Path) -> Non
     by_id = {reply["id"]: reply for reply in replies if "id" in reply}
     assert set(by_id) == {1, 2, 3, 4}
     assert by_id[3]["result"]["isError"] is True
-    assert by_id[4]["result"]["structuredContent"]["ok"] is True
+    assert text_envelope(by_id[4]["result"])["ok"] is True
     assert "jsonrpc" not in stderr.decode()
 
 
@@ -501,3 +431,21 @@ def test_no_tool_calls_a_resumable_step_terminal() -> None:
     block = BY_NAME["cortex_block"].description
     assert "terminal" not in block.lower()
     assert "cortex_unblock" in block
+
+
+TOOLS_LIST_BUDGET = 32 * 1024
+"""Bytes of `tools/list` a host loads at every session start (issue 30)."""
+
+
+def test_tools_list_stays_within_its_budget(
+    served: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """Every tool's name, description, input schema and hints, as sent, in at most 32 KB."""
+    with raw_server(repo, served, tmp_path) as s:
+        ident = s.request("tools/list", {})
+        assert s.wait_for(ident, 30) is not None
+        (line,) = [line for line in s.lines if json.loads(line).get("id") == ident]
+    listing = json.loads(line)["result"]["tools"]
+    assert len(listing) == len(EXPECTED_TOOLS)
+    assert all("outputSchema" not in tool for tool in listing)
+    assert len(line) <= TOOLS_LIST_BUDGET, f"tools/list is {len(line):,} bytes"

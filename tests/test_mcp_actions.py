@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
 from conftest import git
-from test_mcp import Session, errlog, run_async, served, serving
+from mcp_kit import Session, run_async, serving
 
-__all__ = ["errlog", "served"]  # fixtures
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 PLACEHOLDERS = {
     "<what you found>": "the redirect drops return_to",

@@ -8,12 +8,10 @@ defect is a strict xfail whose reason starts with "BUG:", so it fails loudly onc
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import stat
@@ -21,20 +19,16 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
-import jsonschema
-import mcp_types as types
 import msgspec
 import pytest
 from conftest import Cli, case_path, configure_verifiers, ready_to_verify
 from fswatch import Watcher
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_kit import RawServer, envelope_in, envelope_of, pid_alive, raw_server, read_pids, slow_case
 from stand_ins import leased
 
 from cortex.kernel.host import hooks as hook_set
@@ -64,178 +58,6 @@ def env(env: dict[str, str]) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 # A raw JSON-RPC client over a real `python -m cortex serve` process.
 # ---------------------------------------------------------------------------------------------
-
-
-class RawServer:
-    """`cortex serve` spoken to line by line, with deadlines on every read.
-
-    Every stdout line is kept (`lines`) so a test can check that stdout carried only JSON-RPC;
-    stderr goes to a file so a chatty server can never block on a full pipe.
-    """
-
-    def __init__(self, cwd: Path, env: dict[str, str], stderr: IO[bytes]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cortex", "serve"],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-        self.lines: list[bytes] = []
-        self.replies: dict[Any, dict[str, Any]] = {}
-        self._buffer = b""
-        self._next = 100
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "adversary", "version": "0"},
-                },
-            }
-        )
-        init = self.wait_for(0, 30)
-        assert init is not None, "no answer to initialize"
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        self.tools: dict[str, dict[str, Any]] = {}
-        listing = self.wait_for(self.request("tools/list", {}), 30)
-        assert listing is not None
-        self.tools = {tool["name"]: tool for tool in listing["result"]["tools"]}
-
-    def send(self, message: dict[str, Any] | bytes) -> None:
-        """Write one line (a dict is JSON-encoded; bytes go as they are)."""
-        data = message if isinstance(message, bytes) else json.dumps(message).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
-
-    def new_id(self) -> int:
-        self._next += 1
-        return self._next
-
-    def request(self, method: str, params: dict[str, Any]) -> int:
-        ident = self.new_id()
-        self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
-        return ident
-
-    def start_call(self, name: Any, arguments: Any = ...) -> int:
-        """Send a tools/call without waiting; `...` leaves `arguments` out entirely."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not ...:
-            params["arguments"] = arguments
-        return self.request("tools/call", params)
-
-    def call(self, name: Any, arguments: Any = ..., timeout: float = 60) -> dict[str, Any]:
-        """A tools/call and its reply (the whole JSON-RPC message); fails on no reply."""
-        ident = self.start_call(name, arguments)
-        reply = self.wait_for(ident, timeout)
-        assert reply is not None, f"no reply to {name!r} within {timeout} s"
-        return reply
-
-    def _pump(self, deadline: float) -> bool:
-        """Read what stdout has until `deadline`; False when it timed out or hit EOF."""
-        assert self.proc.stdout is not None
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        ready, _, _ = select.select([self.proc.stdout], [], [], remaining)
-        if not ready:
-            return False
-        chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
-        if not chunk:
-            return False
-        self._buffer += chunk
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            self.lines.append(line)
-            message = json.loads(line)
-            if "id" in message and "method" not in message:
-                self.replies[message["id"]] = message
-        return True
-
-    def wait_for(self, ident: Any, timeout: float) -> dict[str, Any] | None:
-        """The reply with this id, or None if none came within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while ident not in self.replies:
-            if not self._pump(deadline):
-                return self.replies.get(ident)
-        return self.replies[ident]
-
-    def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.stdin = None
-
-    def finish(self, timeout: float = 60) -> int:
-        """Close stdin, drain stdout and wait for the exit status."""
-        if self.proc.stdin is not None:
-            self.close_stdin()
-        deadline = time.monotonic() + timeout
-        while self._pump(deadline):
-            pass
-        return self.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-
-    def stop(self) -> None:
-        """Make sure the process is gone (it is ours: killed by its own pid)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        self.proc.stdin = None
-
-
-@contextlib.contextmanager
-def raw_server(cwd: Path, env: dict[str, str], tmp_path: Path) -> Iterator[RawServer]:
-    with (tmp_path / "serve-stderr.txt").open("ab") as errlog:
-        server = RawServer(cwd, env, errlog)
-        try:
-            yield server
-        finally:
-            server.stop()
-
-
-def envelope_of(
-    reply: dict[str, Any], server: RawServer | None = None
-) -> tuple[dict[str, Any], int]:
-    """The envelope and exit status of a tools/call reply, checking the envelope contract."""
-    assert "result" in reply, f"a protocol error instead of an envelope: {reply}"
-    result = reply["result"]
-    envelope = result["structuredContent"]
-    assert isinstance(envelope, dict)
-    assert len(result["content"]) == 1
-    assert result["content"][0]["type"] == "text"
-    assert json.loads(result["content"][0]["text"]) == envelope
-    assert result["isError"] is (not envelope["ok"])
-    if server is not None and server.tools:
-        # Each tool's own schema (its command's answer); an unknown tool's envelope ("cortex")
-        # is the envelope with no answer: checked against any tool's with `data` null.
-        schemas = {
-            tool["outputSchema"]["properties"]["command"]["const"]: tool["outputSchema"]
-            for tool in server.tools.values()
-        }
-        schema = schemas.get(envelope["command"])
-        if schema is None:
-            assert envelope["command"] == "cortex", envelope["command"]
-            assert envelope["data"] is None
-            schema = dict(next(iter(schemas.values())))
-            schema["properties"] = {**schema["properties"], "command": {"const": "cortex"}}
-        jsonschema.validate(envelope, schema)
-    status = result["_meta"]["cortex/exitStatus"]
-    assert isinstance(status, int)
-    if envelope["command"] == "case.verify" and envelope["ok"]:
-        # The CLI's status: 2 for a recorded batch that does not verify the case.
-        verified = envelope["data"]["assessment"]["status"] == "verified"
-        assert status == (0 if verified else 2)
-    else:
-        assert (status == 0) is envelope["ok"]
-    return envelope, status
 
 
 def store_bytes(state: Path) -> dict[str, bytes]:
@@ -270,6 +92,7 @@ def served(env: dict[str, str], repo: Path) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("arguments", [["task_id"], "task_id", 7, True], ids=repr)
 def test_non_object_arguments_answer_with_an_envelope(
     served: dict[str, str], repo: Path, tmp_path: Path, arguments: Any
@@ -281,6 +104,7 @@ def test_non_object_arguments_answer_with_an_envelope(
         assert envelope["error"]["code"] == "invalid_input"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "line",
     [
@@ -320,6 +144,7 @@ def test_an_unparsable_request_still_gets_an_answer(
             assert reply["error"]["code"] in {-32700, -32600, -32602}
 
 
+@pytest.mark.process
 def test_the_server_keeps_serving_after_every_kind_of_bad_line(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -365,6 +190,7 @@ def test_the_server_keeps_serving_after_every_kind_of_bad_line(
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_null_or_absent_arguments_are_bad_input(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -423,6 +249,7 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], int]] = [
 ]
 
 
+@pytest.mark.process
 def test_bad_arguments_answer_with_one_envelope_and_write_nothing(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -440,6 +267,7 @@ def test_bad_arguments_answer_with_one_envelope_and_write_nothing(
     assert "Traceback" not in stderr_text(tmp_path)
 
 
+@pytest.mark.process
 def test_unicode_oddities(served: dict[str, str], repo: Path, tmp_path: Path) -> None:
     """Bytes that are not UTF-8 become U+FFFD (never a crash); astral characters round-trip."""
     with raw_server(repo, served, tmp_path) as s:
@@ -462,6 +290,7 @@ def test_unicode_oddities(served: dict[str, str], repo: Path, tmp_path: Path) ->
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_path_traversal_is_refused_and_nothing_is_written_outside_the_state_dir(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -510,6 +339,7 @@ def test_path_traversal_is_refused_and_nothing_is_written_outside_the_state_dir(
     assert secret.read_text() == "not yours\n"
 
 
+@pytest.mark.process
 def test_write_tools_write_only_inside_the_state_dir(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -549,6 +379,7 @@ def test_write_tools_write_only_inside_the_state_dir(
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_secrets_come_back_redacted_on_both_surfaces(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -589,6 +420,7 @@ def test_secrets_come_back_redacted_on_both_surfaces(
             assert TOKEN.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("name", "arguments", "argv"),
     [
@@ -630,6 +462,7 @@ def test_configured_redaction_literals_cover_argument_errors(
         assert LITERAL not in json.dumps(reply)
 
 
+@pytest.mark.process
 def test_an_unknown_tool_name_is_not_echoed_unredacted(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -684,6 +517,7 @@ PARITY: list[tuple[list[str], str, dict[str, Any]]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.process
 def test_cli_and_mcp_agree_on_refusals_and_redaction(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -740,6 +574,7 @@ def mcp_spelled(message: str, tool_name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_no_tool_reaches_decision_answers_or_command_grants(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -833,6 +668,7 @@ def seeded_case(served: dict[str, str], repo: Path) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.process
 def test_read_only_tools_write_nothing_anywhere(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -872,6 +708,7 @@ def test_read_only_tools_write_nothing_anywhere(
         assert s.finish() == 0
 
 
+@pytest.mark.process
 def test_idempotent_tools_change_nothing_on_a_repeat(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -911,9 +748,14 @@ def test_idempotent_tools_change_nothing_on_a_repeat(
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
+    import mcp_types as types
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     cli = Cli(served, repo)
     task = ready_to_verify(cli, lease=False)
     params = StdioServerParameters(
@@ -954,7 +796,7 @@ def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
                         name, args = "cortex_begin_change", {"task_id": task, "actor": actor}
                     result = await client.call_tool(name, args)
                     assert isinstance(result, types.CallToolResult)
-                    envelope = result.structured_content
+                    envelope = envelope_in(result)
                     assert isinstance(envelope, dict)
                     if name == "cortex_begin_change":
                         if envelope["ok"]:
@@ -985,64 +827,13 @@ def test_many_calls_in_flight_in_one_server_keep_the_case_sound(
     cli_audit(served, repo, task)
 
 
-SLOW_VERIFIER = """
-import os, subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
-with open(sys.argv[1], "w") as f:
-    f.write(f"{os.getpid()} {child.pid}")
-time.sleep(float(sys.argv[2]))
-print("slow: 1 passed")
-"""
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie does not count)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-@contextlib.contextmanager
-def slow_case(
-    served: dict[str, str], repo: Path, tmp_path: Path, seconds: float
-) -> Iterator[tuple[str, Path]]:
-    """A case ready to verify with a verifier that runs `seconds` and spawns a grandchild.
-
-    Yields the task and the file where the verifier writes "<its pid> <grandchild pid>"; any
-    process it started is killed (by pid) afterwards, so a failing test leaves nothing behind.
-    Nobody holds the lease yet: the server (`take_lease`) or the CLI takes it.
-    """
-    pids = tmp_path / "verifier.pids"
-    argv = [sys.executable, "-c", SLOW_VERIFIER, str(pids), str(seconds)]
-    configure_verifiers(repo, served, {"slow": argv})
-    task = ready_to_verify(Cli(served, repo), verify=("command:slow",), lease=False)
-    (repo / "app.py").write_text("print('changed')\n")
-    try:
-        yield task, pids
-    finally:
-        for pid in read_pids(pids, wait=0):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
 def take_lease(server: RawServer, task: str) -> None:
     """The server takes the change lease (and so holds its token, for its connection)."""
     envelope, status = envelope_of(server.call("cortex_begin_change", {"task_id": task}))
     assert status == 0, envelope
 
 
-def read_pids(path: Path, wait: float = 30) -> list[int]:
-    deadline = time.monotonic() + wait
-    while True:
-        if path.exists() and path.read_text().strip():
-            return [int(p) for p in path.read_text().split()]
-        if time.monotonic() >= deadline:
-            return []
-        time.sleep(0.02)
-
-
+@pytest.mark.process
 def test_a_slow_verify_does_not_block_other_calls(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -1072,6 +863,7 @@ def test_a_slow_verify_does_not_block_other_calls(
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_closing_stdin_mid_verify_finishes_the_write_and_exits_cleanly(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -1091,6 +883,7 @@ def test_closing_stdin_mid_verify_finishes_the_write_and_exits_cleanly(
     assert Cli(served, repo)("case", "status", task).data["status"] == "verifying"
 
 
+@pytest.mark.process
 def test_closing_stdin_with_writes_in_flight_leaves_a_sound_case(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -1111,6 +904,7 @@ def test_closing_stdin_with_writes_in_flight_leaves_a_sound_case(
     assert set(claims) <= {f"c{n}" for n in range(40)}
 
 
+@pytest.mark.process
 def test_sigterm_mid_verify_leaves_a_sound_case(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -1134,6 +928,7 @@ def test_sigterm_mid_verify_leaves_a_sound_case(
     )
 
 
+@pytest.mark.process
 def test_the_cli_kills_the_whole_verifier_group_on_sigterm(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -1162,6 +957,7 @@ def test_the_cli_kills_the_whole_verifier_group_on_sigterm(
         cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_sigint_stops_the_server(served: dict[str, str], repo: Path, tmp_path: Path) -> None:
     with raw_server(repo, served, tmp_path) as s:
         envelope_of(s.call("cortex_list_tasks", {}))
@@ -1175,6 +971,7 @@ def test_sigint_stops_the_server(served: dict[str, str], repo: Path, tmp_path: P
         assert code == 130
 
 
+@pytest.mark.process
 def test_sigint_mid_verify_leaves_a_sound_case_and_no_stray_process(
     served: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -1193,6 +990,7 @@ def test_sigint_mid_verify_leaves_a_sound_case_and_no_stray_process(
     cli_audit(served, repo, task)
 
 
+@pytest.mark.process
 def test_mcp_is_not_imported_by_other_commands(cli: Cli) -> None:
     heavy = ("mcp", "mcp.", "mcp_types", "cortex.mcp", "anyio", "pydantic", "starlette")
     for argv in (
@@ -1619,6 +1417,7 @@ def test_a_large_toml_file_is_edited_in_place(cli: Cli, env: dict[str, str]) -> 
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_directory_fifo_or_device_at_the_path_is_refused_without_blocking(
     env: dict[str, str], repo: Path
 ) -> None:
@@ -1899,6 +1698,7 @@ def backup_of(path: Path) -> Path:
     return path.with_name(path.name + ".cortex-backup")
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("host", ["claude", "codex"])
 @pytest.mark.parametrize("crashed_at", ["server", "hooks"])
 def test_a_crash_at_the_rename_keeps_the_old_file(
@@ -1930,6 +1730,7 @@ def test_a_crash_at_the_rename_keeps_the_old_file(
     assert hook_commands(hooks) == our_hooks(host)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("host", ["claude", "codex"])
 @pytest.mark.parametrize("crashed_at", ["server", "hooks"])
 def test_a_crash_leaves_no_temp_file_behind_after_the_next_run(
@@ -1961,6 +1762,7 @@ sys.exit(entrypoint())
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("host", ["claude", "codex"])
 @pytest.mark.parametrize("torn", ["server", "hooks"])
 def test_a_crash_while_backing_up_never_leaves_a_torn_backup_as_the_only_copy(

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import anyio
-import mcp_types as types
+import pytest
 from conftest import CHILDREN, Cli, case_path
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 SERVERS = 4
 CLI_WRITERS = 4
@@ -35,6 +35,10 @@ async def mcp_writer(
     It says `ready` once its server answered `initialize` and writes only after `go`: a server
     takes far longer to start than a CLI writer, and all the writers must run at the same time.
     """
+    import mcp_types as types
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "cortex", "serve"], cwd=str(cwd), env=env
     )
@@ -57,7 +61,7 @@ async def mcp_writer(
                     )
                 assert isinstance(result, types.CallToolResult)
                 if result.is_error:
-                    problems.append(f"{claim}: {result.structured_content}")
+                    problems.append(f"{claim}: {result.content}")
 
             async with anyio.create_task_group() as group:
                 for seq in range(PER_WRITER):

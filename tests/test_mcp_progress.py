@@ -14,20 +14,20 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
 import pytest
 from conftest import Cli, case_path, configure_verifiers, ready_to_verify, tree_state
-from mcp.shared.exceptions import MCPError
+from mcp_kit import envelope_in, pid_alive, read_pids, run_async, serving, slow_case
 from stand_ins import token_for
-from test_mcp import errlog, run_async, served, serving
-from test_mcp_adversarial import pid_alive, read_pids, slow_case
 
 from cortex.kernel.progress import Event
 
-__all__ = ["errlog", "served"]  # fixtures
+if TYPE_CHECKING:
+    import mcp_types as types
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 TIMEOUT = 5.0
 """The client's request timeout, in seconds (hosts default to 60; the point is the ratio)."""
@@ -92,6 +92,8 @@ def wait_dead(pids: list[int], seconds: float = 15) -> bool:
 def test_a_verify_longer_than_the_timeout_completes_when_progress_resets_it(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
+    import mcp_types as types
+
     with slow_case(served, repo, tmp_path, 15) as (task, _pids):
         started = time.monotonic()
 
@@ -100,7 +102,7 @@ def test_a_verify_longer_than_the_timeout_completes_when_progress_resets_it(
                 await take_lease(s, task)
                 result, messages = await call_resetting(s, "cortex_verify", {"task_id": task})
                 assert isinstance(result, types.CallToolResult)
-                envelope = result.structured_content
+                envelope = envelope_in(result)
                 assert envelope["ok"] is True, envelope
                 assert envelope["data"]["batch"]["binding"] == "bound"
                 assert any(m.startswith("started command:slow") for m in messages)
@@ -119,6 +121,8 @@ def test_a_verify_longer_than_the_timeout_completes_when_progress_resets_it(
 def test_without_resets_the_client_times_out_and_only_the_cancellation_is_recorded(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
+    from mcp.shared.exceptions import MCPError
+
     with slow_case(served, repo, tmp_path, 15) as (task, pids):
         before: dict[str, Any] = {}
 
@@ -145,6 +149,8 @@ def test_without_resets_the_client_times_out_and_only_the_cancellation_is_record
 def test_a_cancelled_verify_leaves_no_process_no_batch_and_a_note(
     served: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str]
 ) -> None:
+    import mcp_types as types
+
     with slow_case(served, repo, tmp_path, 30) as (task, pids):
         before: dict[str, Any] = {}
         logged: list[types.LoggingMessageNotificationParams] = []

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_mcp_adversarial import RawServer, envelope_of, raw_server
+from mcp_kit import RawServer, envelope_of, raw_server
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 

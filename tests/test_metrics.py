@@ -444,6 +444,7 @@ class TestCli:
 class TestDurationsAndRefusals:
     """A verify lasts as long as its verifiers ran; refused commands are counted, apart."""
 
+    @pytest.mark.process
     def test_a_2_second_verifier_makes_a_verify_of_at_least_2_seconds(
         self, tmp_path: Path, env: dict[str, str]
     ) -> None:

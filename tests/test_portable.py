@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Cli, base_env, git, make_repo
 
 TEST_FILE = "from app import total\n\n\ndef test_total() -> None:\n    assert total(2, 3) == 5\n"
@@ -58,6 +59,7 @@ def fix_and_verify(cli: Cli) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.process
 def test_a_repository_set_up_by_init_verifies_when_copied_to_another_path(
     tmp_path: Path,
 ) -> None:
@@ -111,6 +113,7 @@ def test_init_without_a_venv_writes_a_command_on_path(tmp_path: Path, env: dict[
     assert not os.path.isabs(data["argv"]["pytest"][0])
 
 
+@pytest.mark.process
 def test_without_init_config_doctor_and_plan_say_what_pytest_will_run(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

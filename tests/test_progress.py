@@ -9,86 +9,21 @@ the MCP notifications are drawn from one stream of events.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
-import select
-import struct
 import sys
-import termios
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT, Cli, case_path, configure_verifiers, ready_to_verify
 from stand_ins import leased
+from terminal_kit import Screen, terminal_env
 
 from cortex.cases.redact import Redactor
 from cortex.kernel.follow import LINE_MAX, STOPPED, Lines
 from cortex.kernel.progress import Progress
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
-
-
-class Screen:
-    """A command run in a pseudo-terminal, as a person's terminal would run it."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.chunks: list[tuple[float, bytes]] = []
-        self.started = time.monotonic()
-        pid, fd = pty.fork()
-        if pid == 0:  # pragma: no cover - the child
-            os.chdir(cwd)
-            # With the case's lease token, as the holder's shell has it (tests/stand_ins.py).
-            leased_env = leased(env, args)
-            os.execve(sys.executable, [sys.executable, "-m", "cortex", *args], leased_env)  # noqa: S606
-        self.pid, self.fd = pid, fd
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-        self.status: int | None = None
-
-    def read(self, until: float = 60.0, stop: str | None = None) -> str:
-        """Collect output until the command ends (or `stop` shows up); return it, plain."""
-        deadline = time.monotonic() + until
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.1)
-            if ready:
-                try:
-                    data = os.read(self.fd, 65536)
-                except OSError:
-                    data = b""
-                if not data:
-                    break
-                self.chunks.append((time.monotonic() - self.started, data))
-                if stop is not None and stop in self.plain():
-                    return self.plain()
-        return self.plain()
-
-    def plain(self, before: float | None = None) -> str:
-        """What was written (up to `before` seconds in), with terminal controls removed."""
-        data = b"".join(d for t, d in self.chunks if before is None or t <= before)
-        return ANSI.sub("\n", data.decode("utf-8", "replace"))
-
-    def when(self, text: str) -> float:
-        """Seconds into the run at which `text` was first on the screen."""
-        for at, _ in self.chunks:
-            if text in self.plain(before=at):
-                return at
-        raise AssertionError(f"{text!r} never appeared")
-
-    def wait(self) -> int:
-        """The exit status."""
-        self.read()
-        _, status = os.waitpid(self.pid, 0)
-        os.close(self.fd)
-        self.status = os.waitstatus_to_exitcode(status)
-        return self.status
-
-
-def terminal_env(env: dict[str, str]) -> dict[str, str]:
-    return {**env, "TERM": "xterm-256color", "CORTEX_APPROVE_COMMANDS": "1"}
 
 
 def sleeper(seconds: float, *, lines: int = 0) -> list[str]:
@@ -98,6 +33,7 @@ def sleeper(seconds: float, *, lines: int = 0) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+@pytest.mark.process
 def test_a_terminal_sees_the_running_verifier_and_its_elapsed_time(
     cli: Cli, env: dict[str, str], repo: Path
 ) -> None:
@@ -116,6 +52,7 @@ def test_a_terminal_sees_the_running_verifier_and_its_elapsed_time(
     assert "passed" in screen.plain()
 
 
+@pytest.mark.process
 def test_quiet_shows_nothing_live(cli: Cli, env: dict[str, str], repo: Path) -> None:
     configure_verifiers(repo, env, {"slow": sleeper(1.5)})
     task = ready_to_verify(cli, verify=("command:slow",))
@@ -126,6 +63,7 @@ def test_quiet_shows_nothing_live(cli: Cli, env: dict[str, str], repo: Path) -> 
     assert "Batch " in screen.plain()
 
 
+@pytest.mark.process
 def test_json_at_a_terminal_is_one_envelope(cli: Cli, env: dict[str, str], repo: Path) -> None:
     configure_verifiers(repo, env, {"slow": sleeper(1.5)})
     task = ready_to_verify(cli, verify=("command:slow",))
@@ -137,6 +75,7 @@ def test_json_at_a_terminal_is_one_envelope(cli: Cli, env: dict[str, str], repo:
     assert json.loads(lines[0])["ok"] is True
 
 
+@pytest.mark.process
 def test_without_a_terminal_the_output_is_what_it_was() -> None:
     """Piped text and --json, byte for byte as before the channel (tests/verify_golden.py)."""
     from verify_golden import GOLDEN, outputs
@@ -145,6 +84,7 @@ def test_without_a_terminal_the_output_is_what_it_was() -> None:
         assert text == (GOLDEN / name).read_text(), name
 
 
+@pytest.mark.process
 def test_ctrl_c_during_a_live_verify_stops_the_group_and_writes_nothing(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -171,7 +111,7 @@ def test_ctrl_c_during_a_live_verify_stops_the_group_and_writes_nothing(
 
 def _corpus_verifier(tmp_path: Path) -> tuple[list[str], list[str], list[str]]:
     """A verifier printing the secret corpus split across writes; (argv, needles, visible)."""
-    from test_secret_corpus import CORPUS, join
+    from secret_kit import CORPUS, join
 
     text = join(CORPUS.entries, "FOLLOW-LABEL corpus follows")
     visible = [f"VISIBLE-LINE-{n} nothing secret here" for n in range(3)]
@@ -201,7 +141,7 @@ def _corpus_verifier(tmp_path: Path) -> tuple[list[str], list[str], list[str]]:
 
 def _follow_case(cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path) -> tuple[str, Any]:
     """A case whose verifier prints the corpus, with the corpus's literals configured."""
-    from test_secret_corpus import CORPUS
+    from secret_kit import CORPUS
 
     argv, needles, visible = _corpus_verifier(tmp_path)
     literals = CORPUS.toml_literals + CORPUS.pyproject_literals
@@ -218,6 +158,7 @@ def _leaks(text: str, needles: list[str]) -> list[str]:
     return [n for n in needles if n in text]
 
 
+@pytest.mark.process
 def test_follow_at_a_terminal_shows_lines_live_and_no_secret(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -237,6 +178,7 @@ def test_follow_at_a_terminal_shows_lines_live_and_no_secret(
     assert _leaks(stored.decode("utf-8", "replace"), needles) == []
 
 
+@pytest.mark.process
 def test_follow_without_a_terminal_writes_lines_to_stderr(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from share_kit import Machine, make_machine, make_remote
-from test_progress import Screen, terminal_env
+from terminal_kit import Screen, terminal_env
 
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Event, Progress, describe
@@ -92,6 +93,7 @@ def test_reindex_and_rebuild_report_one_step_per_case(tmp_path: Path) -> None:
     assert all(count == len(steps(again, "index")) for _, _, count in steps(again, "index"))
 
 
+@pytest.mark.process
 def test_share_at_a_terminal_shows_its_steps_and_a_pipe_does_not(tmp_path: Path) -> None:
     remote = make_remote(tmp_path)
     a = make_machine(tmp_path, "a", remote)

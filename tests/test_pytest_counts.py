@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 from conftest import Cli, configure_verifiers, git, ready_to_verify
-from test_verify import approve, edit, raw_blob, receipts_by
+from verify_kit import approve, edit, raw_blob, receipts_by
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 MIXED = """\
 import pytest

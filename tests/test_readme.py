@@ -15,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, base_env, git
+
+pytestmark = pytest.mark.process  # its tests start cortex processes
 
 README = (ROOT / "README.md").read_text()
 QUICKSTART = (ROOT / "examples" / "quickstart.sh").read_text()

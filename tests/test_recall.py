@@ -92,6 +92,7 @@ def index_file(answer: dict[str, Any]) -> Path:
 
 
 class TestCards:
+    @pytest.mark.process
     def test_a_finished_case_leaves_one_card_per_thing_it_learned(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -127,6 +128,7 @@ class TestCards:
             assert len(card["text"]) <= 480
             assert len(card["title"]) <= 200
 
+    @pytest.mark.process
     def test_sensitive_records_are_never_indexed(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -138,6 +140,7 @@ class TestCards:
         got = cli("recall", "get", ids["secret"])
         assert got.code == 3
 
+    @pytest.mark.process
     def test_get_returns_whole_records_all_or_nothing(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -203,6 +206,7 @@ class TestSearch:
         assert cli("recall", "checkout", "--limit", "101").code == 4
         assert cli("recall", "checkout", "--limit", "0").code == 4
 
+    @pytest.mark.process
     def test_filters(self, cli: Cli, env: dict[str, str], repo: Path) -> None:
         ids = finished_case(cli, env, repo)
         words = "return_to redirect callback session cookie"
@@ -309,6 +313,7 @@ class TestIndex:
         evidence(cli, task, "flagged by a reviewer", "--origin", "reviewer")
         assert recall(cli, "reviewer flagged")["index"]["state"] == "current"
 
+    @pytest.mark.process
     def test_reindex_is_idempotent_and_rebuild_verifies(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -343,6 +348,7 @@ class TestIndex:
         evidence(cli, task, "second notable", "--confidence", "high")
         assert recall(cli, "notable")["total"] == 2
 
+    @pytest.mark.process
     def test_without_fts5_the_python_engine_answers_the_same(
         self, cli: Cli, env: dict[str, str], repo: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -394,6 +400,7 @@ class TestIndex:
 
 
 class TestBrief:
+    @pytest.mark.process
     def test_the_brief_is_bounded_and_puts_what_was_ruled_out_first(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -445,6 +452,7 @@ class TestBrief:
 
 
 class TestPlanWarning:
+    @pytest.mark.process
     def test_a_plan_repeating_a_rejected_hypothesis_is_warned_and_committed(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -468,6 +476,7 @@ class TestPlanWarning:
         assert "cold too" in plan["warnings"][0]
 
 
+@pytest.mark.process
 def test_the_per_call_path_of_evidence_with_a_file_stays_light(cli: Cli, task: str) -> None:
     """`evidence add --file` records the blob and HEAD in Python: no git, no sqlite3."""
     import subprocess

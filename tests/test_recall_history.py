@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import CHILDREN, Cli, Outcome, case_path
-from test_crash import watch
+from crash_kit import watch
 
 WITH_TTY = str(CHILDREN / "with_tty.py")
 CALL_CHILD = str(CHILDREN / "call_crash_child.py")
@@ -169,6 +169,7 @@ class TestContests:
         other = data(cli("case", "handoff", task, "--compact"))["packet"]["evidence"]["records"]
         assert [r["labels"] for r in other if r["id"] == note] == [["[contested]"]]
 
+    @pytest.mark.process
     def test_without_a_terminal_nothing_is_resolved(
         self, cli: Cli, contested: dict[str, str]
     ) -> None:
@@ -187,6 +188,7 @@ class TestContests:
 
         assert not any("resolve" in tool.command and "decision" in tool.command for tool in TOOLS)
 
+    @pytest.mark.process
     def test_a_person_upholds_the_decision_at_the_terminal(
         self, cli: Cli, contested: dict[str, str]
     ) -> None:
@@ -219,6 +221,7 @@ class TestContests:
         data(cli("case", "note", later, "lost sessions again", "--contests", decision))
         assert card(cli, decision)["labels"] == ["[contested]"]
 
+    @pytest.mark.process
     def test_overturned_leaves_the_brief(self, cli: Cli, contested: dict[str, str]) -> None:
         owner, decision = contested["owner"], contested["decision"]
         out, _ = resolve_at_terminal(
@@ -237,6 +240,7 @@ class TestContests:
         assert again.code == 5, "nothing contests it any more"
 
 
+@pytest.mark.process
 def test_a_crash_after_the_commit_leaves_the_index_behind_and_reindex_repairs_it(
     cli: Cli,
 ) -> None:

@@ -26,8 +26,17 @@ from cortex.recall import index as recall_index
 from cortex.recall.cards import Card
 from cortex.recall.index import Filters, Index
 
-CORPUS = corpus_cards(10_000)
-QUERIES = corpus_queries(60)
+
+@pytest.fixture(scope="session")
+def corpus() -> list[Card]:
+    """The seeded 10,000-card corpus, built once when a test first needs it."""
+    return corpus_cards(10_000)
+
+
+@pytest.fixture(scope="session")
+def queries() -> list[list[str]]:
+    """The corpus's 60 queries, broad and selective."""
+    return corpus_queries(60)
 
 
 def build(path: Path, cards: list[Card]) -> Index:
@@ -44,11 +53,11 @@ def build(path: Path, cards: list[Card]) -> Index:
 
 
 @pytest.fixture(scope="module")
-def engines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Index]:
+def engines(tmp_path_factory: pytest.TempPathFactory, corpus: list[Card]) -> dict[str, Index]:
     if not recall_index.fts5_available():
         pytest.skip("this SQLite has no FTS5: only the Python engine can run")
     base = tmp_path_factory.mktemp("engines")
-    return {name: build(base / f"x-{name}.sqlite", CORPUS) for name in ("fts5", "bm25py")}
+    return {name: build(base / f"x-{name}.sqlite", corpus) for name in ("fts5", "bm25py")}
 
 
 def answer(index: Index, words: list[str], filters: Filters, limit: int = 10) -> object:
@@ -56,16 +65,18 @@ def answer(index: Index, words: list[str], filters: Filters, limit: int = 10) ->
     return total, [(hit.card.id, hit.store, hit.card.score) for hit in hits]
 
 
-def test_both_engines_give_the_same_top_ten_and_totals(engines: dict[str, Index]) -> None:
+def test_both_engines_give_the_same_top_ten_and_totals(
+    engines: dict[str, Index], queries: list[list[str]]
+) -> None:
     assert engines["fts5"].count_cards() == engines["bm25py"].count_cards() == 10_000
     differ = [
         words
-        for words in QUERIES
+        for words in queries
         if answer(engines["fts5"], words, Filters()) != answer(engines["bm25py"], words, Filters())
     ]
     assert differ == []
     # The corpus has both kinds of query: ones matching most cards, and selective ones.
-    totals = [answer(engines["fts5"], words, Filters())[0] for words in QUERIES]  # type: ignore[index]
+    totals = [answer(engines["fts5"], words, Filters())[0] for words in queries]  # type: ignore[index]
     assert max(totals) > 5_000
     assert min(totals) < 100
 
@@ -81,9 +92,9 @@ def test_both_engines_give_the_same_top_ten_and_totals(engines: dict[str, Index]
     ids=["kind-status", "repo", "dates", "store"],
 )
 def test_filters_change_which_cards_not_their_scores(
-    engines: dict[str, Index], filters: Filters
+    engines: dict[str, Index], filters: Filters, queries: list[list[str]]
 ) -> None:
-    for words in QUERIES[:6]:
+    for words in queries[:6]:
         fts, python = (
             answer(engines["fts5"], words, filters),
             answer(engines["bm25py"], words, filters),
@@ -93,20 +104,20 @@ def test_filters_change_which_cards_not_their_scores(
         _, first = engines["fts5"].best(words, filters, limit=10)
         assert [(h.card.id, h.store, h.card.score) for h in first] == fts[1], words  # type: ignore[index]
     # A filtered card scores what it scores unfiltered: the corpus statistics are the index's.
-    words = QUERIES[0]
+    words = queries[0]
     everything = {i: s for i, _, s in answer(engines["fts5"], words, Filters(), 10_000)[1]}  # type: ignore[index]
     for card_id, _, score in answer(engines["fts5"], words, filters, 100)[1]:  # type: ignore[index]
         assert everything[card_id] == score
 
 
 def test_the_python_engine_alone_answers_as_fts5_did(
-    engines: dict[str, Index], monkeypatch: pytest.MonkeyPatch
+    engines: dict[str, Index], monkeypatch: pytest.MonkeyPatch, queries: list[list[str]]
 ) -> None:
     """With the probe saying no FTS5, the engine named in the file name is the Python one."""
     monkeypatch.setattr(recall_index, "_probed", False)
     assert recall_index.engine_name() == "bm25py"
     assert recall_index.index_path("/c", "/s").endswith("-bm25py.sqlite")
-    words = QUERIES[1]
+    words = queries[1]
     assert answer(engines["bm25py"], words, Filters()) == answer(engines["fts5"], words, Filters())
 
 
@@ -126,14 +137,16 @@ def test_scores_follow_fts5s_formula_by_hand() -> None:
     assert bm25.rank(rows, ["x", "y"])[0] == (round(score_a, 9), "a", "s")
 
 
-def test_a_shuffled_rebuild_gives_byte_identical_pages(tmp_path: Path) -> None:
-    cards = CORPUS[:3000]
+def test_a_shuffled_rebuild_gives_byte_identical_pages(
+    tmp_path: Path, corpus: list[Card], queries: list[list[str]]
+) -> None:
+    cards = corpus[:3000]
     shuffled = list(cards)
     random.Random(5).shuffle(shuffled)
     engine = recall_index.engine_name()
     first = build(tmp_path / f"a-{engine}.sqlite", cards)
     second = build(tmp_path / f"b-{engine}.sqlite", shuffled)
-    for words in QUERIES[:15]:
+    for words in queries[:15]:
         for offset in (0, 10, 40):
             pages = [
                 encode(index.search(words, Filters(), limit=10, offset=offset))
@@ -142,11 +155,13 @@ def test_a_shuffled_rebuild_gives_byte_identical_pages(tmp_path: Path) -> None:
             assert pages[0] == pages[1], (words, offset)
 
 
-def test_pages_concatenate_to_the_full_order_without_gap_or_repeat(tmp_path: Path) -> None:
+def test_pages_concatenate_to_the_full_order_without_gap_or_repeat(
+    tmp_path: Path, corpus: list[Card], queries: list[list[str]]
+) -> None:
     engine = recall_index.engine_name()
-    index = build(tmp_path / f"p-{engine}.sqlite", CORPUS[:2000])
+    index = build(tmp_path / f"p-{engine}.sqlite", corpus[:2000])
     pages = 0
-    for words in QUERIES[:30]:
+    for words in queries[:30]:
         total, everything = index.search(words, Filters(), limit=10_000)
         walked: list[str] = []
         offset, sizes = 0, []

@@ -16,8 +16,8 @@ from pathlib import Path
 import msgspec
 import pytest
 from conftest import CHILDREN, Cli, case_path, committed_state, git, run_cortex
-from test_crash import watch
-from test_trust import at_terminal, detached
+from crash_kit import watch
+from trust_kit import at_terminal, detached
 
 from cortex.mcp.tools import BY_NAME, Leases
 
@@ -174,6 +174,7 @@ def rm_at_terminal(
 
 
 class TestRemove:
+    @pytest.mark.process
     def test_a_dry_run_removes_nothing_and_force_needs_the_typed_id(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -188,6 +189,7 @@ class TestRemove:
         assert wrong.code == 5  # type: ignore[attr-defined]
         assert committed_state(case_path(env, task)) == before
 
+    @pytest.mark.process
     def test_force_removes_the_case_its_cards_keys_and_local_refs(
         self, cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
     ) -> None:
@@ -215,6 +217,7 @@ class TestRemove:
         assert again["created"] is True
         assert again["taskId"] != task
 
+    @pytest.mark.process
     def test_only_closed_cases_and_an_archived_one_too(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:
@@ -228,6 +231,7 @@ class TestRemove:
         assert cli("case", "list", "--archived").data["items"] == []
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("point", ["archive.moved", "remove.renamed", "remove.keys"])
 def test_a_removal_killed_at_each_point_is_finished_by_the_next_one(
     cli: Cli, env: dict[str, str], repo: Path, point: str
@@ -259,6 +263,7 @@ def test_a_removal_killed_at_each_point_is_finished_by_the_next_one(
     assert out.code == 0, out.stdout  # type: ignore[attr-defined]
 
 
+@pytest.mark.process
 def test_a_removal_killed_before_the_recall_purge_leaves_nothing_after_the_next_write(
     cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
 ) -> None:
@@ -279,6 +284,7 @@ def test_a_removal_killed_before_the_recall_purge_leaves_nothing_after_the_next_
 
 
 class TestSizesAndCaches:
+    @pytest.mark.process
     def test_doctor_and_overview_show_the_sizes(
         self, cli: Cli, env: dict[str, str], repo: Path
     ) -> None:

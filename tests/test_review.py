@@ -77,6 +77,7 @@ def verified_and_committed(cli: Cli, repo: Path, env: dict[str, str]) -> str:
     return task
 
 
+@pytest.mark.process
 def test_verified_then_committed_unchanged_is_approved(
     branch: Path, env: dict[str, str], cli: Cli
 ) -> None:
@@ -105,6 +106,7 @@ def test_verified_then_committed_unchanged_is_approved(
     assert again["head"]["branch"] == "feature"
 
 
+@pytest.mark.process
 def test_a_later_commit_that_changes_code_needs_verification(
     branch: Path, env: dict[str, str], cli: Cli
 ) -> None:
@@ -119,6 +121,7 @@ def test_a_later_commit_that_changes_code_needs_verification(
     assert "the code changed since" in data["cases"][0]["currency"]
 
 
+@pytest.mark.process
 def test_an_uncommitted_edit_does_not_change_the_verdict_of_the_commit(
     branch: Path, env: dict[str, str], cli: Cli
 ) -> None:
@@ -127,6 +130,7 @@ def test_an_uncommitted_edit_does_not_change_the_verdict_of_the_commit(
     assert verdict(review(cli))["verdict"] == "approve"
 
 
+@pytest.mark.process
 def test_latest_batch_failed_requests_changes(branch: Path, env: dict[str, str], cli: Cli) -> None:
     task = ready_to_verify(cli)
     commit(branch, env, "print('bad')\n")
@@ -143,6 +147,7 @@ def test_latest_batch_failed_requests_changes(branch: Path, env: dict[str, str],
     assert "error [request_changes]" in md.stderr
 
 
+@pytest.mark.process
 def test_a_pending_decision_needs_verification(branch: Path, env: dict[str, str], cli: Cli) -> None:
     task = ready_to_verify(cli)
     commit(branch, env, "print('fixed')\n")
@@ -169,6 +174,7 @@ def test_no_case_for_the_branch_needs_verification(
     assert "feature" in data["problems"][0]["message"]
 
 
+@pytest.mark.process
 def test_a_trailer_claims_a_case_opened_elsewhere(
     branch: Path, env: dict[str, str], cli: Cli
 ) -> None:
@@ -220,6 +226,7 @@ def test_bad_refs_are_invalid_input_and_name_the_option(cli: Cli) -> None:
     assert "Traceback" not in out.stdout + out.stderr
 
 
+@pytest.mark.process
 def test_the_default_base_is_main_when_there_is_no_origin(
     branch: Path, env: dict[str, str], cli: Cli
 ) -> None:

@@ -78,6 +78,7 @@ def run_ci(tmp_path: Path, remote: Path, head: str, name: str) -> tuple[int, str
     return proc.returncode, proc.stdout, reports
 
 
+@pytest.mark.process
 def test_the_ci_script_approves_a_shared_verified_pull_request_and_not_a_later_change(
     tmp_path: Path, remote: Path, agent: Machine
 ) -> None:
@@ -120,6 +121,7 @@ def test_the_ci_script_says_when_no_case_claims_the_pull_request(
     assert "`no_case`" in out
 
 
+@pytest.mark.process
 def test_the_ci_script_does_not_approve_a_forged_replica(
     tmp_path: Path, remote: Path, agent: Machine
 ) -> None:

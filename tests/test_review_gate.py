@@ -18,6 +18,8 @@ from conftest import Cli, Outcome, case_path, configure_verifiers, git, ready_to
 from forge import forge_receipts
 from share_kit import SHARE_TOML, Machine, make_machine, make_remote
 
+pytestmark = pytest.mark.process  # its tests start cortex processes
+
 CHECK = [sys.executable, "-c", "import sys; sys.exit('bad' in open('app.py').read())"]
 """The unit verifier: fails while app.py holds the word `bad`."""
 

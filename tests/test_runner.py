@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import Cli, configure_verifiers, ready_to_verify
 from stand_ins import leased
 
@@ -90,6 +91,7 @@ def start_driver(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
     raise AssertionError(msg)
 
 
+@pytest.mark.process
 def test_sigterm_to_cortex_kills_the_command_group(tmp_path: Path) -> None:
     """Interrupting cortex (SIGTERM) takes the command and its children down with it."""
     proc, (command, child) = start_driver(tmp_path)
@@ -99,6 +101,7 @@ def test_sigterm_to_cortex_kills_the_command_group(tmp_path: Path) -> None:
     assert wait_dead(child)
 
 
+@pytest.mark.process
 def test_sigkill_to_cortex_kills_the_command(tmp_path: Path) -> None:
     """Killed outright, cortex cannot clean up, but the kernel still kills its command."""
     proc, (command, child) = start_driver(tmp_path)
@@ -110,6 +113,7 @@ def test_sigkill_to_cortex_kills_the_command(tmp_path: Path) -> None:
         os.kill(child, signal.SIGKILL)
 
 
+@pytest.mark.process
 def test_sigterm_during_verify_is_an_interrupted_envelope(
     repo: Path, env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from conftest import Cli, configure_verifiers
 
@@ -24,6 +23,8 @@ SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schema"
 
 
 def check(envelope: dict[str, Any]) -> None:
+    import jsonschema
+
     schema = json.loads((SCHEMAS / f"{envelope['command']}.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(envelope)
@@ -104,6 +105,8 @@ def test_every_answer_of_a_scripted_case_validates_against_its_schema(
 
 def test_a_key_an_answer_type_does_not_know_fails_validation() -> None:
     """A test of the test: answers forbid unknown fields, so drift cannot pass unseen."""
+    import jsonschema
+
     schema = json.loads((SCHEMAS / "case.block.json").read_text())
     envelope = {
         "schema": "cortex/v1",

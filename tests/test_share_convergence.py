@@ -107,6 +107,7 @@ def test_replicas_converge_long_campaign(count: int, ops: list[tuple[str, int]])
 GATED = str(CHILDREN / "gated_child.py")
 
 
+@pytest.mark.process
 def test_a_push_that_loses_the_race_merges_and_wins_within_the_bound(tmp_path: Path) -> None:
     remote = make_remote(tmp_path)
     machines = [make_machine(tmp_path, name, remote) for name in ("a", "b", "c")]

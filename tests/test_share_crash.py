@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+from crash_kit import DEBRIS, run_child
 from share_kit import Machine, make_machine, make_remote
-from test_crash import DEBRIS, run_child
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 IMPORT_POINTS = [
     ("txn.staged", 0),

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from conftest import case_path, git
+from secret_kit import CORPUS, Entry, needles_in
 from share_kit import Machine, every_object, make_machine, make_remote, remote_refs
-from test_secret_corpus import CORPUS, Entry, needles_in
 
 from cortex.cases.bounds import SHARE_BLOB_MAX
 from cortex.cases.documents import Decision, DecisionOption, Decisions

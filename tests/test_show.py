@@ -155,6 +155,7 @@ def test_unknown_and_malformed_ids(cli: Cli) -> None:
     assert (bad.code, bad.error_code) == (4, "invalid_input")
 
 
+@pytest.mark.process
 def test_a_snapshot_stays_consistent_while_another_process_writes(cli: Cli) -> None:
     """Every view's newest command is the audit line of its newest evidence, never a mix."""
     task = cli.open()
@@ -226,6 +227,7 @@ def test_golden_json_and_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert SENSITIVE_CLAIM not in as_json + text
 
 
+@pytest.mark.process
 def test_git_is_only_read(cli: Cli, env: dict[str, str], repo: Path) -> None:
     """A case with receipts captures the work tree to judge them; .git stays byte-identical."""
     configure_verifiers(repo, env, {"unit": [sys.executable, "-c", "print('ok')"]})

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_kit import Plan, evidence, make_store, new_case, now
 from ulid import ULID
 
 from cortex.cases import fsio, ids, ledger
@@ -21,55 +22,17 @@ from cortex.cases.errors import (
     UnsupportedSchemaError,
 )
 from cortex.cases.records import (
-    CaseFile,
     Command,
     Criterion,
     Evidence,
     Location,
     Source,
-    Workspace,
     decode,
     encode,
 )
-from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
 
 DETERMINISTIC = settings(derandomize=True, max_examples=200, deadline=None)
-
-
-def now() -> str:
-    return "2026-11-30T12:00:00.000Z"
-
-
-def make_store(tmp_path: Path, literals: tuple[str, ...] = ()) -> CaseStore:
-    return CaseStore(
-        str(tmp_path / "store"), redactor=Redactor(literals), lock_timeout=2.0, now=now
-    )
-
-
-def new_case(goal: str = "goal", criteria: list[Criterion] | None = None) -> CaseFile:
-    return CaseFile(
-        revision=1,
-        id=ids.new_id("task"),
-        created_at=now(),
-        updated_at=now(),
-        goal=goal,
-        actor="tester",
-        workspace=Workspace(kind="directory", root="/srv/w", repository="w"),
-        acceptance_criteria=criteria or [],
-    )
-
-
-def evidence(claim: str = "claim") -> Evidence:
-    return Evidence(id=ids.new_id("ev"), timestamp=now(), source=Source(tool="t"), claim=claim)
-
-
-class Plan(msgspec.Struct, kw_only=True, rename="camel"):
-    """A stand-in auxiliary snapshot for exercising multi-file commits."""
-
-    schema_version: int = 1
-    revision: int = 0
-    summary: str
 
 
 class TestIds:

@@ -19,24 +19,26 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from conftest import Cli, make_repo, tree_state
-from rich.text import Text
-from textual.geometry import Region
-from textual.pilot import Pilot
-from textual.widget import Widget
-from textual.widgets import DataTable, Input, OptionList, Static
 
 from cortex.cases.errors import IntegrityError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.views.sessions import sessions
 from cortex.studio import data as studio_data
 from cortex.studio import view
-from cortex.studio.app import AnswerScreen, StudioApp
 from cortex.studio.data import Row, Source
+
+if TYPE_CHECKING:
+    from rich.text import Text
+    from textual.pilot import Pilot
+    from textual.widget import Widget
+    from textual.widgets import DataTable
+
+    from cortex.studio.app import StudioApp
 
 HOSTILE = "Evil \x9b2J \u202erev\u202c [bold red]x[/] [link=http://x]y[/link]"
 """A goal with a C1 control sequence (CSI, clear screen), a bidi override and rich markup."""
@@ -88,6 +90,8 @@ def run_board(
     **filters: Any,
 ) -> StudioApp:
     """Run the board from alpha, headless, for `body`; a long refresh leaves ticks to the test."""
+    from cortex.studio.app import StudioApp
+
     if source is None:
         source = Source(Kernel(str(world.roots["alpha"]), world.env, default_actor="studio"))
     app = StudioApp(source, refresh=refresh, **filters)
@@ -126,6 +130,8 @@ async def until(pilot: Pilot[None], check: Callable[[], bool], seconds: float = 
 
 def drawn(widget: Widget) -> str:
     """The text Textual renders for a widget, line by line."""
+    from textual.geometry import Region
+
     region = Region(0, 0, widget.size.width, widget.size.height)
     return "\n".join(strip.text.rstrip() for strip in widget.render_lines(region))
 
@@ -368,6 +374,10 @@ class TestFilters:
 
 class TestAnswer:
     def test_answering_through_the_dialog_resumes_the_case(self, world: World) -> None:
+        from textual.widgets import OptionList, Static
+
+        from cortex.studio.app import AnswerScreen
+
         task = world.cases["a_decision"]
         seen: dict[str, Any] = {}
 
@@ -415,6 +425,8 @@ class TestAnswer:
         assert [(a.task_id, a.option, a.status) for a in app.answered] == [(task, "b", "orienting")]
 
     def test_the_board_keeps_refreshing_under_the_dialog(self, world: World) -> None:
+        from cortex.studio.app import AnswerScreen
+
         task = world.cases["a_decision"]
         seen: dict[str, Any] = {}
 
@@ -453,6 +465,8 @@ class TestAnswer:
         assert app.answered == []
 
     def test_a_case_without_a_pending_decision_opens_no_dialog(self, world: World) -> None:
+        from cortex.studio.app import AnswerScreen
+
         seen: dict[str, Any] = {}
 
         async def body(app: StudioApp, pilot: Pilot[None]) -> None:
@@ -573,6 +587,8 @@ class TestFailures:
         assert "cannot be read: integrity_error: case.json is damaged" in seen["other"]
 
     def test_an_invalid_search_is_reported_not_applied(self, world: World) -> None:
+        from textual.widgets import Input
+
         seen: dict[str, Any] = {}
 
         async def body(app: StudioApp, pilot: Pilot[None]) -> None:
@@ -591,6 +607,8 @@ class TestFailures:
 
 class TestHostileText:
     def test_goals_questions_and_labels_are_drawn_literally(self, world: World) -> None:
+        from textual.widgets import OptionList, Static
+
         task = world.beta.open("Hostile decision " + HOSTILE)
         _ask(
             world.beta,
@@ -625,6 +643,8 @@ class TestHostileText:
 
     def test_escape_sequences_in_any_row_text_are_escaped(self) -> None:
         """ESC cannot reach a case through the CLI; a damaged or foreign store could hold it."""
+        from rich.text import Text
+
         row = Row(
             task_id="task_X",
             repository="re\x1b]0;title\x07po",
@@ -724,6 +744,7 @@ class TestCommand:
         assert out.error_code == "invalid_input"
         assert "--refresh must be a number of seconds from 0.5 to 60" in out.stdout
 
+    @pytest.mark.process
     def test_runs_in_a_terminal_and_quits_on_q(self, world: World) -> None:
         """The real command in a pseudo-terminal: it draws the cases and `q` ends it with 0."""
         primary, secondary = pty.openpty()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import Cli, configure_verifiers, ready_to_verify
 
 
@@ -45,6 +46,7 @@ def test_piped_text_is_neither_padded_nor_folded(cli: Cli) -> None:
         assert_plain(cli(*listing, human=True).stdout)
 
 
+@pytest.mark.process
 def test_piped_verify_and_show_are_not_padded(cli: Cli, repo: Path, env: dict[str, str]) -> None:
     configure_verifiers(repo, env, {"unit": [sys.executable, "-c", "print('ok')"]})
     env["CORTEX_APPROVE_COMMANDS"] = "1"

@@ -544,6 +544,7 @@ def test_only_committed_lines_are_read(cli: Cli, task: str) -> None:
     assert any("uncommitted" in warning for warning in after["warnings"])
 
 
+@pytest.mark.process
 def test_a_held_case_lock_does_not_block_reading(cli: Cli, task: str) -> None:
     """The timeline takes no lock: it answers while another process holds the case lock."""
     with case_lock_held(cli, task):
@@ -660,6 +661,7 @@ def check_bounded(cli: Cli, lines: int) -> None:
         assert peak - baseline < 24 * 1024, (mode, baseline, peak)
 
 
+@pytest.mark.process
 def test_memory_stays_bounded_on_a_large_case(cli: Cli) -> None:
     """200k ledger lines: the page and the anchor window cost about what a small case does."""
     check_bounded(cli, 200_000)

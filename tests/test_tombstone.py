@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_store import evidence, make_store, new_case
-from test_txn_recovery import dies_at
+from store_kit import evidence, make_store, new_case
+from txn_kit import dies_at
 
 from cortex.cases import ids, ledger
 from cortex.cases.digest import sha256_hex

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from artifact_kit import TOKEN, add_tree, listing
 from conftest import CHILDREN, Cli, case_path, tree_state
-from test_crash import DEBRIS, RAW_POINTS, watch
-from test_tree_artifacts import TOKEN, add_tree, listing
+from crash_kit import DEBRIS, RAW_POINTS, watch
 
 from cortex.cases.bounds import (
     RAW_BLOB_MAX,
@@ -989,6 +989,7 @@ CRASH_CHILD = str(CHILDREN / "crash_child.py")
 CALL_CHILD = str(CHILDREN / "call_crash_child.py")
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("point", "passes"), RAW_POINTS)
 def test_a_tree_commit_killed_at_every_crash_point_is_whole_or_nothing(
     cli: Cli, task: str, tmp_path: Path, point: str, passes: int
@@ -1016,6 +1017,7 @@ listing), before linking each into raw/, after removing each staged name (the 5t
 the journal's, after the commit point)."""
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("step", BETWEEN_POINTS, ids=lambda step: f"{step[1]}-{step[0]}-{step[2]}")
 def test_a_tree_commit_killed_between_files_is_whole_or_nothing(
     cli: Cli, task: str, tmp_path: Path, step: tuple[str, str, int]
@@ -1074,6 +1076,7 @@ def _rollback_killed(cli: Cli, task: str, tmp_path: Path, skip: int) -> None:
     assert evidence_count(cli, task) == after + 1
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("skip", range(9))
 def test_a_rollback_of_a_tree_killed_at_every_unlink_is_finished_by_the_next_writer(
     cli: Cli, task: str, tmp_path: Path, skip: int
@@ -1179,11 +1182,12 @@ def errlog(tmp_path: Path) -> Iterator[IO[str]]:
         yield file
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("escape", ["absolute", "dotdot", "symlinked-parent"])
 def test_mcp_raw_dir_stays_inside_the_workspace(
     env: dict[str, str], repo: Path, tmp_path: Path, errlog: IO[str], escape: str
 ) -> None:
-    from test_mcp import run_async, serving
+    from mcp_kit import run_async, serving
 
     outside = tmp_path / "outside-secrets"
     outside.mkdir()
@@ -1211,8 +1215,9 @@ def test_mcp_raw_dir_stays_inside_the_workspace(
     assert result["envelope"]["ok"] is False, "a directory outside the workspace was captured"
 
 
+@pytest.mark.process
 def test_mcp_tree_refusals_match_the_cli(env: dict[str, str], repo: Path, errlog: IO[str]) -> None:
-    from test_mcp import run_async, serving
+    from mcp_kit import run_async, serving
 
     tree = repo / "reports"
     (tree / "junit").mkdir(parents=True)

@@ -11,15 +11,13 @@ import os
 import random
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from artifact_kit import TOKEN, add_tree, listing
 from conftest import CHILDREN, Cli, case_path, tree_state
-from test_crash import watch
+from crash_kit import watch
 
 from cortex.cases.bounds import TREE_FILES_MAX, TREE_WALK_MAX
-
-TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
 
 
 def make_tree(root: Path) -> Path:
@@ -35,21 +33,6 @@ def make_tree(root: Path) -> Path:
     os.mkfifo(tree / "pipe")
     (tree / "bad\x1bname.txt").write_text("escape in the name")
     return tree
-
-
-def add_tree(cli: Cli, task: str, tree: Path, *extra: str) -> dict[str, Any]:
-    out = cli("case", "evidence", "add", task, "--claim", "test reports", "--raw-dir", str(tree),
-              *extra)  # fmt: skip
-    assert out.code == 0, out.stdout
-    evidence: dict[str, Any] = out.data["evidence"]
-    return evidence
-
-
-def listing(cli: Cli, task: str, ref: str) -> dict[str, Any]:
-    out = cli("case", "read-artifact", task, ref)
-    assert out.code == 0, out.stdout
-    data: dict[str, Any] = out.data
-    return data
 
 
 def test_a_directory_is_kept_and_listed(cli: Cli, task: str, tmp_path: Path) -> None:
@@ -230,6 +213,7 @@ def test_audit_catches_an_edited_listing(cli: Cli, task: str, tmp_path: Path) ->
 # Crashes ----------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_tree_commit_killed_while_publishing_is_all_or_nothing(
     cli: Cli, task: str, tmp_path: Path
 ) -> None:

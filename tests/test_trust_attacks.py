@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Cli, case_path, without_answer_opt_in
-from test_trust import ask, detached, planned, unit
+from trust_kit import ask, detached, planned, unit
 
 __all__ = ["unit"]  # a fixture, used by name
 
@@ -28,6 +28,7 @@ def plant(directory: Path) -> Path:
 
 
 class TestARepositoryCannotOptItselfIn:
+    @pytest.mark.process
     def test_the_configuration_directory_pointed_into_the_repository_is_not_consent(
         self, cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
     ) -> None:
@@ -53,6 +54,7 @@ class TestARepositoryCannotOptItselfIn:
             assert "repository" in error["message"]
         assert cli("case", "status", task).data["status"] == "needs_human_decision"
 
+    @pytest.mark.process
     def test_from_a_subdirectory_or_another_worktree_of_the_repository_too(
         self, cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
     ) -> None:
@@ -73,6 +75,7 @@ class TestARepositoryCannotOptItselfIn:
 
 
 class TestABareLeaseTokenIsASecret:
+    @pytest.mark.process
     def test_pasted_alone_into_evidence_or_a_note_it_is_redacted(
         self, cli: Cli, unit: dict[str, str], repo: Path
     ) -> None:
@@ -88,6 +91,7 @@ class TestABareLeaseTokenIsASecret:
             if path.is_file():
                 assert token.encode() not in path.read_bytes(), path
 
+    @pytest.mark.process
     def test_begin_change_still_returns_it_whole_as_json_and_as_text(
         self, cli: Cli, unit: dict[str, str], repo: Path
     ) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from test_store import Plan, evidence, make_store, new_case
-from test_txn_recovery import dies_at, directory, files, read_journal, recover
+from store_kit import Plan, evidence, make_store, new_case
+from txn_kit import dies_at, directory, files, read_journal, recover
 
 from cortex.cases import fsio, ids, ledger
 from cortex.cases import txn as txn_module

@@ -14,42 +14,19 @@ mutant names it in its docstring (`function` number: the change).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 import pytest
-from test_store import Plan, evidence, make_store, new_case
+from store_kit import Plan, evidence, make_store, new_case
+from txn_kit import dies_at, directory, files, read_journal, recover
 
 from cortex.cases import _crash, ids, ledger
 from cortex.cases import txn as txn_module
 from cortex.cases.errors import IntegrityError
 from cortex.cases.layout import JOURNAL_FILE
-from cortex.cases.records import CaseFile, Journal, decode, encode
+from cortex.cases.records import CaseFile, Journal, encode
 from cortex.cases.store import CaseStore
-
-
-class Died(BaseException):
-    """The writer stopped at a crash point (a SIGKILL in the crash tests)."""
-
-
-@contextmanager
-def dies_at(monkeypatch: pytest.MonkeyPatch, point: str, *, skip: int = 0) -> Iterator[None]:
-    """Stop the commit in the block at `point` (after `skip` passes), as a killed writer would."""
-
-    def stop(name: str) -> None:
-        raise Died(name)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(_crash, "armed", point)
-        patch.setattr(_crash, "skip", skip)
-        patch.setattr(_crash, "action", stop)
-        # A killed process undoes nothing: its lock goes with it, its files stay.
-        patch.setattr(txn_module.Transaction, "_undo_quietly", lambda _self: None)
-        with pytest.raises(Died) as stopped:
-            yield
-        assert stopped.value.args == (point,)
 
 
 @pytest.fixture
@@ -62,20 +39,6 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CaseStore:
 def new_task(store: CaseStore) -> str:
     case, _ = store.create(new_case(), operation="case.open")
     return case.id
-
-
-def directory(store: CaseStore, task: str) -> Path:
-    return Path(store.case_path(task))
-
-
-def files(store: CaseStore, task: str) -> dict[str, bytes]:
-    """Every file of the case (relative name -> bytes), the lock file aside."""
-    root = directory(store, task)
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != ".lock"
-    }
 
 
 def raw_name() -> str:
@@ -92,17 +55,6 @@ def raw_commit(store: CaseStore, task: str, relative: str) -> None:
     with store.transaction(task, actor="a", operation="evidence.add") as txn:
         txn.stage_blob(relative, b"the blob\n")
         txn.append("evidence", evidence("with a blob"))
-
-
-def recover(store: CaseStore, task: str) -> list[str]:
-    """Open (and skip) a transaction: recovery runs on entry; return its notes."""
-    with store.transaction(task, actor="b", operation="case.status") as txn:
-        txn.skip = True
-    return txn.notes
-
-
-def read_journal(store: CaseStore, task: str) -> Journal:
-    return decode((directory(store, task) / JOURNAL_FILE).read_bytes(), Journal)
 
 
 def write_journal(store: CaseStore, task: str, journal: Journal) -> None:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, Cli, Outcome, ready_to_verify, run_cortex
-from test_verify import raw_blob, receipts_by
+from verify_kit import raw_blob, receipts_by
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 EXAMPLE = ROOT / "examples" / "verifier-plugin"
 KIND = "todo-free"

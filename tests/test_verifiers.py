@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -21,7 +20,6 @@ from typing import Any
 
 import pytest
 from conftest import (
-    CHILDREN,
     ROOT,
     Cli,
     Outcome,
@@ -32,7 +30,7 @@ from conftest import (
     ready_to_verify,
     run_cortex,
 )
-from test_verify import (
+from verify_kit import (
     AWS_KEY,
     GITHUB_TOKEN,
     approve,
@@ -43,6 +41,7 @@ from test_verify import (
     raw_blob,
     receipts_by,
     steps,
+    trust_at_terminal,
     write_config,
 )
 
@@ -86,6 +85,7 @@ def suite(repo: Path, env: dict[str, str]) -> Path:
 
 
 class TestPytest:
+    @pytest.mark.process
     @pytest.mark.usefixtures("suite")
     def test_failing_tests_are_named_and_claims_select_one_test(
         self, cli: Cli, repo: Path, env: dict[str, str]
@@ -140,6 +140,7 @@ class TestPytest:
         assert not list(repo.rglob(".pytest_cache"))
         assert_not_verified(cli, task, out)
 
+    @pytest.mark.process
     @pytest.mark.usefixtures("suite")
     def test_verify_and_status_name_the_failing_tests(self, cli: Cli, repo: Path) -> None:
         """Issue 13: the failing test ids, in the JSON and the text of verify and status."""
@@ -159,6 +160,7 @@ class TestPytest:
             assert "failing" in text
             assert "tests/test_x.py::test_bad" in text
 
+    @pytest.mark.process
     def test_a_passing_suite_verifies(
         self, cli: Cli, repo: Path, env: dict[str, str], suite: Path
     ) -> None:
@@ -178,6 +180,7 @@ class TestPytest:
         assert out.data["assessment"]["status"] == "verified"
         assert receipts_by(out.data)["pytest"]["claim"].endswith("; 1 passed")
 
+    @pytest.mark.process
     @pytest.mark.usefixtures("suite")
     def test_nothing_collected_is_inconclusive(
         self, cli: Cli, repo: Path, env: dict[str, str]
@@ -340,6 +343,7 @@ class TestScope:
         assert receipt["status"] == "failed"
         assert drift_finding(cli, task, receipt).endswith(": srcx.py")
 
+    @pytest.mark.process
     def test_high_risk_drift_needs_ack_drift_before_anything_runs(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -388,6 +392,7 @@ def verify_output(cli: Cli, repo: Path, env: dict[str, str], *argv: str) -> tupl
 
 
 class TestOutputBounds:
+    @pytest.mark.process
     def test_five_megabytes_of_output_are_stored_bounded(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -398,6 +403,7 @@ class TestOutputBounds:
         # The end of the output (where a test run says what failed) is kept.
         assert blob.split(b"\n--- stderr ---\n")[0].endswith(b"0123456789abcde\n")
 
+    @pytest.mark.process
     def test_secrets_printed_by_a_verifier_are_not_stored(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -437,6 +443,7 @@ class TestOutputBounds:
         for path in files:
             assert GITHUB_TOKEN[4:].encode() not in path.read_bytes(), path
 
+    @pytest.mark.process
     def test_a_secret_cut_by_the_head_bound_is_not_stored_in_part(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -448,6 +455,7 @@ class TestOutputBounds:
         assert b"bytes omitted" in blob
         assert GITHUB_TOKEN[4:16].encode() not in blob
 
+    @pytest.mark.process
     def test_a_secret_cut_by_the_tail_bound_is_not_stored_in_part(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -473,6 +481,7 @@ class TestOutputBounds:
 # D. timeouts that a grandchild outlives ------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_grandchild_that_escapes_the_group_cannot_hang_verify(
     cli: Cli, repo: Path, env: dict[str, str]
 ) -> None:
@@ -607,6 +616,7 @@ def run_verify(task: str, plugin_env: dict[str, str], repo: Path) -> Outcome:
 
 
 class TestPlugins:
+    @pytest.mark.process
     def test_an_entry_point_verifier_is_discovered_and_its_receipt_kept(
         self, cli: Cli, repo: Path, env: dict[str, str], plugin_env: dict[str, str]
     ) -> None:
@@ -623,6 +633,7 @@ class TestPlugins:
         assert raw_blob(env, task, receipt["artifact"]) == b"fake output\n"
         assert data["assessment"]["status"] == "verified"
 
+    @pytest.mark.process
     def test_a_plugin_contract_selects_its_result(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -637,6 +648,7 @@ class TestPlugins:
         assert receipts["claim:b"]["status"] == "failed"
         assert data["assessment"]["status"] == "failed"
 
+    @pytest.mark.process
     def test_a_plugin_that_raises_is_blocked_not_a_crash(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -652,6 +664,7 @@ class TestPlugins:
         assert out.data["assessment"]["status"] != "verified"
         assert_not_verified(cli, task)
 
+    @pytest.mark.process
     @pytest.mark.parametrize(
         ("kind", "message"),
         [
@@ -678,6 +691,7 @@ class TestPlugins:
         assert message in envelope["error"]["message"]
         assert durable_state(env) == before
 
+    @pytest.mark.process
     def test_a_plugin_cannot_shadow_a_built_in_kind(
         self, cli: Cli, repo: Path, env: dict[str, str], plugin_env: dict[str, str]
     ) -> None:
@@ -689,6 +703,7 @@ class TestPlugins:
         assert receipt["status"] == "failed"
         assert receipt["claim"].startswith("unit: `false` exited 1")
 
+    @pytest.mark.process
     def test_a_plugin_that_returns_no_outcome_is_blocked(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -698,6 +713,7 @@ class TestPlugins:
         assert out.code == 2, out.stdout
         assert receipts_by(out.data)["none"]["status"] == "blocked"
 
+    @pytest.mark.process
     def test_a_plugin_whose_check_raises_is_not_an_internal_error(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -707,6 +723,7 @@ class TestPlugins:
         assert out.code in {0, 4}, out.stdout
         assert out.envelope["error"] is None or out.envelope["error"]["code"] != "internal_error"
 
+    @pytest.mark.process
     def test_a_plugin_status_outside_the_protocol_does_not_corrupt_the_case(
         self, cli: Cli, repo: Path, plugin_env: dict[str, str]
     ) -> None:
@@ -725,53 +742,10 @@ class TestPlugins:
 
 # E. trust ------------------------------------------------------------------------------------
 
-WITH_TTY = str(CHILDREN / "with_tty.py")
-
 
 def grants_file(env: dict[str, str]) -> Path:
     """Where `case trust` keeps grants: $XDG_CONFIG_HOME/cortex/command-grants.json."""
     return Path(env["XDG_CONFIG_HOME"]) / "cortex" / "command-grants.json"
-
-
-def trust_at_terminal(
-    env: dict[str, str], repo: Path, name: str, answer: str, *extra: str
-) -> tuple[Outcome, bytes]:
-    """Run `cortex case trust NAME` with a pseudo-terminal as its controlling terminal.
-
-    Answers `answer` when the prompt appears; returns the outcome (stdout is a pipe) and what
-    the terminal showed.
-    """
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, WITH_TTY, os.ttyname(slave)),
-                *(sys.executable, "-m", "cortex", "case", "trust", name, *extra, "--json"),
-            ],
-            cwd=repo,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        shown = b""
-        answered = False
-        deadline = time.monotonic() + 30
-        while proc.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                shown += os.read(master, 4096)
-            if not answered and b"to approve" in shown:
-                os.write(master, answer.encode() + b"\n")
-                answered = True
-        if proc.poll() is None:
-            proc.kill()
-        stdout, stderr = proc.communicate(timeout=10)
-    finally:
-        os.close(master)
-        os.close(slave)
-    return Outcome(proc.returncode, stdout.decode(), stderr.decode()), shown
 
 
 def verify_unit(cli: Cli, repo: Path, task: str, text: str) -> dict[str, Any]:
@@ -790,6 +764,7 @@ class TestTrust:
         assert "CORTEX_APPROVE_COMMANDS" not in env
         return marker
 
+    @pytest.mark.process
     @pytest.mark.usefixtures("marked")
     def test_without_a_terminal_nothing_is_granted(self, repo: Path, env: dict[str, str]) -> None:
         done = subprocess.run(
@@ -808,6 +783,7 @@ class TestTrust:
         assert not grants_file(env).exists()
         assert not grants_file(env).parent.exists()
 
+    @pytest.mark.process
     def test_a_person_at_the_terminal_grants_exactly_this_command(
         self, cli: Cli, repo: Path, env: dict[str, str], marked: Path
     ) -> None:
@@ -845,6 +821,7 @@ class TestTrust:
         assert verify_unit(cli, repo, task, "print('four')\n")["status"] == "blocked"
         assert marked.read_text() == "ran\nran\n"
 
+    @pytest.mark.process
     @pytest.mark.usefixtures("marked")
     def test_another_answer_grants_nothing(self, repo: Path, env: dict[str, str]) -> None:
         out, shown = trust_at_terminal(env, repo, "unit", "yes")
@@ -852,6 +829,7 @@ class TestTrust:
         assert_refused(out, 5)
         assert not grants_file(env).exists()
 
+    @pytest.mark.process
     def test_a_grant_is_for_one_workspace(
         self, repo: Path, env: dict[str, str], marked: Path, tmp_path: Path
     ) -> None:

@@ -10,136 +10,40 @@ store: every file except the `.lock` files, which a refused writer may rewrite.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import (
-    CHILDREN,
     Cli,
-    Outcome,
     case_path,
-    committed_state,
     configure_verifiers,
     git,
     ready_to_verify,
 )
+from verify_kit import (
+    AWS_KEY,
+    GITHUB_TOKEN,
+    approve,
+    assert_not_verified,
+    assert_refused,
+    complete,
+    durable_state,
+    edit,
+    raw_blob,
+    receipts_by,
+    steps,
+    verdict_of_status,
+    write_config,
+)
 
-from cortex.cases.layout import parse_raw_ref
 from cortex.workspace.capture import capture
 
-STEPS = str(CHILDREN / "verifier_steps.py")
-LOCKS = {".lock", ".store.lock"}
 CRITERION = "c1=the login returns to checkout"
 
 
 # Helpers -------------------------------------------------------------------------------------
-
-
-def steps(*args: str) -> list[str]:
-    """The argv of a configured verifier that runs `tests/children/verifier_steps.py`."""
-    return [sys.executable, STEPS, *args]
-
-
-def write_config(
-    repo: Path, env: dict[str, str], tables: dict[str, dict[str, Any]], *, commit: bool = True
-) -> None:
-    """Write `[verifiers.NAME]` tables (any keys) to cortex.toml, committed unless told."""
-    lines: list[str] = []
-    for name, table in tables.items():
-        lines.append(f"[verifiers.{name}]")
-        lines += [f"{key} = {json.dumps(value)}" for key, value in table.items()]
-        lines.append("")
-    (repo / "cortex.toml").write_text("\n".join(lines))
-    if commit:
-        git(repo, "add", "cortex.toml", env=env)
-        git(repo, "commit", "-q", "-m", "configure verifiers", env=env)
-
-
-def approve(env: dict[str, str]) -> None:
-    """Approve every configured command for the CLI (the launcher's environment)."""
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-
-
-def edit(repo: Path, text: str = "print('fixed')\n") -> None:
-    """Change the file the change boundary covers."""
-    (repo / "app.py").write_text(text)
-
-
-def durable_state(env: dict[str, str]) -> dict[str, tuple[int, int, int, int]]:
-    """`tree_state` of the state root without lock files and the capture's index mirror.
-
-    The mirror (`index-mirror/`) is git's refreshed copy of the repository's index, a cache that
-    any capture may write (docs/design/verification.md §1); it holds nothing of a case. Nor does
-    the refusal log, where a refused verify counts itself (`committed_state`).
-    """
-    root = Path(env["CORTEX_STATE_DIR"])
-    return {
-        k: v
-        for k, v in committed_state(root, ignore=LOCKS).items()
-        if Path(k).parts[0] != "index-mirror"
-    }
-
-
-def verdict_of_status(cli: Cli, task: str) -> str | None:
-    """`case status` data["verification"]["status"] (None: never verified)."""
-    verification = cli("case", "status", task).data["verification"]
-    return None if verification is None else str(verification["status"])
-
-
-def no_traceback(out: Outcome) -> None:
-    """One envelope on stdout and no Python traceback anywhere."""
-    assert "Traceback" not in out.stderr, out.stderr
-    assert "Traceback" not in out.stdout, out.stdout
-    out.envelope  # noqa: B018 - asserts exactly one envelope line
-
-
-def assert_refused(out: Outcome, code: int) -> dict[str, Any]:
-    """The command failed with exit `code`, one envelope, no traceback; returns the envelope."""
-    assert out.code == code, out.stdout + out.stderr
-    no_traceback(out)
-    envelope = out.envelope
-    assert envelope["ok"] is False
-    return envelope
-
-
-def complete(cli: Cli, task: str, *extra: str, actor: str = "agent-1") -> Outcome:
-    """`case complete` as the lease holder."""
-    return cli("case", "complete", task, "--outcome", "fixed it", "--actor", actor, *extra)
-
-
-def assert_not_verified(cli: Cli, task: str, verified: Outcome | None = None) -> None:
-    """No surface shows `task` as verified, and completing it unacknowledged is refused."""
-    if verified is not None and verified.code == 0:
-        assert verified.data["assessment"]["status"] != "verified", verified.stdout
-    assert verdict_of_status(cli, task) != "verified"
-    before = cli("case", "status", task).data["status"]
-    refused = complete(cli, task)
-    assert_refused(refused, 5)
-    assert refused.error_code == "refused"
-    assert cli("case", "status", task).data["status"] == before
-
-
-def receipts_by(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The receipts of a verify call by requirement (verifier runs) or `claim:ID`."""
-    found: dict[str, dict[str, Any]] = {}
-    for receipt in data["receipts"]:
-        key = receipt["requirement"]
-        if receipt["purpose"] == "named_claim":
-            key = f"claim:{receipt['claimId']}"
-        found[key] = receipt
-    return found
-
-
-def raw_blob(env: dict[str, str], task: str, ref: str) -> bytes:
-    """The stored bytes of the raw blob a `case://` reference names."""
-    parsed = parse_raw_ref(ref)
-    assert parsed is not None, ref
-    owner, raw_id = parsed
-    assert owner == task
-    return (case_path(env, task) / "raw" / f"{raw_id}.txt").read_bytes()
 
 
 def verification_doc(env: dict[str, str], task: str) -> dict[str, Any] | None:
@@ -349,6 +253,7 @@ class TestNothingComesOutVerified:
         # Attest still describes the old batch, but says it is not current.
         assert cli("case", "attest", task).data["current"] is False
 
+    @pytest.mark.process
     def test_2_a_verifier_that_edits_the_tree_unbinds_the_batch(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -414,6 +319,7 @@ class TestNothingComesOutVerified:
         assert assessment["unprovenClaims"] == ["k1"]
         assert_not_verified(cli, task, out)
 
+    @pytest.mark.process
     def test_4_a_timeout_blocks_and_kills_the_whole_process_group(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -473,6 +379,7 @@ class TestNothingComesOutVerified:
         assert receipts_by(out.data)["command:unit"]["status"] == "blocked"
         assert not marker.exists()
 
+    @pytest.mark.process
     def test_6a_a_lease_that_expires_during_the_run_writes_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -493,6 +400,7 @@ class TestNothingComesOutVerified:
         assert verification_doc(env, task) is None
         assert verdict_of_status(cli, task) is None
 
+    @pytest.mark.process
     def test_6b_a_lease_taken_by_another_actor_during_the_run_writes_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -514,6 +422,7 @@ class TestNothingComesOutVerified:
         assert status["verification"] is None
         assert status["status"] == "changing"
 
+    @pytest.mark.process
     def test_6c_a_lease_released_and_retaken_by_the_holder_never_verifies(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -535,6 +444,7 @@ class TestNothingComesOutVerified:
             assert_refused(out, 6)
         assert verdict_of_status(cli, task) != "verified"
 
+    @pytest.mark.process
     def test_7_a_newer_unbound_batch_masks_an_older_pass(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -559,6 +469,7 @@ class TestNothingComesOutVerified:
         assert data["batch"]["dirtyDigest"] == first.data["batch"]["dirtyDigest"]
         assert_not_verified(cli, task, second)
 
+    @pytest.mark.process
     def test_7b_a_newer_unbound_batch_after_an_edit_masks_an_older_pass(
         self, cli: Cli, repo: Path, env: dict[str, str]
     ) -> None:
@@ -690,10 +601,6 @@ def wait_dead(pid: int, timeout: float = 3.0) -> bool:
 
 # C. Bad input --------------------------------------------------------------------------------
 
-AWS_KEY = "AKIA" + "QX7TZ2MB4KLN8RW5"
-"""A made-up value in the shape of an AWS access key id."""
-GITHUB_TOKEN = "ghp_" + "Zr8Kq2Lm5Nx7Vb3Ct9Wd4Fy6Hj1Gp0Sa2Ue5"
-"""A made-up value in the shape of a classic GitHub token (36 characters after the prefix)."""
 
 BAD_CLAIMS: list[tuple[str, tuple[str, ...]]] = [
     ("claim without contract", ("--claim", "k1=it works")),
@@ -777,6 +684,7 @@ class TestBadInput:
             assert secret not in out.stdout + out.stderr
         assert not list(tmp_path.rglob("pwned"))
 
+    @pytest.mark.process
     def test_a_claim_id_of_128_bytes_is_accepted(self, cli: Cli, repo: Path, logged: Path) -> None:
         task = ready_to_verify(cli)
         edit(repo)
@@ -787,6 +695,7 @@ class TestBadInput:
         assert receipts_by(out.data)[f"claim:{claim}"]["status"] == "passed"
         assert logged.exists()
 
+    @pytest.mark.process
     def test_injection_through_claims_is_stored_as_text_and_runs_nothing(
         self, cli: Cli, repo: Path, env: dict[str, str], logged: Path, tmp_path: Path
     ) -> None:
@@ -877,6 +786,7 @@ class TestBadInput:
         assert durable_state(env) == before
         assert not logged.exists()
 
+    @pytest.mark.process
     @pytest.mark.parametrize(
         "second",
         [("k1=another statement", "k1=command:unit"), ("k1=first statement", "k1=command:unit#t")],
@@ -911,6 +821,7 @@ class TestBadInput:
 
 
 class TestBatchesOverTime:
+    @pytest.mark.process
     @pytest.mark.usefixtures("unit")
     def test_renewing_the_lease_during_the_run_keeps_the_batch_bound(
         self, cli: Cli, repo: Path, env: dict[str, str]

@@ -36,8 +36,7 @@ from conftest import (
     ready_to_verify,
 )
 from stand_ins import leased
-from test_verifiers import trust_at_terminal
-from test_verify import (
+from verify_kit import (
     GITHUB_TOKEN,
     approve,
     assert_refused,
@@ -46,6 +45,7 @@ from test_verify import (
     edit,
     receipts_by,
     steps,
+    trust_at_terminal,
     verdict_of_status,
 )
 
@@ -323,6 +323,7 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
 
 
+@pytest.mark.process
 @pytest.mark.usefixtures("unit")
 def test_a_large_hidden_file_is_streamed(cli: Cli, repo: Path, env: dict[str, str]) -> None:
     """Regression (bug found by this review, fixed after 7dd5df6): a hidden file was read whole
@@ -517,6 +518,7 @@ def test_code_behind_a_new_symlink_is_bound(cli: Cli, repo: Path, tmp_path: Path
 # 2. Races with the run ---------------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.xfail(
     strict=True,
     reason=(
@@ -566,6 +568,7 @@ RUN_ACTIONS: dict[str, Callable[[Path, dict[str, str]], None]] = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("action", list(RUN_ACTIONS))
 def test_a_change_during_the_run_unbinds_the_batch(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate, action: str
@@ -587,6 +590,7 @@ def _branch(repo: Path, env: dict[str, str]) -> None:
     git(repo, "checkout", "-q", "-b", "other", env=env)
 
 
+@pytest.mark.process
 def test_a_branch_switch_to_the_same_commit_during_the_run_stays_bound(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate
 ) -> None:
@@ -600,6 +604,7 @@ def test_a_branch_switch_to_the_same_commit_during_the_run_stays_bound(
     assert out.data["assessment"]["status"] == "verified"
 
 
+@pytest.mark.process
 def test_complete_during_a_verify_run_refuses_the_late_batch(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate
 ) -> None:
@@ -641,6 +646,7 @@ def test_complete_during_a_verify_run_refuses_the_late_batch(
     assert cli("case", "audit", task).code == 0
 
 
+@pytest.mark.process
 def test_two_concurrent_verify_processes_never_both_bind(
     cli: Cli, repo: Path, env: dict[str, str], gate: Gate
 ) -> None:
@@ -863,6 +869,7 @@ def test_the_outcome_cannot_forge_the_summary_verdict(
 ESCAPES = "\u001b]0;pwned\u0007\u001b[2K\r  it runs: python -m pytest"
 
 
+@pytest.mark.process
 def test_the_trust_prompt_shows_no_terminal_escapes(repo: Path, env: dict[str, str]) -> None:
     """Regression (bug found by this review, fixed in 327a38b): `case trust` writes the configured
     argv to the terminal raw; escape sequences in a repository's cortex.toml can erase or rewrite
@@ -873,6 +880,7 @@ def test_the_trust_prompt_shows_no_terminal_escapes(repo: Path, env: dict[str, s
     assert b"\x1b" not in shown, shown
 
 
+@pytest.mark.process
 def test_the_trust_prompt_shows_the_argv_on_one_line(repo: Path, env: dict[str, str]) -> None:
     """Regression (bug found by this review, fixed after 327a38b): a newline or a bidi override
     in the argv could draw a second `it runs:` line, or reorder the command a person approves.
@@ -1001,6 +1009,7 @@ def test_a_verifier_that_closes_its_pipes_is_still_timed_out(
     assert cli("case", "audit", task).code == 0
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "sig",
     [

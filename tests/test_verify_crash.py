@@ -34,7 +34,9 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, Cli, case_path, configure_verifiers, ready_to_verify
-from test_crash import DEBRIS, Run, audit, run_child
+from crash_kit import DEBRIS, Run, audit, run_child
+
+pytestmark = pytest.mark.process  # every test here starts Python processes
 
 CLAIM_ID = "c1"
 CRITERION = "the redirect works"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import Cli, git, ready_to_verify
-from test_verify import approve, complete, edit, verdict_of_status
+from verify_kit import approve, complete, edit, verdict_of_status
 
 from cortex.cases.documents import Batch, Receipt, Verification
 from cortex.kernel.assessment import assess, currency, is_current

@@ -69,6 +69,7 @@ VIEWS = [
 ]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("human", [False, True], ids=["json", "text"])
 def test_no_view_writes_anything(
     seeded: tuple[Cli, str, dict[str, str]], env: dict[str, str], repo: Path, human: bool

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import git
 import pytest
 from conftest import Cli, add_submodule, make_repo
 from conftest import git as run_git
@@ -64,6 +63,8 @@ def git_refuses(cwd: Path, env: dict[str, str]) -> bool:
 
 def gitpython_common_dir(path: Path) -> str:
     """GitPython's common dir for `path`, searching parents like git does."""
+    import git
+
     with git.Repo(path, search_parent_directories=True) as found:
         return os.path.realpath(found.common_dir)
 
@@ -97,6 +98,8 @@ def assert_agrees(
 
 def assert_plain_directory(cwd: Path, env: dict[str, str]) -> WorkspaceIdentity:
     """Check that `cwd` is outside git for both oracles and that we key it by its realpath."""
+    import git
+
     assert git_refuses(cwd, env)
     with pytest.raises(git.InvalidGitRepositoryError):
         gitpython_common_dir(cwd)
@@ -494,6 +497,8 @@ class TestEnvironmentOverrides:
         self, repo: Path, env: dict[str, str], tmp_path: Path
     ) -> None:
         """With GIT_DIR set, the repository it names wins over the one around the cwd."""
+        import git
+
         other = make_repo(tmp_path / "other", env)
         overridden = {**env, "GIT_DIR": str(other / ".git")}
         found = discover(str(repo), overridden)

@@ -872,6 +872,7 @@ class TestNeverWritesGit:
         assert snapshot(work / ".git") == before
         assert snapshot(work) == tree_before
 
+    @pytest.mark.process
     def test_captures_while_another_process_commits(
         self, work: Path, env: dict[str, str], tmp_path: Path
     ) -> None:

@@ -26,10 +26,11 @@ from cortex.cases.fsio import (
     check_single_link,
     write_all,
 )
+from cortex.cases.layout import ACTIVITY_LOCK
 from cortex.cases.records import ActivityAnchor as Anchor
 
 FILE = "activity.jsonl"
-LOCK = "activity.lock"
+LOCK = ACTIVITY_LOCK
 DROPPED = "activity.dropped"
 WARNED = "activity.warned"
 RECORD_MAX = 4 * 1024

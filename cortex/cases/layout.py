@@ -15,6 +15,8 @@ STORE_LOCK_FILE = ".store.lock"
 KEYS_DIR = ".keys"
 CREATING_PREFIX = ".creating-"
 BACKUP_PREFIX = ".bak-"
+ACTIVITY_LOCK = "activity.lock"
+"""Made by the first capture of a case's host activity (cortex.cases.activity)."""
 
 ARCHIVE_DIR = ".archive"
 """A store's archived cases, each a case directory as it was (cortex.cases.retention)."""

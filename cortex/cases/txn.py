@@ -15,7 +15,7 @@ from typing import Literal, Self, TypeVar
 
 import msgspec
 
-from cortex.cases import _crash, activity, ledger
+from cortex.cases import _crash, ledger
 from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import (
@@ -38,6 +38,7 @@ from cortex.cases.fsio import (
 from cortex.cases.ids import new_id
 from cortex.cases.journal import decode_journal, journal_entry_ok
 from cortex.cases.layout import (
+    ACTIVITY_LOCK,
     AUX_SNAPSHOTS,
     BACKUP_PREFIX,
     CASE_FILE,
@@ -49,6 +50,7 @@ from cortex.cases.layout import (
 from cortex.cases.lock import FileLock
 from cortex.cases.records import (
     LEDGERS,
+    ActivityAnchor,
     CaseFile,
     Command,
     ForgetStep,
@@ -144,6 +146,7 @@ class Transaction:
             self._immutable = _immutable_bytes(self.case)
             self._content = _content_bytes(self.case)
             self._base_revision = self.case.revision
+            self._place = _place(self.case)
         except BaseException:
             self._lock.release()
             raise
@@ -365,7 +368,7 @@ class Transaction:
                 target=self.target,
                 note="; ".join(self.notes) or None,
                 case_digest=case_digest(new_case),
-                activity=activity.last(self.path),
+                activity=_activity_anchor(self.path),
             ),
         )
         ledgers = dict(case.ledgers)
@@ -405,6 +408,8 @@ class Transaction:
             raise
         _crash.point("txn.case_replaced" if journal else "commit.case_replaced")
         self.committed = new_case
+        if _place(new_case) != self._place:
+            self.store.moved[self.task_id] = (self._place[0], new_case.status)
         if journal is not None:
             try:
                 self._finish(journal)
@@ -726,3 +731,21 @@ def _unlink_if_present(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def _place(case: CaseFile) -> tuple[str, tuple[str, ...]]:
+    """A case's phase and change boundary, copied: callers mutate the case in place."""
+    return case.status, tuple(case.change_boundary.files)
+
+
+def _activity_anchor(case_dir: str) -> ActivityAnchor | None:
+    """The activity log's last record, for the command's anchor (docs/design/activity.md).
+
+    One stat when no capture ever ran for the case, the common case, without loading the
+    activity module on every commit.
+    """
+    if not os.path.exists(os.path.join(case_dir, ACTIVITY_LOCK)):
+        return None
+    from cortex.cases import activity
+
+    return activity.last(case_dir)

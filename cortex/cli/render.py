@@ -1,7 +1,8 @@
-"""Text for people: rich rendering of an envelope. Imported only when output is not `--json`.
+"""Text for people: an envelope rendered. Imported only when output is not `--json`.
 
-Every value that came from a case is wrapped in `Text`, never interpreted as rich markup, so a
-claim like "[red]x[/red]" prints as written.
+Every value that came from a case is wrapped in `Text`, never interpreted as markup, so a claim
+like "[red]x[/red]" prints as written. Into a pipe or a file the text is plain and rich is not
+loaded; at a terminal rich draws it (cortex.screen.ink).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import msgspec
-from rich.console import Console
-from rich.text import Text
 
 from cortex.cli import render_retention
 from cortex.kernel.envelope import Envelope
@@ -23,6 +22,7 @@ from cortex.screen.blocks import shown_status as _shown_status
 from cortex.screen.blocks import status as _status
 from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.columns import Column, print_table
+from cortex.screen.ink import Console, Text, console_for
 from cortex.screen.text import clean, safe
 
 Data = dict[str, Any]
@@ -731,15 +731,15 @@ def _candidates(console: Console, ambiguous: Data) -> None:
 
 def render(envelope: Envelope, stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> None:
     """Print an envelope for a person: the result on stdout, an error on stderr."""
-    del env  # rich reads NO_COLOR, TERM and COLUMNS itself
+    del env  # rich reads NO_COLOR, TERM and COLUMNS itself, at a terminal
     data = clean(msgspec.to_builtins(envelope.data)) if envelope.data is not None else None
-    out = Console(file=stdout, highlight=False, soft_wrap=True)
+    out = console_for(stdout)
     renderer = _RENDERERS.get(envelope.command)
     ambiguous = data.get("ambiguous") if isinstance(data, dict) and not envelope.ok else None
     if data is not None and renderer is not None and ambiguous is None:
         renderer(out, data)
     if envelope.error is not None:
-        err = Console(file=stderr, highlight=False, soft_wrap=True)
+        err = console_for(stderr)
         err.print(
             Text(f"error [{envelope.error.code}]: ", style="bold red")
             + Text(safe(envelope.error.message))

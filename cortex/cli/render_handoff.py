@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
+from cortex.screen.ink import Console, Text
 
 
 def handoff(console: Console, data: dict[str, Any]) -> None:

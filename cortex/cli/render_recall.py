@@ -11,8 +11,8 @@ import shlex
 from typing import Any
 
 import msgspec
-from rich.console import Console
-from rich.text import Text
+
+from cortex.screen.ink import Console, Text
 
 Data = dict[str, Any]
 

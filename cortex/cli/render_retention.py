@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from cortex.screen.blocks import warnings as _warnings
+from cortex.screen.ink import Console, Text
 
 Data = dict[str, Any]
 

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from cortex.screen.columns import Column, print_table
+from cortex.screen.ink import Console, Table, Text
 
 Data = dict[str, Any]
 

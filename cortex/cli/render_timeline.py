@@ -9,8 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
+from cortex.screen.ink import Console, Text
 
 Data = dict[str, Any]
 

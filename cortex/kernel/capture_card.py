@@ -76,33 +76,3 @@ def after_commit(kernel: Kernel) -> None:
     """`refresh`, for a use case that just committed: a card it cannot write is not its failure."""
     with contextlib.suppress(CortexError, OSError):
         refresh(kernel)
-
-
-def sync(kernel: Kernel) -> None:
-    """After a write: refresh the card if the written case's place on it changed.
-
-    Cheap when nothing did (one case read, one small file read), as after most writes: evidence
-    and notes change neither a phase nor a boundary.
-    """
-    if kernel.writing is None:
-        return
-    task_id, store = kernel.writing
-    if store is not kernel.store:
-        return
-    with contextlib.suppress(CortexError, OSError, ValueError, KeyError, TypeError):
-        case = store.read_case(task_id)
-        wanted = None
-        if case.status in GATED:
-            wanted = [case.status, list(case.change_boundary.files)]
-        path = card_path(kernel.state_root, kernel.workspace.root)
-        try:
-            with open(path, "rb") as file:
-                card = msgspec.json.decode(file.read(1 << 20))
-            entries = {e["task"]: [e["status"], e["boundary"]] for e in card["cases"]}
-            current = entries.get(task_id)
-            if card.get("capture") != kernel.config.hooks.capture:
-                current = ["stale"]
-        except FileNotFoundError:
-            current = None
-        if current != wanted:
-            refresh(kernel)

@@ -31,17 +31,11 @@ from cortex.kernel import lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.lifecycle import pending
 
 if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.
     from cortex.cases.txn import Transaction
-
-
-def pending(decisions: Decisions | None) -> Decision | None:
-    """The decision the case is waiting for, if any."""
-    if decisions is None:
-        return None
-    return next((d for d in decisions.decisions if d.status == "pending"), None)
 
 
 def _options(specs: Sequence[str | tuple[str, str, str]], kernel: Kernel) -> list[DecisionOption]:

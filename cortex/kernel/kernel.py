@@ -211,6 +211,8 @@ class Kernel:
         workspace's store first, then in every store under the state root: reading a case
         works from any directory. Writers use `find_writable`.
         """
+        if is_id(ref, "task"):  # the common case: a whole id needs no prefix machinery
+            return ref, self._locate(ref)
         from cortex.kernel import refs
 
         if ref == refs.LATEST:

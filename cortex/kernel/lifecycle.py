@@ -7,8 +7,9 @@ with the steps that are allowed, as runnable commands (docs/design/lifecycle.md)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, Mode, Phase, PhaseChange
@@ -17,7 +18,7 @@ from cortex.kernel.errors import GateRefusedError
 
 if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.
-    from cortex.cases.documents import Decision
+    from cortex.cases.documents import Decision, Decisions
     from cortex.cases.txn import Transaction
     from cortex.kernel.assessment import Assessment
 
@@ -29,6 +30,9 @@ PAUSED: Phase = "needs_human_decision"
 BLOCKED: Phase = "blocked"
 HELD = frozenset({PAUSED, BLOCKED})
 """Where a case waits to go back to `paused_from`: for a person's answer, or to be unblocked."""
+GATED = frozenset({"changing", "verifying"})
+"""Phases in which the code is being changed or checked: a stop needs current proof, and the
+host's activity is recorded (docs/design/hosts.md, activity.md)."""
 ORDER: tuple[Phase, ...] = (
     "new",
     "orienting",
@@ -50,8 +54,7 @@ _FORWARD: dict[str, tuple[Phase, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Standing:
+class Standing(msgspec.Struct, frozen=True, kw_only=True):
     """What the gates beyond the phase table will judge, as a reader sees it now.
 
     Given to `next_actions`, it makes the steps offered the ones their gates would accept
@@ -67,7 +70,7 @@ class Standing:
     """Who holds the lease, when it is active."""
     changed: list[str] | None = None
     """The files the task changed since the case opened (None: not known)."""
-    contracts: dict[str, str] = field(default_factory=dict)
+    contracts: dict[str, str] = msgspec.field(default_factory=dict)
     """The contract each claim id was first used with (a claim id keeps its meaning)."""
 
 
@@ -96,14 +99,24 @@ def before(phase: Phase, other: Phase) -> bool:
     return ORDER.index(phase) < ORDER.index(other)
 
 
+def pending(decisions: Decisions | None) -> Decision | None:
+    """The decision a case's decisions.json says it is waiting for, if any.
+
+    Here, not in `cortex.kernel.decisions`, so that `status` reads it without loading the
+    decision commands (tests/test_import_pin.py).
+    """
+    if decisions is None:
+        return None
+    return next((d for d in decisions.decisions if d.status == "pending"), None)
+
+
 def pending_decision(txn: Transaction) -> Decision | None:
     """The decision a paused case waits for (read inside the transaction, so consistent)."""
     if txn.case.status != PAUSED:
         return None
     from cortex.cases.documents import Decisions
 
-    doc = txn.snapshot("decisions.json", Decisions)
-    return next((d for d in (doc.decisions if doc else []) if d.status == "pending"), None)
+    return pending(txn.snapshot("decisions.json", Decisions))
 
 
 def actions_for(txn: Transaction) -> list[Action]:

@@ -52,11 +52,11 @@ def in_kernel(
         seen["redactor"] = kernel.redactor
         seen["kernel"] = kernel
         result = use_case(kernel)
-        if kernel.writing is not None:
+        if _moved_through_a_gate(kernel):
             # The capture hook's view of the workspace (docs/design/activity.md, section 3).
-            from cortex.kernel.capture_card import sync
+            from cortex.kernel.capture_card import after_commit
 
-            sync(kernel)
+            after_commit(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.
         # A secret minted for this caller (a lease token) is not input: it is returned whole.
         minted = {key: result.data[key] for key in result.minted}
@@ -214,3 +214,17 @@ def _printable(value: Any) -> Any:
     if isinstance(value, list):
         return [_printable(v) for v in value]
     return value
+
+
+def _moved_through_a_gate(kernel: Kernel) -> bool:
+    """Whether this call's commit moved its case into, out of or within a gated phase.
+
+    Only then can the capture card be wrong; most writes (evidence, notes) move nothing.
+    """
+    if kernel.writing is None:
+        return False
+    from cortex.kernel.lifecycle import GATED  # loaded by every writer already
+
+    task_id, store = kernel.writing
+    moved = store.moved.get(task_id)
+    return store is kernel.store and moved is not None and not GATED.isdisjoint(moved)

@@ -11,11 +11,9 @@ from typing import Any
 from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.lifecycle import FINAL
+from cortex.kernel.lifecycle import FINAL, GATED
 
-GATED = frozenset({"changing", "verifying"})
-"""Phases in which the code is being changed or checked: a stop needs current proof, and the
-host's activity is recorded (docs/design/hosts.md, activity.md)."""
+__all__ = ["GATED", "open_cases"]
 
 
 def open_cases(kernel: Kernel) -> list[tuple[CaseFile, dict[str, Any]]]:

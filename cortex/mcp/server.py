@@ -2,10 +2,10 @@
 
 Each call decodes its arguments into the tool's msgspec type, runs the same kernel function as
 the CLI in a worker thread (a verifier run can take minutes; the server keeps answering pings
-and other calls meanwhile), and answers with the CLI's envelope twice: as `structuredContent`
-(checked by the client against the tool's `outputSchema`) and as JSON text for clients that
-read only text. A refused call is `isError` with the envelope and its `actions` intact; the
-exit status the CLI would have used travels in `_meta` under `cortex/exitStatus`.
+and other calls meanwhile), and answers with the CLI's envelope once, as one JSON text block:
+the part of a result every host hands its model (docs/design/mcp.md says why not also as
+`structuredContent`). A refused call is `isError` with the envelope and its `actions` intact;
+the exit status the CLI would have used travels in `_meta` under `cortex/exitStatus`.
 
 stdout carries only protocol: the SDK points file descriptor 1 at stderr while it serves, so a
 stray print or a child process cannot corrupt the stream, and this module logs to stderr.
@@ -27,7 +27,6 @@ from typing import IO, TYPE_CHECKING, Any, Self
 
 import anyio
 import mcp_types as types
-import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -53,7 +52,6 @@ from cortex.mcp.tools import (
     action_spelling,
     decode_args,
     input_schema,
-    output_schema,
     spelling,
 )
 from cortex.mcp.wire import INVALID, Refusal, screen
@@ -82,7 +80,6 @@ def _describe(tool: Tool) -> types.Tool:
         title=tool.name.removeprefix("cortex_").replace("_", " "),
         description=tool.description,
         input_schema=input_schema(tool),
-        output_schema=output_schema(tool),
         annotations=types.ToolAnnotations(
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
@@ -94,10 +91,8 @@ def _describe(tool: Tool) -> types.Tool:
 
 
 def _answer(envelope: Envelope, exit_status: int) -> types.CallToolResult:
-    text = to_json(envelope)
     return types.CallToolResult(
-        content=[types.TextContent(text=text)],
-        structured_content=msgspec.json.decode(text),
+        content=[types.TextContent(text=to_json(envelope))],
         is_error=not envelope.ok,
         _meta={"cortex/exitStatus": exit_status},
     )

@@ -1126,7 +1126,12 @@ def input_schema(tool: Tool) -> dict[str, Any]:
 
 
 def output_schema(tool: Tool) -> dict[str, Any]:
-    """The envelope this tool answers with, `data` constrained by its command's answer type."""
+    """The envelope this tool answers with, `data` constrained by its command's answer type.
+
+    Not published in `tools/list`: a result carries the envelope once, as text, and an output
+    schema would oblige a second copy as `structuredContent` (docs/design/mcp.md). It is the
+    contract the tests check every answer against, and `docs/schema/` publishes the CLI's.
+    """
     from cortex.kernel.answers import envelope_schema
 
     return envelope_schema(tool.command, ToolAction)

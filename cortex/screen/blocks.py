@@ -6,52 +6,25 @@ Every value is already `clean` (cortex.screen.text) and goes into a `Text`, neve
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Console, ConsoleOptions
-from rich.table import Table
-from rich.text import Text
+from cortex.screen.ink import Console, Table, Text
 
 Data = dict[str, Any]
 
 
-class KV:
-    """Two columns, key in bold: a grid fitted to a terminal, plain lines anywhere else.
+def kv(rows: list[tuple[str, str | Text]]) -> Table:
+    """Two columns, key in bold.
 
-    At a terminal the values fold to its width (never cut: ids and refs must print whole). In
-    a pipe or a file there is no width to fit: each line is the key, padded to the widest key,
-    and the value as it is, with no trailing spaces and no value folded in the middle (issue
-    29: an id folded in a log cannot be copied).
+    At a terminal values fold instead of being cut; in a pipe each row is one plain line, never
+    padded or folded (`cortex.screen.ink`).
     """
-
-    def __init__(self, rows: list[tuple[str, str | Text]]) -> None:
-        self.rows = [(k, v if isinstance(v, Text) else Text(v)) for k, v in rows]
-
-    def __rich_console__(self, console: Console, _options: ConsoleOptions) -> Iterator[Any]:
-        if console.is_terminal:
-            table = Table.grid(padding=(0, 2))
-            table.add_column(style="bold", no_wrap=True)
-            table.add_column(overflow="fold")
-            for key, value in self.rows:
-                table.add_row(key, value)
-            yield table
-            return
-        width = max((len(key) for key, _ in self.rows), default=0)
-        indent = " " * (width + 2)
-        for key, value in self.rows:
-            # A value of several lines keeps them under its first one, as the grid would.
-            parts = list(value.split("\n")) if value.plain else [Text("")]
-            shown = [Text(key.ljust(width) + "  ", style="bold") + parts[0]]
-            shown += [Text(indent) + more for more in parts[1:]]
-            for line in shown:
-                line.rstrip()
-            yield Text("\n").join(shown)
-
-
-def kv(rows: list[tuple[str, str | Text]]) -> KV:
-    """Two columns, key in bold (see `KV`)."""
-    return KV(rows)
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")  # ids and refs must print whole, never with an ellipsis
+    for key, value in rows:
+        table.add_row(key, value if isinstance(value, Text) else Text(value))
+    return table
 
 
 def warnings(console: Console, lines: list[str]) -> None:

@@ -12,13 +12,10 @@ The CLI's tables (`case list`, `case sessions`) and the studio's board share thi
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from cortex.screen.ink import Console, Table, Text
 
 FLEX_MIN = 10
 """The narrowest the flexible column is drawn before a less important column is dropped."""
@@ -86,8 +83,8 @@ def fit(
 def print_table(console: Console, columns: Sequence[Column], rows: list[list[Text]]) -> None:
     """Print rows as a table that fits the terminal by priority; off a terminal, whole.
 
-    Off a terminal the console is as wide as the widest row, so a pipe or a file gets every
-    column and every goal uncut (rich would otherwise assume 80 columns and squeeze them).
+    Off a terminal every column and every goal is printed uncut, and no line is padded after
+    its last cell (a pipe is read by programs).
     """
     natural = [
         max(len(column.name), *(row[index].cell_len for row in rows))
@@ -106,13 +103,4 @@ def print_table(console: Console, columns: Sequence[Column], rows: list[list[Tex
         )
     for row in rows:
         table.add_row(*(row[index] for index in layout.kept))
-    if width is not None:
-        console.print(table)
-        return
-    # rich never prints wider than its console: off a terminal, one as wide as the rows, and
-    # no padding after the last cell of a line (a pipe is read by programs).
-    total = sum(layout.widths) + 2 * (len(layout.kept) - 1)
-    buffer = io.StringIO()
-    Console(file=buffer, width=max(total, 1), highlight=False, soft_wrap=True).print(table)
-    lines = (line.rstrip() for line in buffer.getvalue().splitlines())
-    console.file.write("".join(line + "\n" for line in lines))
+    console.print(table)

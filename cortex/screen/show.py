@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from cortex.screen.blocks import status
+from cortex.screen.ink import Console, Text
 
 Data = dict[str, Any]
 

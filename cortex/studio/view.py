@@ -12,9 +12,10 @@ import io
 import time
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
+from cortex.screen import ink
 from cortex.screen.columns import Column, Layout, fit
 from cortex.screen.show import show as show_case
 from cortex.screen.text import clean, safe
@@ -111,15 +112,18 @@ def layout(rows: list[tuple[Text, ...]], width: int) -> Layout:
     return fit(LAYOUT, natural, max(width, 1))
 
 
-class _Collector(Console):
-    """A console that keeps what is printed as renderables, for a pane to lay out later."""
+class _Collector(ink.Console):
+    """A console that keeps what is printed as rich renderables, for a pane to lay out later."""
 
     def __init__(self) -> None:
-        super().__init__(file=io.StringIO())
+        super().__init__(io.StringIO())
         self.items: list[RenderableType] = []
 
-    def print(self, *objects: Any, **_options: Any) -> None:
-        self.items.extend(objects)
+    def print(self, *objects: Any) -> None:
+        """Keep the objects, as rich's own."""
+        self.items.extend(
+            o.to_rich() if isinstance(o, ink.Text | ink.Table) else o for o in objects
+        )
 
 
 def detail(shown: Detail | None, *, selected: str | None) -> RenderableType:

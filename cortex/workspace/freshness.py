@@ -17,12 +17,6 @@ from typing import Any, NamedTuple
 
 from cortex.cases.bounds import FRESHNESS_FILE_MAX, FRESHNESS_PATHS_MAX
 
-_sha1: Any
-try:
-    from _sha1 import sha1 as _sha1  # type: ignore[import-not-found,no-redef,unused-ignore]
-except ImportError:  # pragma: no cover - other interpreters
-    from hashlib import sha1 as _sha1
-
 GIT_TIMEOUT = 10.0
 _HEX = frozenset("0123456789abcdef")
 _REF_HOPS = 5
@@ -77,9 +71,18 @@ def blob_id(root: str, path: str) -> str | None:
         data = b"".join(chunks)
     else:
         return None
-    digest = _sha1(b"blob %d\0" % len(data))  # noqa: S324 - git's object id, not a secret
+    digest = _sha1()(b"blob %d\0" % len(data))  # git's object id, not a secret
     digest.update(data)
     return str(digest.hexdigest())
+
+
+def _sha1() -> Any:
+    """SHA-1, imported when a blob is hashed: `status` reads HEAD here on every call, no blob."""
+    try:
+        from _sha1 import sha1  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha1
+    return sha1
 
 
 def _read_small(path: str) -> str | None:

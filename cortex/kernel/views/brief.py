@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from cortex.cases.records import CaseFile
-from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Action, command_line
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import in_session, state
-from cortex.kernel.lifecycle import next_actions
+from cortex.kernel.lifecycle import next_actions, pending
 from cortex.kernel.workspace_cases import GATED, open_cases
 
 if TYPE_CHECKING:

@@ -11,11 +11,10 @@ from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
 from cortex.kernel import defaults
-from cortex.kernel.decisions import pending
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, StoreInfo
 from cortex.kernel.lease import describe, state
-from cortex.kernel.lifecycle import Standing, next_actions
+from cortex.kernel.lifecycle import Standing, next_actions, pending
 
 if TYPE_CHECKING:
     from cortex.kernel.assessment import Assessment

@@ -19,10 +19,10 @@ from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
-from cortex.kernel.decisions import pending, rejected_options
+from cortex.kernel.decisions import rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import describe
-from cortex.kernel.lifecycle import next_actions
+from cortex.kernel.lifecycle import next_actions, pending
 from cortex.kernel.provenance import shown
 
 Data = dict[str, Any]
