@@ -187,3 +187,55 @@ def receipt_definitions(
         elif receipt.verifier_sha256 != definition_digest(receipt.requirement, base.verifiers):
             differ.append(receipt.requirement)
     return sorted(set(differ)), unknown
+
+
+FILES_SHOWN = 5
+"""How many changed files a warning about a verifier's own files names."""
+
+
+def own_files(requirements: list[str], base: Committed, changed: list[str]) -> list[str]:
+    """A warning for each required verifier whose command names files the range changed.
+
+    The base's definition is an argv; a path in it (`check.py`, `tests/`) is the branch's file
+    in the checkout, so a branch that weakens it passes the base's definition as edited
+    (docs/design/trust.md, "The merge gate"). The verdict names those files for the reviewer.
+    """
+    from cortex.verifiers.config import config_key
+
+    changed_set = set(changed)
+    warnings = []
+    for requirement in sorted(set(requirements)):
+        key = config_key(requirement)
+        config = base.verifiers.get(key) if key is not None else None
+        if config is None:
+            continue
+        hits: list[str] = []
+        for arg in config.argv:
+            path = _relative(arg.rpartition("=")[2] if arg.startswith("-") else arg)
+            if path is None:
+                continue
+            if path in changed_set:
+                hits.append(path)
+            else:
+                hits += [p for p in changed if p.startswith(path.rstrip("/") + "/")]
+        hits = sorted(set(hits))
+        if hits:
+            shown = ", ".join(hits[:FILES_SHOWN])
+            more = f" and {len(hits) - FILES_SHOWN} more" if len(hits) > FILES_SHOWN else ""
+            warnings.append(
+                f"{requirement} runs files this range changes ({shown}{more}): its base "
+                "definition ran them as the head commit has them; read those changes"
+            )
+    return warnings
+
+
+def _relative(arg: str) -> str | None:
+    """`arg` as a path inside the tree (`./a/../b.py` -> `b.py`), or None when it is not one."""
+    import posixpath
+
+    if not arg or arg.startswith("/") or "\0" in arg:
+        return None
+    path = posixpath.normpath(arg)
+    if path in {".", ".."} or path.startswith("../"):
+        return None
+    return path

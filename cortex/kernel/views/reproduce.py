@@ -108,6 +108,14 @@ def reproduce(
     statuses = [r["status"] for r in result["runs"]] + [c["status"] for c in result["claims"]]
     result["failed"] = "failed" in statuses
     result["ok"] = bool(statuses) and all(s == "passed" for s in statuses)
+    if result["ok"] and all(name == "scope" for name in outcomes):
+        # scope judges the case's own boundary, start commit and acknowledgements: all of it
+        # the record's word, so running it again reproduces nothing the record did not choose.
+        result["ok"] = False
+        result["reason"] = (
+            "the plan requires only scope, which checks the files changed against the case's "
+            "own boundary: nothing that runs the code was reproduced"
+        )
     return result
 
 

@@ -94,9 +94,10 @@ def review(
         head_commit=head_commit,
         tree=tree,
         fork=fork,
+        changed=history.changed_between(root, env, fork, head_commit) or [],
     )
     cases = [judge.case(task_id, how) for task_id, how in claims.items()]
-    warnings += judge.warnings
+    warnings += list(dict.fromkeys(judge.warnings))
     problems = [dict(p, taskId=c["taskId"]) for c in cases for p in c["problems"]]
     if not cases:
         where = f"on the branch {branch}" if branch else "(no branch is checked out)"
@@ -225,8 +226,10 @@ class Judge:
         head_commit: str,
         tree: str | None,
         fork: str,
+        changed: list[str],
     ) -> None:
         self.kernel = kernel
+        self.changed = changed
         self.live = live
         self.level = level
         self.base = base
@@ -342,6 +345,15 @@ class Judge:
                 f"{task_id}: {unknown} receipt(s) record no verifier definition (written before "
                 "it was recorded); only the base and head definitions were compared"
             )
+        required = list(case.verification_required)
+        self.warnings += [
+            f"{task_id}: {w}" for w in gate.own_files(required, self.base, self.changed)
+        ]
+        if required and all(name == "scope" for name in required):
+            self.warnings.append(
+                f"{task_id}: its plan requires only scope, which checks which files changed, "
+                "not what the code does: no verifier ran the code"
+            )
 
     def _reproduce(self, entry: Data, case: Any, verification: Verification) -> None:
         from cortex.kernel.views.reproduce import reproduce
@@ -360,7 +372,12 @@ class Judge:
         if result["ok"]:
             return
         shown = (
-            ", ".join(f"{r['requirement']} {r['status']}" for r in result["runs"]) or "nothing ran"
+            ", ".join(
+                f"{r['requirement']} {r['status']}"
+                + ("" if r["status"] == "passed" else f" ({r['summary']})")
+                for r in result["runs"]
+            )
+            or "nothing ran"
         )
         claims = [c for c in result["claims"] if c["status"] != "passed"]
         if claims:

@@ -1,0 +1,221 @@
+"""Attacks on the merge gate's promises (issue 27), each a real repository and real verifier runs.
+
+Every test here was written to fail on the build it attacked; those whose fix is not local stay
+`xfail(strict=True)` with the limit they show (docs/design/report.md, "The merge gate";
+docs/design/trust.md, section 4).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Cli, Outcome, configure_verifiers, git, ready_to_verify
+
+pytestmark = pytest.mark.process  # the verifiers are Python processes
+
+SCRIPT_CHECK = [sys.executable, "check.py"]
+"""A verifier whose program is a file of the tree: fails while app.py holds the word `bad`."""
+CHECK_PY = "import sys\nsys.exit('bad' in open('app.py').read())\n"
+
+
+def verdict(out: Outcome) -> dict[str, Any]:
+    envelope = out.envelope
+    assert envelope["data"] is not None, out.stdout + out.stderr
+    data: dict[str, Any] = envelope["data"]
+    assert out.code == (0 if data["verdict"] == "approve" else 5), out.stdout
+    return data
+
+
+def codes(data: dict[str, Any]) -> list[str]:
+    return sorted(p["code"] for p in data["problems"])
+
+
+@pytest.fixture
+def scripted(repo: Path, env: dict[str, str]) -> Path:
+    """main defines `unit` as `python check.py`; `feature` is checked out."""
+    (repo / "check.py").write_text(CHECK_PY)
+    git(repo, "add", "check.py", env=env)
+    configure_verifiers(repo, env, {"unit": SCRIPT_CHECK})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    return repo
+
+
+def finish(cli: Cli, repo: Path, env: dict[str, str], task: str) -> None:
+    out = cli("case", "verify", task)
+    assert out.envelope["data"]["assessment"]["status"] == "verified", out.stdout
+    assert cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1").code == 0
+    git(repo, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+
+
+def test_a_branch_that_weakens_its_verifiers_script_is_named_in_the_verdict(
+    scripted: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The base's definition is `python check.py`; the branch rewrites check.py to pass anything.
+
+    The reproduction runs the branch's check.py (the tree is the branch's; trust.md says so):
+    the verdict must at least say that the verifier's own file changed on the branch.
+    """
+    task = ready_to_verify(cli, files=("app.py", "check.py"))
+    (scripted / "check.py").write_text("import sys\nsys.exit(0)\n")
+    (scripted / "app.py").write_text("print('bad')\n")
+    finish(cli, scripted, env, task)
+    for extra in ((), ("--reproduce",)):
+        data = verdict(cli("review", "--base", "main", *extra))
+        said = " ".join(data["warnings"]) + json.dumps(data["problems"])
+        assert "check.py" in said, (extra, data["verdict"], data["warnings"])
+
+
+CHECK = [sys.executable, "-c", "import sys; sys.exit('bad' in open('app.py').read())"]
+
+
+@pytest.fixture
+def branch(repo: Path, env: dict[str, str]) -> Path:
+    configure_verifiers(repo, env, {"unit": CHECK})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    return repo
+
+
+def test_a_plan_that_requires_only_scope_does_not_pass_for_tested_code(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The case chooses its own bar: a plan requiring only `scope` proves the files changed are
+    the planned ones, not that the code works. The head's code fails the base's `unit`."""
+    task = ready_to_verify(cli, verify=("scope",))
+    (branch / "app.py").write_text("print('bad')\n")
+    finish(cli, branch, env, task)
+    data = verdict(cli("review", "--base", "main", "--reproduce"))
+    assert codes(data) == ["not_reproduced"], data["cases"][0]["reproduction"]
+    assert "only scope" in data["problems"][0]["message"]
+    # At a level that trusts the record the plan's choice stands, and the verdict says so.
+    local = verdict(cli("review", "--base", "main"))
+    assert any("only scope" in w for w in local["warnings"]), local["warnings"]
+
+
+def test_a_plan_that_requires_no_verifier_is_refused(cli: Cli) -> None:
+    """Held: the plan gate refuses an empty verifier set, so no case reaches review without one."""
+    task = cli.open("Fix the login redirect", "--mode", "change")
+    evidence = cli("case", "evidence", "add", task, "--claim", "the bug is in app.py").data
+    out = cli("case", "plan", task, "--hypothesis", "app.py is wrong :: a run shows it right",
+              "--support", f"1={evidence['evidence']['id']}", "--uncertainty", "none",
+              "--file", "app.py", "--boundary-reason", "here")  # fmt: skip
+    assert out.code == 5
+    assert "--verify" in out.envelope["error"]["message"]
+
+
+def test_criteria_without_receipts_are_not_approved(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    task = ready_to_verify(cli, criteria=("AC1=the redirect keeps the query",))
+    (branch / "app.py").write_text("print('fixed')\n")
+    out = cli("case", "verify", task)
+    assert out.envelope["data"]["assessment"]["status"] != "verified"
+    cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1", "--accept-failed")
+    git(branch, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+    for extra in ((), ("--reproduce",)):
+        data = verdict(cli("review", "--base", "main", *extra))
+        assert data["verdict"] != "approve", (extra, data)
+        assert "partial" in codes(data) or "no_proof" in codes(data), codes(data)
+
+
+def test_an_abandoned_case_named_by_a_trailer_is_not_approved(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    task = ready_to_verify(cli)
+    (branch / "app.py").write_text("print('fixed')\n")
+    assert cli("case", "verify", task).code == 0
+    assert cli("case", "abort", task, "--reason", "not needed", "--actor", "agent-1").code == 0
+    git(branch, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+    for extra in ((), ("--reproduce",)):
+        data = verdict(cli("review", "--base", "main", *extra))
+        assert codes(data) == ["not_complete"], (extra, data)
+
+
+HANGS = [
+    sys.executable,
+    "-c",
+    (
+        "import os, sys, time\n"
+        "if os.environ.get('REVIEWING'): time.sleep(600)\n"
+        "sys.exit('bad' in open('app.py').read())"
+    ),
+]
+"""Passes on the agent's machine; in review (REVIEWING set) it never exits by itself."""
+
+
+def test_a_verifier_that_never_exits_is_killed_at_its_deadline_and_not_approved(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    (repo / "cortex.toml").write_text(
+        f"[verifiers.unit]\nargv = {json.dumps(HANGS)}\ntimeout = 2\n"
+    )
+    git(repo, "add", "cortex.toml", env=env)
+    git(repo, "commit", "-q", "-m", "configure", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
+    env["REVIEWING"] = "1"
+    data = verdict(cli("review", "--base", "main", "--reproduce"))
+    assert codes(data) == ["not_reproduced"]
+    assert "killed after 2 s" in data["problems"][0]["message"]
+
+
+def test_a_symlink_out_of_the_tree_and_a_submodule_in_the_head_commit_reach_nothing(
+    branch: Path, env: dict[str, str], cli: Cli, tmp_path: Path
+) -> None:
+    """The checkout follows no link and fetches no submodule: a link's target outside the tree
+    survives the checkout's removal, and the submodule's URL is never cloned."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep me\n")
+    task = ready_to_verify(cli, files=("app.py", "out", "sub", ".gitmodules"))
+    (branch / "app.py").write_text("print('fixed')\n")
+    (branch / "out").symlink_to(outside)
+    upstream = tmp_path / "upstream"
+    git(tmp_path, "init", "-q", str(upstream), env=env)
+    (upstream / "hook.py").write_text("raise SystemExit('ran code of a submodule')\n")
+    git(upstream, "add", "hook.py", env=env)
+    git(upstream, "commit", "-q", "-m", "sub", env=env)
+    git(branch, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "sub",
+        env=env)  # fmt: skip
+    git(branch, "add", "out", env=env)
+    finish(cli, branch, env, task)
+    # The upstream disappears: a checkout that tried to clone it would fail.
+    import shutil
+
+    shutil.rmtree(upstream)
+    data = verdict(cli("review", "--base", "main", "--reproduce"))
+    assert data["verdict"] == "approve", data["problems"]
+    assert (outside / "keep.txt").read_text() == "keep me\n"
+    state = Path(env["CORTEX_STATE_DIR"])
+    assert not list(state.glob("reproduce/*"))
+
+
+LINT = [sys.executable, "-c", "import sys; sys.exit('TODO' in open('app.py').read())"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "limit: the case's plan chooses which verifiers the gate runs; nothing lets the base "
+        "branch name verifiers every case must pass (a `[review] require` list)"
+    ),
+)
+def test_a_plan_that_leaves_out_a_verifier_the_base_defines_is_not_approved(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli, verify=("command:unit",))
+    (repo / "app.py").write_text("print('fixed')  # TODO\n")  # fails the base's lint
+    finish(cli, repo, env, task)
+    data = verdict(cli("review", "--base", "main", "--reproduce"))
+    assert data["verdict"] != "approve"
