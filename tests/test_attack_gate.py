@@ -219,3 +219,42 @@ def test_a_plan_that_leaves_out_a_verifier_the_base_defines_is_not_approved(
     finish(cli, repo, env, task)
     data = verdict(cli("review", "--base", "main", "--reproduce"))
     assert data["verdict"] != "approve"
+
+
+# Trailers ------------------------------------------------------------------------------------
+
+
+def test_trailers_hostile_repeated_and_of_another_store_are_judged_as_what_they_are(
+    branch: Path, env: dict[str, str], cli: Cli, tmp_path: Path
+) -> None:
+    from conftest import make_repo
+
+    # A case of another repository (another store), verified on the very same code.
+    other = make_repo(tmp_path / "other", env)
+    configure_verifiers(other, env, {"unit": CHECK})
+    git(other, "checkout", "-q", "-b", "feature", env=env)
+    foreign = Cli(env, other)
+    stranger = ready_to_verify(foreign)
+    (other / "app.py").write_text("print('fixed')\n")
+    finish(foreign, other, env, stranger)
+    task = ready_to_verify(cli)
+    (branch / "app.py").write_text("print('fixed')\n")
+    finish(cli, branch, env, task)
+    hostile = [
+        f"{task}\x1b[2J",
+        "../../etc/passwd",
+        "task_" + "Z" * 300,
+        f"{task} {task}",
+        "$(touch pwned)",
+    ]
+    message = "more\n\n" + "".join(f"Cortex-Case: {v}\n" for v in [*hostile, task, stranger])
+    git(branch, "commit", "-q", "--allow-empty", "-m", message, env=env)
+    out = cli("review", "--base", "main")
+    data = verdict(out)
+    judged = sorted(c["taskId"] for c in data["cases"])
+    assert judged == sorted([task, stranger]), judged  # each once; the hostile ones ignored
+    assert codes(data) == ["case_missing"]  # another store's case is not this store's proof
+    assert len([w for w in data["warnings"] if "not a task id" in w]) == len(hostile)
+    text = cli("review", "--base", "main", human=True)
+    assert "\x1b" not in text.stdout + text.stderr
+    assert not (branch / "pwned").exists()

@@ -82,6 +82,9 @@ def forget(
     head = f"forgot {target}: "
     room = CLAIM_MAX - len(head.encode())
     claim = head + reason.encode()[:room].decode("utf-8", "ignore")
+    from cortex.kernel.recall import purge
+
+    warnings = purge(kernel, store, task_id, derive=False, before=True)
     with store.transaction(task_id, actor=who, operation="case.forget") as txn:
         txn.target = target
         copies = txn.forget(record.id, what=what)
@@ -100,9 +103,7 @@ def forget(
             for forgetting in copies
         ]
     forgetting, marker = copies[0], markers[0]
-    warnings = list(txn.warnings)
-    from cortex.kernel.recall import purge
-
+    warnings += txn.warnings
     warnings += purge(kernel, store, task_id, derive=True)
     committed = txn.outcome
     return Result(

@@ -191,7 +191,13 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
 
 
 def purge(
-    kernel: Kernel, store: CaseStore, task_id: str, *, derive: bool, scrub: bool = True
+    kernel: Kernel,
+    store: CaseStore,
+    task_id: str,
+    *,
+    derive: bool,
+    scrub: bool = True,
+    before: bool = False,
 ) -> list[str]:
     """Drop a case's rows, and with `scrub` purge the file so none of their text is left.
 
@@ -199,6 +205,11 @@ def purge(
     or an archive (dropped, not scrubbed: nothing was forgotten). With `scrub`, the other
     engine's file for this state root is deleted: it is a cache, and it would still hold the
     text. Without an index there is nothing to do. Warnings, never an exception.
+
+    `before`: a forget or a removal drops and scrubs the rows once more before its commit point,
+    so a process killed between that commit and the purge after it (the case's next writer
+    finishes the files, not the index) leaves no row to serve the text and none in the file.
+    A refused forget leaves the index behind on the case, which the next refresh repairs.
     """
     from cortex.recall.index import engine_name
     from cortex.recall.manifest import forget, refresh
@@ -227,7 +238,8 @@ def purge(
         forget(index, ref.root, task_id)
         if derive:
             refresh(index, ref, task_id, kernel.redactor)
-        _crash.point("recall.dropped")
+        if not before:
+            _crash.point("recall.dropped")
         if scrub:
             index.purge()
     except Exception as exc:  # noqa: BLE001 - the case's files are done; the index is behind

@@ -211,6 +211,7 @@ def remove(kernel: Kernel, task: str, *, force: bool, confirm: Confirm | None) -
         from cortex.kernel.recall import purge
 
         info = kernel.store.lock_info(kernel.actor(None), "case.rm")
+        warnings += purge(kernel, kernel.store, task_id, derive=False, before=True)
         remove_case(
             kernel.cases_root,
             task_id,
