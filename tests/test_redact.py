@@ -1639,7 +1639,7 @@ class TestReadingTriggers:
 @pytest.mark.parametrize(
     "text",
     [
-        # A record id is Crockford base32: about one id in 1,400 holds `PWD`, a secret-naming
+        # A record id is Crockford base32: about one id in 2,000 holds `PWD`, a secret-naming
         # word. Before this test such a case could never be shared: its commit message
         # (`cortex case ID: replica ...`) read as `key: value` and the share was refused.
         "cortex case task_01M94ZPPMQ3JM90GJCPWDTHVM9: replica rep_01M94ZPPMQ3JM90GJCPWDTHVMA at 3",

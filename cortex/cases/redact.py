@@ -489,7 +489,7 @@ def _is_secret_bare(value: str, key: str) -> bool:
 def _is_record_id(key: str) -> bool:
     """Whether a key is a whole record id (`task_01J...`), which names no secret.
 
-    About one id in 1,400 holds `PWD` (its base32 letters include P, W and D).
+    About one id in 2,000 holds `PWD` (its base32 letters include P, W and D).
     """
     from cortex.cases.ids import PREFIXES, is_ulid  # ids uses this module's `clip`
 
