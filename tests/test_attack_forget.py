@@ -161,3 +161,121 @@ def test_forgetting_again_after_a_kill_at_the_commit_point_finishes_it(
     leaks = [name for name, text in surfaces(cli, task, raw).items() if "quokka7731" in text]
     assert leaks == []
     assert holding(Path(env["CORTEX_STATE_DIR"]), tmp_path / "cache") == []
+
+
+def forget_now(
+    env: dict[str, str], repo: Path, task: str, target: str
+) -> subprocess.CompletedProcess[str]:
+    """The forget use case as a person at a terminal runs it (tests/children/forget_child.py)."""
+    return subprocess.run(
+        [sys.executable, FORGET_CHILD, "-", "0", str(repo), task, target],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_a_record_forgotten_from_another_machines_replica_does_not_come_back_with_its_next_fetch(
+    tmp_path: Path,
+) -> None:
+    """B forgets a record A wrote (held only in B's copy of A's replica). A keeps the line and
+    shares more: B's next fetch must not import A's history again under a fork key."""
+    from share_kit import make_machine, make_remote
+
+    remote = make_remote(tmp_path)
+    a = make_machine(tmp_path, "a", remote)
+    b = make_machine(tmp_path, "b", remote)
+    task = a.ok("case", "open", "Find why the vault rotates")["taskId"]
+    record = a.ok("case", "evidence", "add", task, "--claim", SECRET)["evidence"]["id"]
+    a.ok("case", "share", task)
+    b.ok("case", "fetch", task)
+    out = forget_now(b.env, b.repo, task, record)
+    assert out.stdout.startswith("ACK"), out.stdout + out.stderr
+    state = Path(b.env["CORTEX_STATE_DIR"])
+    assert holding(state) == []
+    a.ok("case", "note", task, "more work on A")
+    a.ok("case", "share", task)
+    b.ok("case", "fetch", task)
+    report = b.ok("case", "audit", task)
+    assert holding(state) == [], report
+    assert report["ok"] is True
+    assert not any(w["code"] == "replica_forked" for w in report["warnings"]), report["warnings"]
+    entries = b.ok("case", "timeline", task, "--kind", "evidence")["entries"]
+    assert "more work on A" in json.dumps(entries)
+
+
+def test_forgetting_the_evidence_a_receipt_cites_keeps_the_case_readable_and_judged(
+    repo: Path, env: dict[str, str], cli: Cli, tmp_path: Path
+) -> None:
+    from conftest import configure_verifiers, git, ready_to_verify
+
+    check = [sys.executable, "-c", "print('quok' + 'ka7731 in the verifier output')"]
+    configure_verifiers(repo, env, {"unit": check})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    env["CORTEX_CACHE_DIR"] = str(tmp_path / "cache")
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    verified = cli("case", "verify", task).data
+    assert verified["assessment"]["status"] == "verified"
+    receipt = verified["receipts"][0]
+    cited = receipt["evidence"][0]
+    assert cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1").code == 0
+    git(repo, "commit", "-q", "-am", f"fix\n\nCortex-Case: {task}", env=env)
+    out = forget_now(env, repo, task, cited)
+    assert out.stdout.startswith("ACK"), out.stdout + out.stderr
+    assert holding(Path(env["CORTEX_STATE_DIR"]), tmp_path / "cache") == []
+    assert cli("case", "audit", task).data["ok"] is True
+    for args in (
+        ("case", "show", task),
+        ("case", "timeline", task),
+        ("case", "handoff", task),
+        ("case", "report", task, "--format", "md"),
+        ("case", "status", task),
+    ):
+        shown = cli(*args)
+        assert shown.code == 0, (args, shown.stdout)
+        assert "quokka7731" not in shown.stdout
+    artifact = cli("case", "read-artifact", task, receipt["artifact"].rsplit("/", 1)[1])
+    assert artifact.code in {3, 4}, artifact.stdout  # gone, and said so, never a crash
+    review = cli("review", "--base", "main")
+    assert review.code in {0, 5}, review.stdout
+
+
+def test_forgetting_twice_or_forgetting_the_forget_is_refused_and_writes_nothing(
+    cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    from conftest import case_path, committed_state
+
+    task, record, _ = with_secret(cli, tmp_path)
+    first = forget_now(env, repo, task, record)
+    assert first.stdout.startswith("ACK"), first.stdout + first.stderr
+    marker = json.loads(first.stdout.splitlines()[0][4:])["forgetRecord"]
+    before = committed_state(case_path(env, task), ignore={".lock"})
+    for target in (record, marker):
+        again = forget_now(env, repo, task, target)
+        assert again.stdout.startswith("FAIL invalid_input"), again.stdout + again.stderr
+    assert committed_state(case_path(env, task), ignore={".lock"}) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "limit: a raw-only tombstone is a tombstone, and a tombstone cannot be forgotten again; "
+        "replacing it needs audit to accept a later forget record superseding the first "
+        "(storage.md, 'Forgetting a record'), so the claim stays until `case rm`"
+    ),
+)
+def test_a_record_whose_raw_output_was_forgotten_can_still_have_its_claim_forgotten(
+    cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """A person forgets the raw output first, then sees the claim holds the secret too."""
+    env["CORTEX_CACHE_DIR"] = str(tmp_path / "cache")
+    task, record, raw = with_secret(cli, tmp_path)
+    first = forget_now(env, repo, task, raw)
+    assert first.stdout.startswith("ACK"), first.stdout + first.stderr
+    assert holding(Path(env["CORTEX_STATE_DIR"])) != []  # the claim is still there
+    second = forget_now(env, repo, task, record)
+    assert second.stdout.startswith("ACK"), second.stdout + second.stderr
+    assert holding(Path(env["CORTEX_STATE_DIR"]), tmp_path / "cache") == []
+    report = cli("case", "audit", task).data
+    assert report["ok"] is True, report
+    assert len(report["tombstones"]) == 2
