@@ -279,3 +279,100 @@ def test_a_record_whose_raw_output_was_forgotten_can_still_have_its_claim_forgot
     report = cli("case", "audit", task).data
     assert report["ok"] is True, report
     assert len(report["tombstones"]) == 2
+
+
+# Archive and remove racing writers -------------------------------------------------------------
+
+WRITER = """
+import io, json, os, sys
+from cortex.main import main
+task, workdir, count, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+for i in range(count):
+    out = io.StringIO()
+    code = main(["case", "note", task, f"{tag} {i}", "--json"], env=dict(os.environ),
+                cwd=workdir, stdin=io.BytesIO(), stdout=out, stderr=io.StringIO())
+    if code == 0:
+        print("ACK", json.loads(out.getvalue())["data"]["evidence"]["id"], flush=True)
+    else:
+        print("FAIL", code, flush=True)
+"""
+
+
+def writers(env: dict[str, str], repo: Path, task: str, count: int) -> list[subprocess.Popen[str]]:
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, task, str(repo), str(count), f"writer-{n}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for n in range(2)
+    ]
+
+
+def outcomes(procs: list[subprocess.Popen[str]]) -> tuple[list[str], list[str]]:
+    """(acknowledged evidence ids, failure codes) of every writer."""
+    acked: list[str] = []
+    failed: list[str] = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+        for line in stdout.splitlines():
+            word, _, rest = line.partition(" ")
+            (acked if word == "ACK" else failed).append(rest)
+    return acked, failed
+
+
+def places(env: dict[str, str], task: str) -> list[str]:
+    state = Path(env["CORTEX_STATE_DIR"])
+    return sorted(str(p.relative_to(state)) for p in state.rglob(f"*{task}*"))
+
+
+def test_archive_and_unarchive_racing_writers_lose_no_acknowledged_record(
+    cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    task = cli.open("Wait for the vendor")
+    assert cli("case", "block", task, "--reason", "the vendor is slow").code == 0
+    procs = writers(env, repo, task, 60)
+    assert procs[0].stdout is not None
+    first = procs[0].stdout.readline()
+    assert first.startswith("ACK"), first  # the writers are under way
+    moves = 0
+    while any(p.poll() is None for p in procs) and moves < 2000:
+        verb = "archive" if moves % 2 == 0 else "unarchive"
+        assert cli("case", verb, task).code == 0
+        moves += 1
+    if moves % 2:
+        assert cli("case", "unarchive", task).code == 0
+    acked, failed = outcomes(procs)
+    acked.append(first.split()[1])
+    assert set(failed) <= {"3", "5", "6"}, failed  # not found, refused or busy: never a crash
+    assert failed, "no writer met the archived case: the race did not happen"
+    entries = cli("case", "timeline", task, "--kind", "evidence", "--limit", "500").data
+    kept = {entry["id"] for entry in entries["entries"]}
+    assert set(acked) <= kept, sorted(set(acked) - kept)
+    assert cli("case", "audit", task).data["ok"] is True
+    assert len([p for p in places(env, task) if p.endswith(task)]) == 1, places(env, task)
+
+
+def test_rm_racing_writers_leaves_no_trace_and_no_case_behind(
+    cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    task = cli.open("Wait for the vendor")
+    assert cli("case", "block", task, "--reason", "the vendor is slow").code == 0
+    procs = writers(env, repo, task, 200)
+    assert procs[0].stdout is not None
+    first = procs[0].stdout.readline()
+    assert first.startswith("ACK"), first
+    removed = subprocess.run(
+        [sys.executable, FORGET_CHILD, "-", "0", str(repo), task, "-", "rm"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert removed.stdout.startswith("ACK"), removed.stdout + removed.stderr
+    _, failed = outcomes(procs)
+    assert set(failed) <= {"3", "5", "6"}, failed
+    assert failed, "no writer noticed the removal"
+    assert places(env, task) == []
+    assert task not in json.dumps(cli("case", "list").data)
+    assert cli("case", "status", task).code == 3
