@@ -306,7 +306,7 @@ def writers(env: dict[str, str], repo: Path, task: str, count: int) -> list[subp
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for n in range(2)
     ]
 
