@@ -67,6 +67,7 @@ def move(
     The target store directory is created (private) when missing; an archive gets a
     `.gitignore` of `*`, so a store kept inside a repository never shows it to git.
     """
+    check_real_dir(source_root)  # a store's archive planted as a link is not followed
     source = _existing_case(source_root, task_id)
     target = case_dir(target_root, task_id)
     if not os.path.isdir(target_root):

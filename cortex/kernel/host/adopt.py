@@ -39,6 +39,8 @@ def _cases(root: str) -> tuple[list[str], list[str]]:
     from cortex.cases.retention import archive_root
 
     def ids(directory: str) -> list[str]:
+        if os.path.islink(directory):
+            return []  # a planted link is never followed: its target is not a store's
         try:
             return sorted(n for n in os.listdir(directory) if is_id(n, "task"))
         except OSError:
@@ -144,6 +146,14 @@ def adopt(kernel: Kernel, store: str | None, *, dry_run: bool) -> Result:
     moved: list[str] = []
     skipped: list[dict[str, str]] = []
     warnings: list[str] = []
+    # The stores' own files only: a link planted for `.keys` or `.archive` is left, never read
+    # through (it could name any directory of the user's).
+    warnings += [
+        f"{os.path.join(orphan.root, name)} is a link, not the store's own directory: left alone"
+        for orphan in chosen
+        for name in (".keys", ".archive")
+        if os.path.islink(os.path.join(orphan.root, name))
+    ]
     aliases = sorted({path for o in chosen for path in o.roots if not os.path.isdir(path)})
     if not dry_run and chosen:
         from cortex.kernel.stores import Move, adopted, record_adopted
@@ -229,19 +239,30 @@ def _move_store(
 
 def _move_keys(source: str, target: str) -> None:
     """Idempotency keys go with their cases; a key the target already has stays where it is."""
+    import re
+    import stat
+
     from cortex.cases.fsio import fsync_dir, make_private_dirs
     from cortex.cases.layout import KEYS_DIR
 
     keys = os.path.join(source, KEYS_DIR)
+    if os.path.islink(keys):
+        return
     try:
         names = os.listdir(keys)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return
     into = os.path.join(target, KEYS_DIR)
     make_private_dirs(into)
     for name in names:
+        path = os.path.join(keys, name)
+        # Only what the store writes there: `<sha256 of the key>.json`, a regular file.
+        if not re.fullmatch(r"[0-9a-f]{64}\.json", name) or not stat.S_ISREG(
+            os.lstat(path).st_mode
+        ):
+            continue
         if not os.path.lexists(os.path.join(into, name)):
-            os.rename(os.path.join(keys, name), os.path.join(into, name))
+            os.rename(path, os.path.join(into, name))
     fsync_dir(into)
     fsync_dir(keys)
 
@@ -252,6 +273,8 @@ def _drop_if_empty(root: str) -> None:
 
     for name in (KEYS_DIR, ARCHIVE_DIR):
         path = os.path.join(root, name)
+        if os.path.islink(path):
+            continue  # not the store's: left for a person, and so is the store
         for leftover in (".gitignore",):
             if os.path.isfile(os.path.join(path, leftover)):
                 os.unlink(os.path.join(path, leftover))
