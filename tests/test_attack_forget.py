@@ -376,3 +376,57 @@ def test_rm_racing_writers_leaves_no_trace_and_no_case_behind(
     assert places(env, task) == []
     assert task not in json.dumps(cli("case", "list").data)
     assert cli("case", "status", task).code == 3
+
+
+def test_rm_of_a_shared_case_names_the_pushed_ref_and_leaves_no_byte_of_the_case_here(
+    tmp_path: Path,
+) -> None:
+    """A shared change case, its lease once held through a host session; then removed. What rm
+    reaches (this state root, the cache, local refs) holds nothing of it; the pushed ref is named
+    with the command that deletes it, and once deleted a fetch brings nothing back."""
+    from conftest import ready_to_verify
+    from share_kit import make_machine, make_remote, remote_refs
+
+    remote = make_remote(tmp_path)
+    a = make_machine(tmp_path, "a", remote)
+    a.env["CORTEX_CACHE_DIR"] = str(tmp_path / "a-cache")
+    a.env["CLAUDE_CODE_SESSION_ID"] = "0f5e2a9c-1b7d-4e3f-9a8b-2c6d4e1f7a90"
+    (a.repo / "cortex.toml").write_text(
+        (a.repo / "cortex.toml").read_text() + '\n[verifiers.unit]\nargv = ["true"]\n'
+    )
+    task = ready_to_verify(a.cli)
+    a.ok("case", "evidence", "add", task, "--claim", SECRET)
+    a.ok("case", "abort", task, "--reason", "not needed")
+    a.ok("case", "share", task)
+    a.ok("recall", "reindex")
+    from cortex.kernel.kernel import Kernel
+    from cortex.kernel.session_lease import remember_focus
+
+    kernel = Kernel(str(a.repo), a.env, default_actor="cli")
+    remember_focus(kernel, task)  # as a compaction in that session keeps it
+    assert list(Path(a.env["CORTEX_STATE_DIR"]).glob("hosts/sessions/*.json"))
+    removed = subprocess.run(
+        [sys.executable, FORGET_CHILD, "-", "0", str(a.repo), task, "-", "rm"],
+        env=a.env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert removed.stdout.startswith("ACK"), removed.stdout + removed.stderr
+    answer = json.loads(removed.stdout.splitlines()[0][4:])
+    command = f"git push origin --delete refs/cortex/cases/{task}"
+    assert any(command in item for item in answer["kept"]), answer["kept"]
+    roots = (Path(a.env["CORTEX_STATE_DIR"]), tmp_path / "a-cache")
+    holding_id = [
+        str(path)
+        for root in roots
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and task.encode() in path.read_bytes()
+    ]
+    assert holding_id == []
+    assert holding(*roots) == []
+    assert (
+        a.git("for-each-ref", f"refs/cortex/cases/{task}", f"refs/cortex-remotes/*/cases/{task}")
+        == ""
+    )
+    a.git(*command.split()[1:])
+    assert not [r for r in remote_refs(remote, a.env) if task in r]
+    a.ok("case", "fetch", "--all")
+    assert a.cli("case", "status", task).code == 3

@@ -60,6 +60,37 @@ def bind(kernel: Kernel, task_id: str, lease: Lease) -> None:
     write_atomic(path, msgspec.json.encode(record), mode=0o600)
 
 
+def forget_case(kernel: Kernel, task_id: str) -> list[str]:
+    """Remove this machine's host files that name a removed case (`case rm`); warnings.
+
+    Its lease binding, and any host session's kept focus on it: both are local state of the
+    case, which `rm` promises to remove with it.
+    """
+    warnings: list[str] = []
+    paths = [_path(kernel, task_id)]
+    sessions = os.path.join(kernel.state_root, "hosts", "sessions")
+    try:
+        names = sorted(os.listdir(sessions))
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(sessions, name)
+        try:
+            found = msgspec.json.decode(read_bounded(path, BINDING_MAX))
+        except (OSError, CortexError, msgspec.DecodeError):
+            continue
+        if isinstance(found, dict) and found.get("case") == task_id:
+            paths.append(path)
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            warnings.append(f"{path} was not removed ({exc.strerror})")
+    return warnings
+
+
 def holds(kernel: Kernel, task_id: str, lease: Lease | None) -> bool:
     """Whether this call's host session is the one that took `lease` of the case."""
     digest = kernel.session_digest
