@@ -430,3 +430,33 @@ def test_rm_of_a_shared_case_names_the_pushed_ref_and_leaves_no_byte_of_the_case
     assert not [r for r in remote_refs(remote, a.env) if task in r]
     a.ok("case", "fetch", "--all")
     assert a.cli("case", "status", task).code == 3
+
+
+def test_prune_does_not_abandon_a_case_written_to_after_it_was_judged_idle(
+    cli: Cli, env: dict[str, str], repo: Path
+) -> None:
+    """prune lists a case as idle, then an agent adds evidence to it (an investigation never
+    takes a lease), then prune applies: it must abandon only the revision it judged idle."""
+    import time
+
+    task = cli.open("Find why the vault rotates", "--mode", "investigate")
+    time.sleep(1.2)
+    child = subprocess.Popen(
+        [sys.executable, str(CHILDREN / "pause_after_call.py"),
+         "cortex.cases.store:CaseStore.read_case", "1", str(repo),
+         json.dumps(["case", "prune", "--older-than", "1s", "--apply"])],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout.readline() == "PAUSED\n"
+    assert cli("case", "note", task, "still on it: the log says hourly").code == 0
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    out, err = child.communicate(timeout=120)
+    assert out.startswith("OUT "), out + err
+    status = cli("case", "status", task).data
+    assert status["status"] != "abandoned", out
+    (item,) = json.loads(out[4:])["data"]["cases"]
+    assert item["done"] is False
+    assert item["error"]["code"] == "revision_conflict"

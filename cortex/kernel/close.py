@@ -40,13 +40,20 @@ def close(
     reason: str,
     actor: str | None = None,
     lease_token: str | None = None,
+    expected_revision: int | None = None,
 ) -> Result:
-    """Move a case to `blocked` or `abandoned`, releasing its lease and withdrawing a question."""
+    """Move a case to `blocked` or `abandoned`, releasing its lease and withdrawing a question.
+
+    `expected_revision`: only the revision the caller judged (`prune` abandons the state it
+    found idle, never one written to since; a later revision is `revision_conflict`).
+    """
     reason = validate.text(reason, "--reason", REASON_MAX)
     task_id, store = kernel.find_writable(task_id)
     who = _stopper(kernel, store.read_case(task_id), actor, lease_token)
     operation = "case.block" if to == "blocked" else "case.abort"
-    with store.transaction(task_id, actor=who, operation=operation) as txn:
+    with store.transaction(
+        task_id, actor=who, operation=operation, expected_revision=expected_revision
+    ) as txn:
         _stopper(kernel, txn.case, actor, lease_token)  # again, under the lock
         now = kernel.now()
         lifecycle.require(txn.case, to, doing=f"move to {to}", txn=txn)

@@ -107,6 +107,7 @@ def prune(
         source = "--older-than"
     now = kernel.clock()
     found: list[dict[str, object]] = []
+    revisions: dict[str, int] = {}
     for task_id in kernel.store.list_ids():
         try:
             case = kernel.store.read_case(task_id)
@@ -116,6 +117,7 @@ def prune(
         if case.status in TERMINAL or idle < seconds:
             continue
         held = state(case.change_lease, now) == "active"
+        revisions[task_id] = case.revision
         found.append(
             {
                 "taskId": task_id,
@@ -129,7 +131,7 @@ def prune(
             }
         )
     if apply:
-        _apply_prune(kernel, found, seconds, actor)
+        _apply_prune(kernel, found, seconds, actor, revisions)
     return Result(
         data={
             "olderThanSeconds": seconds,
@@ -143,7 +145,11 @@ def prune(
 
 
 def _apply_prune(
-    kernel: Kernel, found: list[dict[str, object]], seconds: int, actor: str | None
+    kernel: Kernel,
+    found: list[dict[str, object]],
+    seconds: int,
+    actor: str | None,
+    revisions: dict[str, int],
 ) -> None:
     from cortex.kernel.close import close
 
@@ -154,7 +160,15 @@ def _apply_prune(
         task_id = str(item["taskId"])
         try:
             reason = f"pruned: idle for more than {days}"
-            close(kernel, task_id, to="abandoned", reason=reason, actor=actor)
+            # Only the revision judged idle: a case written to since is not idle any more.
+            close(
+                kernel,
+                task_id,
+                to="abandoned",
+                reason=reason,
+                actor=actor,
+                expected_revision=revisions[task_id],
+            )
             archive(kernel, task_id, actor=actor)
         except CortexError as exc:
             item["error"] = {"code": exc.code, "message": exc.message}
