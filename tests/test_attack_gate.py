@@ -258,3 +258,41 @@ def test_trailers_hostile_repeated_and_of_another_store_are_judged_as_what_they_
     text = cli("review", "--base", "main", human=True)
     assert "\x1b" not in text.stdout + text.stderr
     assert not (branch / "pwned").exists()
+
+
+SKIP_ALL = (
+    "import builtins\nimport io\n\n_open = builtins.open\n\n\n"
+    "def _good(path, *args, **kwargs):\n"
+    "    if path == 'app.py':\n"
+    "        return io.StringIO(\"print('good')\")\n"
+    "    return _open(path, *args, **kwargs)\n\n\n"
+    "builtins.open = _good\n"
+)
+"""A conftest.py that makes every test read a good app.py, whatever the tree holds."""
+
+
+def test_a_conftest_that_hides_the_code_from_pytest_is_named_in_the_verdict(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The base requires the built-in `pytest`; the branch adds a conftest.py that hides the
+    broken code from the tests, so the base's unchanged definition passes it."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_app.py").write_text(
+        "def test_app():\n    assert 'bad' not in open('app.py').read()\n"
+    )
+    git(repo, "add", "tests", env=env)
+    git(repo, "commit", "-q", "-m", "a test", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    env["VIRTUAL_ENV"] = str(Path(sys.executable).parent.parent)  # an interpreter with pytest
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli, verify=("pytest",), files=("app.py", "conftest.py"))
+    (repo / "conftest.py").write_text(SKIP_ALL)
+    (repo / "app.py").write_text("print('bad')\n")
+    git(repo, "add", "conftest.py", env=env)
+    out = cli("case", "verify", task)
+    assert out.envelope["data"]["assessment"]["status"] == "verified", out.stdout
+    assert cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1").code == 0
+    git(repo, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+    for extra in ((), ("--reproduce",)):
+        data = verdict(cli("review", "--base", "main", *extra))
+        assert any("conftest.py" in w for w in data["warnings"]), (extra, data["warnings"])

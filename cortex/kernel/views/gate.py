@@ -207,10 +207,12 @@ def own_files(requirements: list[str], base: Committed, changed: list[str]) -> l
     for requirement in sorted(set(requirements)):
         key = config_key(requirement)
         config = base.verifiers.get(key) if key is not None else None
-        if config is None:
-            continue
         hits: list[str] = []
-        for arg in config.argv:
+        if requirement.partition(":")[0] == "pytest":
+            # pytest reads its configuration, every conftest.py, and (without a table) the
+            # interpreter of a committed virtualenv: all of them the branch's files.
+            hits += [p for p in changed if _pytest_reads(p)]
+        for arg in config.argv if config is not None else ():
             path = _relative(arg.rpartition("=")[2] if arg.startswith("-") else arg)
             if path is None:
                 continue
@@ -227,6 +229,15 @@ def own_files(requirements: list[str], base: Committed, changed: list[str]) -> l
                 "definition ran them as the head commit has them; read those changes"
             )
     return warnings
+
+
+PYTEST_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+
+
+def _pytest_reads(path: str) -> bool:
+    """Whether pytest's run depends on this file of the tree beyond the tests it runs."""
+    name = path.rpartition("/")[2]
+    return path in PYTEST_FILES or name == "conftest.py" or path.startswith((".venv/", "venv/"))
 
 
 def _relative(arg: str) -> str | None:
