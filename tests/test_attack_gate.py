@@ -296,3 +296,25 @@ def test_a_conftest_that_hides_the_code_from_pytest_is_named_in_the_verdict(
     for extra in ((), ("--reproduce",)):
         data = verdict(cli("review", "--base", "main", *extra))
         assert any("conftest.py" in w for w in data["warnings"]), (extra, data["warnings"])
+
+
+def test_the_branch_cannot_lower_its_gate_through_pyproject_cortex_toml_or_the_environment(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """`[review] accept` comes from the base commit: the branch's pyproject.toml and cortex.toml
+    and made-up variables change nothing. (The global configuration is the reviewing machine's:
+    whoever sets its environment could as well pass `--accept`.)"""
+    task = ready_to_verify(cli, files=("app.py", "pyproject.toml", "cortex.toml"))
+    (branch / "app.py").write_text("print('fixed')\n")
+    (branch / "pyproject.toml").write_text('[tool.cortex.review]\naccept = "any"\n')
+    with (branch / "cortex.toml").open("a") as handle:
+        handle.write('\n[review]\naccept = "any"\n')
+    git(branch, "add", "pyproject.toml", env=env)
+    out = cli("case", "verify", task)
+    assert out.envelope["data"]["assessment"]["status"] == "verified", out.stdout
+    assert cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1").code == 0
+    git(branch, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+    for name in ("CORTEX_REVIEW_ACCEPT", "CORTEX_ACCEPT"):
+        env[name] = "any"
+    data = verdict(cli("review", "--base", "main"))
+    assert data["policy"] == {"accept": "local", "from": "default"}
