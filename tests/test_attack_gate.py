@@ -318,3 +318,34 @@ def test_the_branch_cannot_lower_its_gate_through_pyproject_cortex_toml_or_the_e
         env[name] = "any"
     data = verdict(cli("review", "--base", "main"))
     assert data["policy"] == {"accept": "local", "from": "default"}
+
+
+def test_a_trailer_naming_an_archived_case_judges_it(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """Archiving a completed case takes it out of the default views, not out of the proof."""
+    task = ready_to_verify(cli)
+    (branch / "app.py").write_text("print('fixed')\n")
+    finish(cli, branch, env, task)
+    assert verdict(cli("review", "--base", "main"))["verdict"] == "approve"
+    assert cli("case", "archive", task).code == 0
+    for extra in ((), ("--reproduce",)):
+        data = verdict(cli("review", "--base", "main", *extra))
+        assert codes(data) == [], data["problems"]
+        assert data["verdict"] == "approve"
+
+
+def test_a_merge_after_the_verify_is_judged_by_the_merged_tree(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    task = ready_to_verify(cli)
+    (branch / "app.py").write_text("print('fixed')\n")
+    finish(cli, branch, env, task)
+    git(branch, "checkout", "-q", "-b", "other", "main", env=env)
+    (branch / "other.py").write_text("print('bad')\n")
+    git(branch, "add", "other.py", env=env)
+    git(branch, "commit", "-q", "-m", "other", env=env)
+    git(branch, "checkout", "-q", "feature", env=env)
+    git(branch, "merge", "-q", "--no-edit", "other", env=env)
+    data = verdict(cli("review", "--base", "main"))
+    assert codes(data) == ["no_proof"], data["problems"]

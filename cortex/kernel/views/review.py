@@ -244,7 +244,8 @@ class Judge:
         """One claiming case, with its problems."""
         from cortex.kernel.views import gate
 
-        kernel, store = self.kernel, self.kernel.store
+        kernel = self.kernel
+        store = self._store(task_id)
         entry: Data = {
             "taskId": task_id,
             "claimedBy": how,
@@ -257,7 +258,7 @@ class Judge:
             "problems": [],
         }
         problems: list[Data] = entry["problems"]
-        if not store.exists(task_id):
+        if store is None:
             problems.append(
                 {
                     "code": "case_missing",
@@ -278,15 +279,35 @@ class Judge:
             message = f"the case cannot be read: {exc.message}"
             problems.append({"code": "integrity", "message": message})
             return entry
-        self._judge(entry, case, documents)
+        self._judge(entry, case, documents, store)
         return entry
 
-    def _judge(self, entry: Data, case: Any, documents: dict[str, Any]) -> None:
+    def _store(self, task_id: str) -> Any:
+        """This workspace's store holding the case, or its archive (None: neither holds it).
+
+        An archived case left the default views, not the proof. A case of another store is
+        not this repository's: it stays `case_missing`.
+        """
+        import os
+
+        from cortex.cases.retention import archive_root
+
+        kernel = self.kernel
+        if kernel.store.exists(task_id):
+            return kernel.store
+        try:
+            _, found = kernel.find(task_id)
+        except CortexError:
+            return None
+        archive = os.path.realpath(archive_root(kernel.cases_root))
+        return found if os.path.realpath(found.root) == archive else None
+
+    def _judge(self, entry: Data, case: Any, documents: dict[str, Any], store: Any) -> None:
         from cortex.cases.layout import REPLICAS_FILE
         from cortex.kernel.assessment import assess
         from cortex.kernel.views import gate
 
-        kernel, store = self.kernel, self.kernel.store
+        kernel = self.kernel
         problems: list[Data] = entry["problems"]
         verification: Verification | None = documents.get("verification.json")
         decisions: Decisions | None = documents.get("decisions.json")
@@ -312,7 +333,7 @@ class Judge:
             problems.append({"code": "no_proof", "message": reasons})
         elif assessment.status == "partial":
             problems.append({"code": "partial", "message": reasons})
-        problems += _decision_problems(kernel, case, decisions)
+        problems += _decision_problems(kernel, store, case, decisions)
         untrusted = gate.untrusted(found, self.level)
         if untrusted is not None and assessment.status != "unverified":
             problems.append(untrusted)
@@ -390,7 +411,9 @@ class Judge:
         )
 
 
-def _decision_problems(kernel: Kernel, case: Any, decisions: Decisions | None) -> list[Data]:
+def _decision_problems(
+    kernel: Kernel, store: Any, case: Any, decisions: Decisions | None
+) -> list[Data]:
     problems: list[Data] = []
     items = decisions.decisions if decisions else []
     pending = [d.id for d in items if d.status == "pending"]
@@ -402,7 +425,7 @@ def _decision_problems(kernel: Kernel, case: Any, decisions: Decisions | None) -
     if answered:
         from cortex.kernel.views.labels import evidence_labels
 
-        labels = evidence_labels(kernel, kernel.store, case, [], answered)
+        labels = evidence_labels(kernel, store, case, [], answered)
         contested = [d.id for d in answered if "[contested]" in labels.get(d.id, [])]
         if contested:
             problems.append(
