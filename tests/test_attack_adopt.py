@@ -4,7 +4,11 @@ adopt move, delete or follow anything outside the stores it adopts (docs/design/
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,8 +42,6 @@ def test_a_planted_symlink_in_an_orphaned_store_moves_and_deletes_nothing_outsid
     before = sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*"))
     planted_path = store / planted
     if planted_path.exists():
-        import shutil
-
         shutil.rmtree(planted_path)
     planted_path.symlink_to(outside)
     here = Cli(env, target)
@@ -51,3 +53,57 @@ def test_a_planted_symlink_in_an_orphaned_store_moves_and_deletes_nothing_outsid
     assert (outside / "precious.txt").read_text() == "keep me\n"
     assert (outside / ".gitignore").read_text() == "keep me too\n"
     assert os.path.islink(planted_path) or not os.path.lexists(planted_path)
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root (to own files as two users) and setpriv (to run cortex as the other)",
+)
+def test_another_users_store_is_not_adopted_and_says_so() -> None:
+    """A state root shared with another user (a CI image, a shared CORTEX_STATE_DIR): their
+    orphaned store, readable to us, is neither offered nor moved, and naming it is a clear error
+    (before: internal_error, a PermissionError on its lock)."""
+    import tempfile
+
+    from conftest import base_env, make_repo
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="cortex-attack-"))  # outside pytest's 0700 root
+    try:
+        tmp_path.chmod(0o755)
+        env = base_env(tmp_path)
+        repo = make_repo(tmp_path / "repo", env)
+        _another_users_store(Cli(env, repo), env, repo, tmp_path)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _another_users_store(cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    theirs, target = orphaned_store(cli, env, repo, tmp_path)
+    for path in [theirs, *theirs.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)  # theirs, and readable to everyone
+    state = Path(env["CORTEX_STATE_DIR"])
+    mine = [tmp_path, state, state / "sessions", target.parent, target, *target.rglob("*"),
+            Path(env["HOME"])]  # fmt: skip
+    for path in mine:
+        os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+    before = sorted(str(p) for p in theirs.rglob("*"))
+    nobody = {**env, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
+              "GIT_CONFIG_VALUE_0": "*"}  # fmt: skip
+
+    def as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+             sys.executable, "-m", "cortex", *args, "--json"],
+            cwd=target, env=nobody, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    offered = as_nobody("adopt")
+    assert offered.returncode == 0, offered.stdout + offered.stderr
+    assert json.loads(offered.stdout)["data"]["stores"] == []
+    named = as_nobody("adopt", theirs.name)
+    assert named.returncode == 4, named.stdout + named.stderr
+    assert "another user" in json.loads(named.stdout)["error"]["message"]
+    assert sorted(str(p) for p in theirs.rglob("*")) == before

@@ -71,10 +71,18 @@ def orphans(kernel: Kernel) -> list[Orphan]:
         root = os.path.join(sessions, name)
         if os.path.realpath(root) == here or not os.path.isdir(root) or os.path.islink(root):
             continue
+        if not _mine(root):
+            continue  # another user's files are theirs to move, never ours
         orphan = _orphan(kernel, name, root)
         if orphan is not None:
             found.append(orphan)
     return found
+
+
+def _mine(root: str) -> bool:
+    """Whether the store directory belongs to this user (a shared state root may hold others')."""
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or os.lstat(root).st_uid == getuid()
 
 
 def _orphan(kernel: Kernel, name: str, root: str) -> Orphan | None:
@@ -198,6 +206,8 @@ def _chosen(kernel: Kernel, store: str | None) -> list[Orphan]:
         raise InvalidInputError(f"{name} is this workspace's own store")
     if not os.path.isdir(root) or os.path.islink(root) or name.startswith("."):
         raise NotFoundError(f"no store {name!r} under {sessions}")
+    if not _mine(root):
+        raise InvalidInputError(f"the store {name} belongs to another user; its owner may adopt it")
     for orphan in found:
         if orphan.id == name:
             return [orphan]
@@ -212,29 +222,47 @@ def _move_store(
     """Move every case of `orphan` here under both store locks, then its keys; drop it if empty."""
     from cortex.cases.layout import STORE_LOCK_FILE
     from cortex.cases.lock import FileLock
-    from cortex.cases.retention import archive_root, move
 
     store = kernel.store
     info = store.lock_info(kernel.actor(None), "adopt")
     first, second = sorted([orphan.root, kernel.cases_root])
     timeout = store.lock_timeout
-    with (
-        FileLock(os.path.join(first, STORE_LOCK_FILE), timeout=timeout, info=info, what=first),
-        FileLock(os.path.join(second, STORE_LOCK_FILE), timeout=timeout, info=info, what=second),
-    ):
-        for source, target, ids in (
-            (orphan.root, kernel.cases_root, orphan.cases),
-            (archive_root(orphan.root), archive_root(kernel.cases_root), orphan.archived),
+    try:
+        with (
+            FileLock(os.path.join(first, STORE_LOCK_FILE), timeout=timeout, info=info, what=first),
+            FileLock(
+                os.path.join(second, STORE_LOCK_FILE), timeout=timeout, info=info, what=second
+            ),
         ):
-            for task_id in ids:
-                try:
-                    move(source, task_id, target, timeout=store.lock_timeout, info=info)
-                except CortexError as exc:
-                    skipped.append({"taskId": task_id, "why": exc.message})
-                    continue
-                moved.append(task_id)
-        _move_keys(orphan.root, kernel.cases_root)
-        _drop_if_empty(orphan.root)
+            _move_cases(kernel, orphan, moved, skipped, info)
+            _move_keys(orphan.root, kernel.cases_root)
+            _drop_if_empty(orphan.root)
+    except OSError as exc:  # a store this user may not lock or change: nothing more is moved
+        msg = f"cannot adopt the store {orphan.id}: {exc.strerror or exc} ({exc.filename})"
+        raise InvalidInputError(msg) from None
+
+
+def _move_cases(
+    kernel: Kernel, orphan: Orphan, moved: list[str], skipped: list[dict[str, str]], info: Any
+) -> None:
+    """Each case directory, active then archived; one that cannot move is skipped, with why."""
+    from cortex.cases.retention import archive_root, move
+
+    timeout = kernel.store.lock_timeout
+    for source, target, ids in (
+        (orphan.root, kernel.cases_root, orphan.cases),
+        (archive_root(orphan.root), archive_root(kernel.cases_root), orphan.archived),
+    ):
+        for task_id in ids:
+            try:
+                move(source, task_id, target, timeout=timeout, info=info)
+            except CortexError as exc:
+                skipped.append({"taskId": task_id, "why": exc.message})
+                continue
+            except OSError as exc:  # not this user's to move (another owner's directory)
+                skipped.append({"taskId": task_id, "why": str(exc.strerror or exc)})
+                continue
+            moved.append(task_id)
 
 
 def _move_keys(source: str, target: str) -> None:
