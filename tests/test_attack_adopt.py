@@ -107,3 +107,18 @@ def _another_users_store(cli: Cli, env: dict[str, str], repo: Path, tmp_path: Pa
     assert named.returncode == 4, named.stdout + named.stderr
     assert "another user" in json.loads(named.stdout)["error"]["message"]
     assert sorted(str(p) for p in theirs.rglob("*")) == before
+
+
+@pytest.mark.parametrize("name", ["..", "../../etc", "/etc", ".archive", ".keys", "sessions/.."])
+def test_a_hostile_store_name_names_no_store_and_changes_nothing(
+    cli: Cli, env: dict[str, str], repo: Path, tmp_path: Path, name: str
+) -> None:
+    from conftest import tree_state
+
+    _, target = orphaned_store(cli, env, repo, tmp_path)
+    state = Path(env["CORTEX_STATE_DIR"])
+    before = tree_state(state)
+    out = Cli(env, target)("adopt", name)
+    assert out.code in {3, 4}, out.stdout
+    assert out.envelope["error"]["message"]
+    assert tree_state(state) == before
