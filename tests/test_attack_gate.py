@@ -349,3 +349,78 @@ def test_a_merge_after_the_verify_is_judged_by_the_merged_tree(
     git(branch, "merge", "-q", "--no-edit", "other", env=env)
     data = verdict(cli("review", "--base", "main"))
     assert codes(data) == ["no_proof"], data["problems"]
+
+
+def test_receipts_copied_from_another_case_are_not_proof(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """Case A verified the head's code. Case B, which the trailer names, never did: its
+    verification.json is replaced by A's (evidence it cites dropped, the plan digest set to
+    B's, every digest recomputed) so that audit passes. Nothing of B's ledgers committed that
+    batch, so no level but a reproduction may accept it."""
+    from conftest import case_path
+    from forge import rewrite_last_command
+
+    from cortex.cases.digest import sha256_hex
+    from cortex.cases.documents import Verification
+    from cortex.cases.records import CaseFile, decode, encode_pretty
+
+    task = ready_to_verify(cli, actor="agent-2")
+    (branch / "app.py").write_text("print('bad')\n")
+    assert cli("case", "verify", task).code == 2  # B's own proof failed
+    done = cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-2",
+               "--accept-failed", "later")  # fmt: skip
+    assert done.code == 0, done.stdout
+    donor = ready_to_verify(cli)
+    (branch / "app.py").write_text("print('fixed')\n")
+    assert cli("case", "verify", donor).code == 0
+    git(branch, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+    where = case_path(env, task)
+    copied = decode((case_path(env, donor) / "verification.json").read_bytes(), Verification)
+    case = decode((where / "case.json").read_bytes(), CaseFile)
+    copied.revision = case.snapshots["verification"].revision
+    for batch in copied.batches:
+        batch.plan_sha256 = case.snapshots["plan"].sha256
+    for receipt in copied.receipts:
+        receipt.evidence = []
+        receipt.artifact = None
+    data = encode_pretty(copied)
+    (where / "verification.json").write_bytes(data)
+    from cortex.cases.records import SnapshotRef
+
+    case.snapshots["verification"] = SnapshotRef(revision=copied.revision, sha256=sha256_hex(data))
+    rewrite_last_command(where, case)
+    assert cli("case", "audit", task).code == 0  # the forgery holds together
+    forged = verdict(cli("review", "--base", "main"))
+    assert forged["cases"][0]["assessment"] == "verified", forged["problems"]
+    assert forged["cases"][0]["provenance"]["origin"] == "unknown"
+    assert codes(forged) == ["untrusted_proof"]
+    for level in ("remote", "any"):
+        assert codes(verdict(cli("review", "--base", "main", "--accept", level))) == [
+            "untrusted_proof"
+        ]
+
+
+def test_audit_fails_a_snapshot_whose_revision_tag_is_not_the_one_case_json_records(
+    branch: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The gate audits first; a store audit passes must be one readers can read. A snapshot
+    whose bytes match case.json's digest but whose revision tag does not is read by no reader
+    (they take it for a commit in flight and retry, then answer busy): audit must say so."""
+    from conftest import case_path
+    from forge import rewrite_last_command
+
+    from cortex.cases.records import CaseFile, decode
+
+    task = ready_to_verify(cli)
+    (branch / "app.py").write_text("print('fixed')\n")
+    finish(cli, branch, env, task)
+    where = case_path(env, task)
+    case = decode((where / "case.json").read_bytes(), CaseFile)
+    case.snapshots["verification"].revision += 1
+    rewrite_last_command(where, case)
+    assert cli("case", "status", task).code == 6  # no reader can read it
+    report = cli("case", "audit", task)
+    assert report.code == 4, report.stdout
+    data = verdict(cli("review", "--base", "main"))
+    assert codes(data) == ["integrity"]

@@ -545,6 +545,16 @@ def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             found.error("schema", f"{name}: {exc}", file=name)
             continue
+        tag = getattr(document, "revision", ref.revision)
+        if tag != ref.revision:
+            # Readers take the version whose tag case.json records, and only that one: a file
+            # with the right bytes under another tag is read by none of them (they answer busy).
+            found.error(
+                "snapshot_revision",
+                f"{name} says revision {tag}, but case.json records it as revision {ref.revision}",
+                file=name,
+            )
+            continue
         if isinstance(document, Decisions):
             waiting = [d.id for d in document.decisions if d.status == "pending"]
             paused = case.status == "needs_human_decision"
