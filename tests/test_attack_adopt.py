@@ -122,3 +122,26 @@ def test_a_hostile_store_name_names_no_store_and_changes_nothing(
     assert out.code in {3, 4}, out.stdout
     assert out.envelope["error"]["message"]
     assert tree_state(state) == before
+
+
+def test_recall_drop_never_follows_a_planted_link_for_the_mirror_directory(
+    cli: Cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`recall drop` deletes what is derived; `<state root>/index-mirror` replaced by a link to
+    a directory of the user's must not make it delete that directory's contents."""
+    cli.open("anything")
+    outside = tmp_path / "documents"
+    (outside / "project").mkdir(parents=True)
+    (outside / "project" / "thesis.txt").write_text("years of work\n")
+    (outside / "notes.txt").write_text("keep\n")
+    mirrors = Path(env["CORTEX_STATE_DIR"]) / "index-mirror"
+    if mirrors.exists():
+        shutil.rmtree(mirrors)
+    mirrors.symlink_to(outside)
+    dry = cli("recall", "drop", "--dry-run")
+    assert dry.code == 0, dry.stdout
+    out = cli("recall", "drop")
+    assert out.code == 0, out.stdout
+    assert (outside / "project" / "thesis.txt").read_text() == "years of work\n"
+    assert (outside / "notes.txt").read_text() == "keep\n"
+    assert all(str(outside) not in json.dumps(entry) for entry in out.data["dropped"])

@@ -41,6 +41,9 @@ def _derived(kernel: Kernel) -> list[tuple[str, str]]:
 
     found = [("recall index", path) for path in index_files(kernel) if os.path.lexists(path)]
     mirrors = os.path.join(kernel.state_root, MIRRORS)
+    if os.path.islink(mirrors):
+        # Never made by Cortex: whatever it names is not derived, and is never listed or deleted.
+        return [*found, ("index mirror", mirrors)]
     try:
         names = sorted(os.listdir(mirrors))
     except (FileNotFoundError, NotADirectoryError):
@@ -54,6 +57,10 @@ def drop(kernel: Kernel, *, dry_run: bool) -> Result:
     dropped: list[dict[str, object]] = []
     kept: list[dict[str, object]] = []
     for what, path in _derived(kernel):
+        if os.path.islink(path) and os.path.basename(path) == MIRRORS:
+            why = "a link, not Cortex's directory: left alone"
+            kept.append({"what": what, "path": path, "bytes": 0, "why": why})
+            continue
         size = tree_bytes(path) if os.path.isdir(path) else os.lstat(path).st_size
         entry = {"what": what, "path": path, "bytes": size}
         if os.path.isdir(path) and any(name.endswith(".lock") for name in os.listdir(path)):
