@@ -29,7 +29,7 @@ from cortex.kernel.views.status import _store_info
 
 if TYPE_CHECKING:
     from cortex.cases.store import CaseStore
-    from cortex.kernel.assessment import Assessment
+    from cortex.kernel.proof.assessment import Assessment
     from cortex.workspace.capture import Capture
 
 PHASES: tuple[str, ...] = get_args(Phase)
@@ -76,7 +76,7 @@ class Captures:
 
     def judge(self, case: CaseFile, doc: Verification | None) -> Assessment | None:
         """`assess` of the case's latest batch against its workspace now; None if over budget."""
-        from cortex.kernel.assessment import assess
+        from cortex.kernel.proof.assessment import assess
         from cortex.workspace.capture import Capture
 
         if doc is None or not doc.batches:
@@ -88,7 +88,7 @@ class Captures:
             if git and self.limit is not None and len(self._seen) >= self.limit:
                 self.skipped += 1
                 return None
-            from cortex.kernel.live import live_capture
+            from cortex.kernel.proof.live import live_capture
 
             live = live_capture(self.kernel, case, writer=False)
             self._seen[case.workspace.root] = live

@@ -145,7 +145,7 @@ def prune(
 def _apply_prune(
     kernel: Kernel, found: list[dict[str, object]], seconds: int, actor: str | None
 ) -> None:
-    from cortex.kernel.close import close
+    from cortex.kernel.steps.close import close
 
     days = f"{seconds // 86400}d" if seconds >= 86400 else f"{seconds}s"
     for item in found:
