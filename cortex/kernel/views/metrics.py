@@ -25,7 +25,7 @@ from cortex.cases.records import CaseFile, Command, Evidence, Phase, PhaseChange
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lifecycle import TERMINAL
-from cortex.kernel.views.status import _store_info
+from cortex.kernel.views.status import store_info_of
 
 if TYPE_CHECKING:
     from cortex.cases.store import CaseStore
@@ -357,7 +357,7 @@ def metrics(kernel: Kernel, task_id: str | None = None) -> Result:
             "status": case.status,
             "mode": case.mode,
             "revision": case.revision,
-            "store": _store_info(kernel, store, case),
+            "store": store_info_of(kernel, store, case),
             "now": format_time(now),
             "time": {
                 "openedAt": case.created_at,

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from cortex.workspace.capture import Capture
 
 
-def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
+def store_info_of(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
+    """The store `case` was read from, as `status` and `metrics` show it."""
     if store is kernel.store:
         return kernel.store_info
     note = None
@@ -103,7 +104,7 @@ def describe_case(
             "updatedAt": case.updated_at,
             "workspace": case.workspace,
             "head": _head(case, live),
-            "store": _store_info(kernel, store, case),
+            "store": store_info_of(kernel, store, case),
             "counts": _counts(store, case, documents),
             "surfaces": case.surfaces,
             "acceptanceCriteria": case.acceptance_criteria,
