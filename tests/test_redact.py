@@ -1634,3 +1634,26 @@ class TestReadingTriggers:
         """
         assert secret not in REDACTOR(text)
         assert secret not in REDACTOR(json.dumps({"log": text}))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A record id is Crockford base32: about one id in 2,000 holds `PWD`, a secret-naming
+        # word. Before this test such a case could never be shared: its commit message
+        # (`cortex case ID: replica ...`) read as `key: value` and the share was refused.
+        "cortex case task_01M94ZPPMQ3JM90GJCPWDTHVM9: replica rep_01M94ZPPMQ3JM90GJCPWDTHVMA at 3",
+        "ev_01M94ZPPMQ3JM90GJCPWDTHVMA: the callback drops return_to",
+        "see task_01M94ZPPMQ3JM90GJCPWDTHVM9=done",
+        '{"task_01M94ZPPMQ3JM90GJCPWDTHVM9": "a goal of many words"}',
+    ],
+)
+def test_a_record_id_is_not_a_secret_name(text: str) -> None:
+    assert Redactor()(text) == text
+
+
+def test_a_secret_name_that_only_looks_like_an_id_is_still_masked() -> None:
+    """Only a whole record id is spared: a key with more around it is still a key."""
+    masked = Redactor()("MY_task_01M94ZPPMQ3JM90GJCPWDTHVM9: hunter2hunter2")
+    assert "hunter2hunter2" not in masked
+    assert Redactor()("DB_PWD: hunter2hunter2") == "DB_PWD: [REDACTED]"

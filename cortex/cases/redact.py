@@ -486,8 +486,21 @@ def _is_secret_bare(value: str, key: str) -> bool:
     )
 
 
+def _is_record_id(key: str) -> bool:
+    """Whether a key is a whole record id (`task_01J...`), which names no secret.
+
+    About one id in 2,000 holds `PWD` (its base32 letters include P, W and D).
+    """
+    from cortex.cases.ids import PREFIXES, is_ulid  # ids uses this module's `clip`
+
+    prefix, _, ulid = key.partition("_")
+    return prefix in PREFIXES and is_ulid(ulid)
+
+
 def _quoted_key_sub(match: re.Match[str]) -> str:
     quote = match.group("q")
+    if _is_record_id(match.group("key")):
+        return match.group(0)
     masked = _mask_quoted(match)
     if not masked:
         if not _is_secret_bare(match.group("val"), match.group("key")):
@@ -500,6 +513,8 @@ def _quoted_key_sub(match: re.Match[str]) -> str:
 
 def _value_sub(match: re.Match[str]) -> str:
     """Mask the value of an env, YAML, flag or argv assignment; keep the key and separator."""
+    if _is_record_id(match.group("key")):
+        return match.group(0)
     head = match.group(0)[: match.start("val") - match.start()]
     masked = _mask_quoted(match)
     if masked:
