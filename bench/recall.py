@@ -130,7 +130,7 @@ def environment(base: Path) -> dict[str, str]:
 def setup(base: Path, cases: int) -> tuple[dict[str, str], Path, Any, list[str]]:
     """A repository, `cases` real cases in its store, and a kernel there."""
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.open_case import open_case
+    from cortex.kernel.steps.open_case import open_case
 
     env = environment(base)
     (base / "home").mkdir()

@@ -224,13 +224,13 @@ def queries() -> list[Query]:
 
 def seed(kernel: Any) -> dict[str, str]:
     """Make every case through the kernel; seeded item -> card id."""
-    from cortex.kernel.complete import complete
-    from cortex.kernel.decisions import answer, request
-    from cortex.kernel.evidence import add_evidence
-    from cortex.kernel.open_case import open_case
-    from cortex.kernel.plan import plan
-    from cortex.kernel.resolve import resolve
-    from cortex.kernel.verify import verify
+    from cortex.kernel.human.decisions import answer, request
+    from cortex.kernel.proof.verify import verify
+    from cortex.kernel.steps.complete import complete
+    from cortex.kernel.steps.evidence import add_evidence
+    from cortex.kernel.steps.open_case import open_case
+    from cortex.kernel.steps.plan import plan
+    from cortex.kernel.steps.resolve import resolve
 
     ids: dict[str, str] = {}
     for topic in TOPICS:

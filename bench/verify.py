@@ -194,8 +194,8 @@ def status_floor(repo: Path, env: dict[str, str]) -> float:
 def in_process(repo: Path, env: dict[str, str], task: str, runs: int) -> list[str]:
     """The same, without process start-up: the kernel's verify against its own captures."""
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.live import live_capture
-    from cortex.kernel.verify import verify
+    from cortex.kernel.proof.live import live_capture
+    from cortex.kernel.proof.verify import verify
 
     timer = TreeTimer()
     kernel = Kernel(str(repo), env, default_actor="bench")

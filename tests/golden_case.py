@@ -52,13 +52,13 @@ def normalized(text: str) -> str:
 
 def seed_golden(tmp_path: Path) -> tuple[Any, str]:
     """A case seeded in-process with a fixed clock; returns (kernel, task id)."""
-    from cortex.kernel.decisions import answer, request
-    from cortex.kernel.evidence import add_evidence, add_note
+    from cortex.kernel.human.decisions import answer, request
     from cortex.kernel.kernel import Kernel
     from cortex.kernel.lease import begin_change
-    from cortex.kernel.open_case import open_case
-    from cortex.kernel.plan import plan
-    from cortex.kernel.verify import verify
+    from cortex.kernel.proof.verify import verify
+    from cortex.kernel.steps.evidence import add_evidence, add_note
+    from cortex.kernel.steps.open_case import open_case
+    from cortex.kernel.steps.plan import plan
 
     env = base_env(tmp_path)
     # Fixed commit dates: the commit ids (shown in the assessment's "code" line) stay the same.

@@ -3,7 +3,7 @@
 The end-to-end tests (test_verify.py, test_verify_tree.py, test_status_binding.py) reach it
 through the CLI and real git; these build the records directly, so that every branch of the
 verdict, every list and every reason is pinned, and a mutation run of
-cortex/kernel/assessment.py takes seconds a mutant (docs/testing.md). A test written for a
+cortex/kernel/proof/assessment.py takes seconds a mutant (docs/testing.md). A test written for a
 mutant that survived names it in its docstring: `assessment.py` line, `before -> after`.
 """
 
@@ -15,7 +15,7 @@ import msgspec
 
 from cortex.cases.documents import Batch, Receipt, Verification
 from cortex.cases.records import CaseFile
-from cortex.kernel.assessment import Assessment, assess, currency, is_current
+from cortex.kernel.proof.assessment import Assessment, assess, currency, is_current
 from cortex.workspace.capture import Capture
 
 HEAD_A, HEAD_B = "a" * 40, "b" * 40

@@ -38,13 +38,13 @@ from markdown_it.token import Token
 from cortex.cases.ids import new_id
 from cortex.cases.records import Evidence, Source, encode_pretty
 from cortex.cli.parser import parse
-from cortex.kernel.decisions import request
-from cortex.kernel.evidence import add_evidence
+from cortex.kernel.human.decisions import request
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import begin_change
-from cortex.kernel.open_case import open_case
-from cortex.kernel.plan import plan
-from cortex.kernel.verify import verify
+from cortex.kernel.proof.verify import verify
+from cortex.kernel.steps.evidence import add_evidence
+from cortex.kernel.steps.open_case import open_case
+from cortex.kernel.steps.plan import plan
 from cortex.kernel.views.handoff import packet as handoff_module
 from cortex.kernel.views.handoff.packet import TIERS, handoff
 from cortex.kernel.views.markdown import code, inline, quote

@@ -14,9 +14,11 @@ from typing import Any, get_args
 import pytest
 
 from cortex.cli.parser import COMMANDS, command_help
-from cortex.kernel import contests, resolve, validate
-from cortex.kernel.evidence import RESERVED_KINDS
+from cortex.kernel import validate
 from cortex.kernel.host.setup import Scope
+from cortex.kernel.human import contests
+from cortex.kernel.steps import resolve
+from cortex.kernel.steps.evidence import RESERVED_KINDS
 from cortex.kernel.views import review
 from cortex.kernel.views.timeline import cards as timeline_cards
 from cortex.main import main

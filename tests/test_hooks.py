@@ -247,8 +247,8 @@ def test_after_compaction_the_brief_leads_with_the_sessions_case(
     older = cli.open("The older investigation")
     cli.open("A newer, unrelated case")
     # The session was on the older case when it was compacted (as PreCompact would keep it).
+    from cortex.kernel.activity.session_lease import focus, remember_focus
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.session_lease import focus, remember_focus
 
     kernel = Kernel(str(repo), session_env(env), default_actor="t")
     remember_focus(kernel, older)

@@ -97,13 +97,15 @@ PINNED: dict[str, frozenset[str]] = {
             "cortex.kernel.defaults",
             "cortex.kernel.envelope",
             "cortex.kernel.errors",
-            "cortex.kernel.evidence",
             "cortex.kernel.host_session",
             "cortex.kernel.kernel",
             "cortex.kernel.lifecycle",
             "cortex.kernel.provenance",
-            "cortex.kernel.raw_input",
             "cortex.kernel.refs",
+            # The package of the writing steps (issue 31): its `__init__` is a docstring only.
+            "cortex.kernel.steps",
+            "cortex.kernel.steps.evidence",
+            "cortex.kernel.steps.raw_input",
             "cortex.kernel.surface",
             "cortex.kernel.validate",
             "cortex.main",
@@ -119,7 +121,7 @@ PINNED: dict[str, frozenset[str]] = {
         ]
     ),
 }
-PINNED["note"] = PINNED["evidence"] - {"cortex.kernel.raw_input"}
+PINNED["note"] = PINNED["evidence"] - {"cortex.kernel.steps.raw_input"}
 
 PROBE = """
 import io, sys

@@ -218,7 +218,7 @@ def test_the_terminal_and_mcp_render_one_event_stream(
     """The CLI's live line and the MCP notifications are fed by the same events."""
     from cortex.cli.live import Reporter, status_text
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.verify import verify
+    from cortex.kernel.proof.verify import verify
     from cortex.mcp.progress import Relay
 
     quick = "import time\nprint('a', flush=True)\ntime.sleep({})\n"

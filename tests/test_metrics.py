@@ -16,16 +16,16 @@ import pytest
 from conftest import Cli, base_env, case_path, configure_verifiers, make_repo, tree_state
 from stand_ins import opt_in
 
-from cortex.kernel.close import close, unblock
-from cortex.kernel.complete import complete
-from cortex.kernel.decisions import answer, request
-from cortex.kernel.evidence import add_evidence
+from cortex.kernel.human.decisions import answer, request
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import begin_change
-from cortex.kernel.open_case import open_case
-from cortex.kernel.plan import plan
-from cortex.kernel.resolve import resolve
-from cortex.kernel.verify import verify
+from cortex.kernel.proof.verify import verify
+from cortex.kernel.steps.close import close, unblock
+from cortex.kernel.steps.complete import complete
+from cortex.kernel.steps.evidence import add_evidence
+from cortex.kernel.steps.open_case import open_case
+from cortex.kernel.steps.plan import plan
+from cortex.kernel.steps.resolve import resolve
 from cortex.kernel.views.metrics import metrics
 
 T0 = 1_800_000_000.0

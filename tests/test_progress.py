@@ -22,8 +22,8 @@ from stand_ins import leased
 from terminal_kit import Screen, terminal_env
 
 from cortex.cases.redact import Redactor
-from cortex.kernel.follow import LINE_MAX, STOPPED, Lines
 from cortex.kernel.progress import Progress
+from cortex.kernel.proof.follow import LINE_MAX, STOPPED, Lines
 
 
 def sleeper(seconds: float, *, lines: int = 0) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import Cli, tree_state
 
-from cortex.kernel import grants
+from cortex.kernel.proof import grants
 
 
 def write(path: Path, text: str) -> None:

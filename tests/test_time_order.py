@@ -50,8 +50,8 @@ def world(tmp_path: Path) -> tuple[Kernel, Clock, dict[str, str], Path]:
 def test_a_clock_stepping_back_keeps_every_ledger_in_order(
     world: tuple[Kernel, Clock, dict[str, str], Path],
 ) -> None:
-    from cortex.kernel.evidence import add_evidence, add_note
-    from cortex.kernel.open_case import open_case
+    from cortex.kernel.steps.evidence import add_evidence, add_note
+    from cortex.kernel.steps.open_case import open_case
 
     kernel, clock, env, repo = world
     task = open_case(kernel, goal="time travel").data["taskId"]
@@ -83,8 +83,8 @@ def test_a_clock_stepping_back_keeps_every_ledger_in_order(
 def test_any_sequence_of_clock_jumps_leaves_ordered_ledgers(
     tmp_path_factory: pytest.TempPathFactory, steps: list[int]
 ) -> None:
-    from cortex.kernel.evidence import add_evidence
-    from cortex.kernel.open_case import open_case
+    from cortex.kernel.steps.evidence import add_evidence
+    from cortex.kernel.steps.open_case import open_case
 
     tmp = tmp_path_factory.mktemp("jumps")
     env = base_env(tmp)

@@ -46,9 +46,9 @@ class Clock:
 def build(tmp: Path, seed: int) -> tuple[Kernel, str]:
     """A case written through the kernel, then extra lines in shared milliseconds, out of id
     order, appended the way another process's commits would land."""
-    from cortex.kernel.decisions import answer, request
-    from cortex.kernel.evidence import add_evidence, add_note
-    from cortex.kernel.open_case import open_case
+    from cortex.kernel.human.decisions import answer, request
+    from cortex.kernel.steps.evidence import add_evidence, add_note
+    from cortex.kernel.steps.open_case import open_case
 
     rng = random.Random(seed)
     env = base_env(tmp)

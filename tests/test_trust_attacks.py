@@ -113,8 +113,8 @@ def test_a_home_directory_kept_in_git_still_holds_the_users_own_opt_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Dotfiles: the home itself may be a work tree; a repository inside it may not."""
-    from cortex.kernel import unattended
     from cortex.kernel.errors import ConfigError
+    from cortex.kernel.human import unattended
 
     home = tmp_path / "home"
     (home / ".git").mkdir(parents=True)

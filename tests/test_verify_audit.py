@@ -7,7 +7,8 @@ produced an inconsistent batch in the first place (they are run on documents bui
 from __future__ import annotations
 
 from cortex.cases.documents import Batch, Receipt, Verification
-from cortex.cases.integrity import _audit_receipts, _Collector
+from cortex.cases.findings import Collector
+from cortex.cases.integrity import _audit_receipts
 
 
 def batch(binding: str = "bound") -> Batch:
@@ -44,7 +45,7 @@ def receipt(**changes: object) -> Receipt:
 
 
 def codes(document: Verification, evidence: set[str]) -> list[str]:
-    found = _Collector()
+    found = Collector()
     _audit_receipts(document, evidence, found)
     return [finding.code for finding in found.errors]
 

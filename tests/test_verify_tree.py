@@ -18,7 +18,7 @@ from conftest import Cli, git, ready_to_verify
 from verify_kit import approve, complete, edit, verdict_of_status
 
 from cortex.cases.documents import Batch, Receipt, Verification
-from cortex.kernel.assessment import assess, currency, is_current
+from cortex.kernel.proof.assessment import assess, currency, is_current
 from cortex.workspace.capture import Capture
 
 

@@ -13,16 +13,17 @@ if TYPE_CHECKING:  # the capture hook imports this module: it must not load `typ
     from collections.abc import Callable
     from typing import Any
 
-_sha256: Callable[[bytes], Any]
+sha256: Callable[[bytes], Any]
+"""A new sha256 hash object of the bytes given, from whichever module above was found."""
 try:
-    from _sha2 import sha256 as _sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
 except ImportError:
     try:
-        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
     except ImportError:  # pragma: no cover - other interpreters
-        from hashlib import sha256 as _sha256
+        from hashlib import sha256
 
 
 def sha256_hex(data: bytes) -> str:
     """The hex sha256 of `data`."""
-    return str(_sha256(data).hexdigest())
+    return str(sha256(data).hexdigest())

@@ -12,13 +12,13 @@ from typing import Literal
 
 import msgspec
 
-from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Revision, Via, _Record
+from cortex.cases.records import SCHEMA_VERSION, ChangeBoundary, Record, Revision, Via
 
 HypothesisStatus = Literal["open", "confirmed", "challenged", "rejected"]
 DecisionStatus = Literal["pending", "answered", "withdrawn"]
 
 
-class Plan(_Record, kw_only=True):
+class Plan(Record, kw_only=True):
     """`plan.json`: the current plan. Earlier revisions live in the evidence ledger."""
 
     schema_version: int = SCHEMA_VERSION
@@ -35,7 +35,7 @@ class Plan(_Record, kw_only=True):
     """The `plan` evidence record whose raw blob holds this plan in full."""
 
 
-class HypothesisEvent(_Record, kw_only=True):
+class HypothesisEvent(Record, kw_only=True):
     """One resolution of a hypothesis."""
 
     status: HypothesisStatus
@@ -45,7 +45,7 @@ class HypothesisEvent(_Record, kw_only=True):
     at: str
 
 
-class Hypothesis(_Record, kw_only=True):
+class Hypothesis(Record, kw_only=True):
     """A falsifiable explanation and how it could be shown wrong."""
 
     id: str
@@ -59,7 +59,7 @@ class Hypothesis(_Record, kw_only=True):
     history: list[HypothesisEvent] = msgspec.field(default_factory=list)
 
 
-class Hypotheses(_Record, kw_only=True):
+class Hypotheses(Record, kw_only=True):
     """`hypotheses.json`."""
 
     schema_version: int = SCHEMA_VERSION
@@ -67,7 +67,7 @@ class Hypotheses(_Record, kw_only=True):
     hypotheses: list[Hypothesis] = msgspec.field(default_factory=list)
 
 
-class DecisionOption(_Record, kw_only=True):
+class DecisionOption(Record, kw_only=True):
     """One answer a person can choose."""
 
     id: str
@@ -75,7 +75,7 @@ class DecisionOption(_Record, kw_only=True):
     consequence: str | None = None
 
 
-class Decision(_Record, kw_only=True):
+class Decision(Record, kw_only=True):
     """A bounded question for a person; the case waits for it."""
 
     id: str
@@ -97,7 +97,7 @@ class Decision(_Record, kw_only=True):
     """What the decision is about; a later answered decision on the same subject supersedes it."""
 
 
-class Decisions(_Record, kw_only=True):
+class Decisions(Record, kw_only=True):
     """`decisions.json`."""
 
     schema_version: int = SCHEMA_VERSION
@@ -110,7 +110,7 @@ Purpose = Literal["verifier_run", "named_claim", "marker"]
 Binding = Literal["bound", "unbound"]
 
 
-class Receipt(_Record, kw_only=True):
+class Receipt(Record, kw_only=True):
     """One verification result, bound (or not) to the code state it was produced on."""
 
     id: str
@@ -154,7 +154,7 @@ class Receipt(_Record, kw_only=True):
     None in receipts written before it was recorded (docs/design/report.md)."""
 
 
-class Batch(_Record, kw_only=True):
+class Batch(Record, kw_only=True):
     """One `verify` call: what it captured and whether its receipts are bound."""
 
     id: str
@@ -179,14 +179,14 @@ class Batch(_Record, kw_only=True):
     """HEAD's own tree id then: when it differs from `tree`, the run was on uncommitted code."""
 
 
-class ClaimTerms(_Record, kw_only=True):
+class ClaimTerms(Record, kw_only=True):
     """What a named-claim id means, fixed by its first use."""
 
     statement: str
     contract: str
 
 
-class Verification(_Record, kw_only=True):
+class Verification(Record, kw_only=True):
     """`verification.json`: the newest batches and their receipts, oldest first."""
 
     schema_version: int = SCHEMA_VERSION

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import CortexError
+from cortex.cases.findings import Collector, LedgerContext, Tombstone
 from cortex.cases.fsio import read_bounded
 from cortex.cases.layout import JOURNAL_FILE, RAW_DIR, ledger_file
 
 if TYPE_CHECKING:
-    from cortex.cases.integrity import Tombstone, _Collector, _LedgerContext
     from cortex.cases.records import Evidence
 
 LOCAL = ledger_file("evidence")
@@ -28,10 +28,8 @@ def _target(origin: str | None, ledger: str) -> str:
     return ledger
 
 
-def audit_forgets(context: _LedgerContext, found: _Collector) -> list[Tombstone]:
+def audit_forgets(context: LedgerContext, found: Collector) -> list[Tombstone]:
     """Check every tombstone against the forget records; the vouched ones, for the report."""
-    from cortex.cases.integrity import Tombstone
-
     pending = os.path.lexists(os.path.join(context.path, JOURNAL_FILE))
     vouch: dict[tuple[str, str], tuple[str | None, Evidence]] = {}
     for origin, record in context.forgets:
@@ -97,7 +95,7 @@ def audit_forgets(context: _LedgerContext, found: _Collector) -> list[Tombstone]
     return shown
 
 
-def _check_blobs(path: str, record: Evidence, pending: bool, found: _Collector) -> None:
+def _check_blobs(path: str, record: Evidence, pending: bool, found: Collector) -> None:
     """A blob a forget removed must be gone (or about to be, while its journal is pending)."""
     assert record.forgets is not None  # noqa: S101 - a forget record
     for blob in record.forgets.raw:

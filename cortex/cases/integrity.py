@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from typing import Any, Literal
 
 import msgspec
 
@@ -20,6 +19,14 @@ from cortex.cases.bounds import JOURNAL_MAX, RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.documents import AUX_TYPES, Decisions, Hypotheses, Verification
 from cortex.cases.errors import CortexError, IntegrityError
+from cortex.cases.findings import (
+    AuditReport,
+    Collector,
+    LedgerContext,
+    ReplicaAudited,
+    Tombstone,
+    audit_secrets,
+)
 from cortex.cases.fsio import TEMP_PREFIX, read_bounded
 from cortex.cases.ids import is_id
 from cortex.cases.journal import decode_journal, journal_entry_ok
@@ -39,11 +46,9 @@ from cortex.cases.records import (
     LEDGER_PREFIXES,
     LEDGER_TYPES,
     LEDGERS,
-    ActivityAnchor,
     CaseFile,
     Command,
     Evidence,
-    ForgottenBlob,
     LedgerState,
     PhaseChange,
     case_digest,
@@ -64,89 +69,15 @@ _KNOWN_ENTRIES = frozenset(
 )
 
 
-class Finding(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """One problem found by the audit."""
-
-    severity: Literal["error", "warning"]
-    code: str
-    message: str
-    file: str | None = None
-    offset: int | None = None
-
-
-class Tombstone(msgspec.Struct, kw_only=True, rename="camel"):
-    """A forgotten record, as its forget record vouches for it: who, how, when, why, what."""
-
-    record: str
-    ledger: str
-    what: str
-    removed_line: str
-    """The chain hash of the line the tombstone replaced: the digest of what was removed."""
-    removed_raw: list[ForgottenBlob]
-    by: str | None
-    via: str | None
-    at: str
-    reason: str
-    forget_record: str
-
-
-class ReplicaAudited(msgspec.Struct, kw_only=True, rename="camel"):
-    """One imported replica the audit checked, and the lines of each ledger it read there."""
-
-    key: str
-    replica: str
-    records: dict[str, int]
-
-
-class AuditReport(msgspec.Struct, kw_only=True, rename="camel"):
-    """The outcome of an audit: ok means no errors (warnings allowed)."""
-
-    task_id: str
-    ok: bool
-    revision: int | None
-    records: dict[str, int]
-    """Ledger lines audited, per ledger: the local replica's and every imported one's."""
-    errors: list[Finding]
-    warnings: list[Finding]
-    tombstones: list[Tombstone] = msgspec.field(default_factory=list)
-    replicas: list[ReplicaAudited] = msgspec.field(default_factory=list)
-    """The imported replicas audited (a fetched case's records are mostly theirs)."""
-
-
-class _Collector:
-    def __init__(self) -> None:
-        self.errors: list[Finding] = []
-        self.warnings: list[Finding] = []
-
-    def error(self, code: str, message: str, **where: Any) -> None:
-        self.errors.append(Finding(severity="error", code=code, message=message, **where))
-
-    def warn(self, code: str, message: str, **where: Any) -> None:
-        self.warnings.append(Finding(severity="warning", code=code, message=message, **where))
-
-
-def _ulid_checker() -> Callable[[str], bool]:
-    """An independent ULID parser (python-ulid) to cross-check the ids we minted."""
-    from ulid import ULID  # lazy: ~50 ms to import, audit only
-
-    def check(text: str) -> bool:
-        try:
-            return str(ULID.from_str(text)) == text
-        except ValueError:
-            return False
-
-    return check
-
-
 def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
     """Check every invariant of the case directory at `path`."""
-    found = _Collector()
+    found = Collector()
     records: dict[str, int] = {}
     replicas: list[ReplicaAudited] = []
     case = _audit_snapshot(path, task_id, found)
     tombstones: list[Tombstone] = []
     if case is not None:
-        context = _LedgerContext(path=path, case=case, found=found, redactor=redactor)
+        context = LedgerContext(path=path, case=case, found=found, redactor=redactor)
         if "replicas" in case.snapshots:
             # First: local records may cite records imported before them.
             from cortex.cases.replica_audit import audit_replicas
@@ -167,7 +98,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
         _audit_case_digest(case, context.last_command, found)
         _audit_phases(case, context.phases, found)
         _audit_snapshots(path, case, context.evidence_ids, found)
-        _audit_secrets(case, redactor, CASE_FILE, found)
+        audit_secrets(case, redactor, CASE_FILE, found)
     _audit_entries(path, found)
     return AuditReport(
         task_id=task_id,
@@ -181,7 +112,7 @@ def audit_case(path: str, task_id: str, redactor: Redactor) -> AuditReport:
     )
 
 
-def _audit_activity(context: _LedgerContext) -> int:
+def _audit_activity(context: LedgerContext) -> int:
     """The activity ledger's chain, its anchors in the commits, and secrets in it."""
     from cortex.cases import activity
 
@@ -197,11 +128,11 @@ def _audit_activity(context: _LedgerContext) -> int:
             file=activity.FILE,
         )
     for record in log.records:
-        _audit_secrets(record, context.redactor, activity.FILE, context.found)
+        audit_secrets(record, context.redactor, activity.FILE, context.found)
     return len(log.records)
 
 
-def _audit_snapshot(path: str, task_id: str, found: _Collector) -> CaseFile | None:
+def _audit_snapshot(path: str, task_id: str, found: Collector) -> CaseFile | None:
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -232,39 +163,7 @@ def _audit_snapshot(path: str, task_id: str, found: _Collector) -> CaseFile | No
     return case
 
 
-class _LedgerContext:
-    """What the ledger checks share: the case, the findings, and cross-ledger references."""
-
-    def __init__(self, *, path: str, case: CaseFile, found: _Collector, redactor: Redactor) -> None:
-        self.path = path
-        self.case = case
-        self.found = found
-        self.redactor = redactor
-        self.check_ulid = _ulid_checker()
-        self.raw_refs: dict[str, str | None] = {}
-        """raw id -> the sha256 the evidence recorded for it."""
-        self.evidence_ids: set[str] = set()
-        self.last_command: Command | None = None
-        self.phases: list[PhaseChange] = []
-        self.anchors: list[ActivityAnchor] = []
-        """Each commit's anchor of the activity ledger, in order (docs/design/activity.md)."""
-        self.tombstones: list[tuple[str, str, int, str, str]] = []
-        """(ledger file, record id, offset, recorded chain hash, sha256 of the tombstone)."""
-        self.forgets: list[tuple[str | None, Evidence]] = []
-        """Forget records, each with the replica key it was imported from (None: local)."""
-
-    def note_forget(
-        self, file: str, record: Evidence, line: bytes, offset: int, origin: str | None
-    ) -> None:
-        """Remember a tombstone or a forget record, for `forgotten.audit_forgets`."""
-        recorded = ledger.recorded_hash(line)
-        if recorded is not None:
-            self.tombstones.append((file, record.id, offset, recorded, sha256_hex(line)))
-        if record.forgets is not None:
-            self.forgets.append((origin, record))
-
-
-def _audit_ledger(context: _LedgerContext, name: str) -> int:
+def _audit_ledger(context: LedgerContext, name: str) -> int:
     path, case, found = context.path, context.case, context.found
     file = ledger_file(name)
     full = os.path.join(path, file)
@@ -327,7 +226,7 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
                     context.anchors.append(record.activity)
             else:
                 context.phases.append(record)
-            _audit_secrets(record, context.redactor, file, found, offset=offset)
+            audit_secrets(record, context.redactor, file, found, offset=offset)
     except FileNotFoundError:
         if state.bytes:
             found.error(
@@ -356,7 +255,7 @@ def _audit_ledger(context: _LedgerContext, name: str) -> int:
 
 def _check_evidence(
     record: Evidence,
-    context: _LedgerContext,
+    context: LedgerContext,
     fail: Callable[[str, str, int], None],
     offset: int,
 ) -> None:
@@ -374,7 +273,7 @@ def _check_evidence(
     raw_refs[parsed[1]] = record.raw_sha256
 
 
-def _audit_tail(full: str, file: str, state: LedgerState, revision: int, found: _Collector) -> None:
+def _audit_tail(full: str, file: str, state: LedgerState, revision: int, found: Collector) -> None:
     extra = ledger.uncommitted_tail(full, state.bytes)
     if not extra:
         return
@@ -392,7 +291,7 @@ def _audit_tail(full: str, file: str, state: LedgerState, revision: int, found: 
     )
 
 
-def _audit_raw(path: str, referenced: dict[str, str | None], found: _Collector) -> None:
+def _audit_raw(path: str, referenced: dict[str, str | None], found: Collector) -> None:
     raw_dir = os.path.join(path, RAW_DIR)
     try:
         mode = os.lstat(raw_dir).st_mode
@@ -444,7 +343,7 @@ def _audit_raw(path: str, referenced: dict[str, str | None], found: _Collector) 
             found.warn("orphan_blob", f"raw/{name} is referenced by no committed record")
 
 
-def _audit_tree(raw_dir: str, name: str, present: dict[str, str], found: _Collector) -> set[str]:
+def _audit_tree(raw_dir: str, name: str, present: dict[str, str], found: Collector) -> set[str]:
     """Check a tree's members against its manifest; return their raw ids (referenced by it)."""
     from cortex.cases.tree import decode_manifest
 
@@ -475,7 +374,7 @@ def _file_sha256(path: str) -> str | None:
         return None
 
 
-def _audit_case_digest(case: CaseFile, last: Command | None, found: _Collector) -> None:
+def _audit_case_digest(case: CaseFile, last: Command | None, found: Collector) -> None:
     """case.json must be what the last commit wrote: its unchained fields are checked here."""
     if last is None:
         return
@@ -487,7 +386,7 @@ def _audit_case_digest(case: CaseFile, last: Command | None, found: _Collector) 
         )
 
 
-def _audit_phases(case: CaseFile, phases: list[PhaseChange], found: _Collector) -> None:
+def _audit_phases(case: CaseFile, phases: list[PhaseChange], found: Collector) -> None:
     """Each phase line continues from the last, and the last ends where the case is."""
     previous = None
     for index, change in enumerate(phases):
@@ -506,7 +405,7 @@ def _audit_phases(case: CaseFile, phases: list[PhaseChange], found: _Collector) 
         )
 
 
-def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _Collector) -> None:
+def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: Collector) -> None:
     """Each auxiliary snapshot is the exact version case.json records (revision and digest)."""
     pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
     types: dict[str, type[msgspec.Struct]] = dict(AUX_TYPES)
@@ -577,7 +476,7 @@ def _audit_snapshots(path: str, case: CaseFile, evidence_ids: set[str], found: _
                         )
 
 
-def _audit_receipts(document: Verification, evidence_ids: set[str], found: _Collector) -> None:
+def _audit_receipts(document: Verification, evidence_ids: set[str], found: Collector) -> None:
     """Every receipt belongs to a kept batch, cites evidence of this case, and agrees with it."""
     batches = {batch.id: batch for batch in document.batches}
     name = "verification.json"
@@ -607,7 +506,7 @@ def _audit_receipts(document: Verification, evidence_ids: set[str], found: _Coll
                 )
 
 
-def _audit_entries(path: str, found: _Collector) -> None:
+def _audit_entries(path: str, found: Collector) -> None:
     try:
         names = os.listdir(path)
     except OSError:
@@ -649,33 +548,3 @@ def _audit_entries(path: str, found: _Collector) -> None:
                 found.error("symlink", f"{name} is a symlink", file=name)
             elif mode & 0o077:
                 found.warn("permissions", f"{name} is mode {oct(mode & 0o777)}", file=name)
-
-
-def _audit_secrets(
-    record: msgspec.Struct,
-    redactor: Redactor,
-    file: str,
-    found: _Collector,
-    *,
-    offset: int | None = None,
-) -> None:
-    """Warn when stored text still matches a secret pattern (e.g. a literal added later)."""
-    for text in _strings(msgspec.to_builtins(record)):
-        if redactor.looks_secret(text):
-            found.warn(
-                "secret_residue",
-                "stored text matches a secret pattern (was a redaction literal added later?)",
-                file=file,
-                offset=offset,
-            )
-            return
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []

@@ -64,14 +64,14 @@ LEDGERS = ("evidence", "commands", "phases")
 """The ledgers of format v1; each is `<name>.jsonl` in the case directory."""
 
 
-class _Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename="camel"):
+class Record(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename="camel"):
     """Common options: strict decoding, keyword construction, camelCase on disk."""
 
 
 # case.json ----------------------------------------------------------------------------------
 
 
-class Workspace(_Record, kw_only=True):
+class Workspace(Record, kw_only=True):
     """Where the task runs: captured once, when the case is opened."""
 
     kind: WorkspaceKind
@@ -81,14 +81,14 @@ class Workspace(_Record, kw_only=True):
     commit_before: str | None = None
 
 
-class Criterion(_Record, kw_only=True):
+class Criterion(Record, kw_only=True):
     """An acceptance criterion, immutable once the case exists."""
 
     id: str
     statement: str
 
 
-class ChangeBoundary(_Record, kw_only=True):
+class ChangeBoundary(Record, kw_only=True):
     """The files and symbols a change task may touch (set by the plan)."""
 
     files: list[str] = msgspec.field(default_factory=list)
@@ -96,7 +96,7 @@ class ChangeBoundary(_Record, kw_only=True):
     reason: str | None = None
 
 
-class Lease(_Record, kw_only=True):
+class Lease(Record, kw_only=True):
     """A time-bounded claim on making changes; kept for audit after release."""
 
     actor: str
@@ -112,14 +112,14 @@ class Lease(_Record, kw_only=True):
     replicas resolve their state by it first (docs/design/sharing.md)."""
 
 
-class SnapshotRef(_Record, kw_only=True):
+class SnapshotRef(Record, kw_only=True):
     """Which version of an auxiliary snapshot (plan.json, ...) the case is at."""
 
     revision: Revision
     sha256: Digest
 
 
-class LedgerState(_Record, kw_only=True):
+class LedgerState(Record, kw_only=True):
     """The committed extent of one ledger: readers never look past `bytes`."""
 
     count: Count = 0
@@ -132,7 +132,7 @@ class LedgerState(_Record, kw_only=True):
     then search the ledger by time; docs/design/storage.md, "Time order")."""
 
 
-class CaseFile(_Record, kw_only=True):
+class CaseFile(Record, kw_only=True):
     """`case.json`: the case snapshot. Its revision counts commits."""
 
     schema_version: int = SCHEMA_VERSION
@@ -166,7 +166,7 @@ class CaseFile(_Record, kw_only=True):
 # Ledger records ---------------------------------------------------------------------------
 
 
-class Source(_Record, kw_only=True):
+class Source(Record, kw_only=True):
     """Where a piece of evidence came from."""
 
     tool: str
@@ -180,7 +180,7 @@ class Source(_Record, kw_only=True):
     shown as reported by `actor` (docs/design/trust.md, "Provenance with its channel")."""
 
 
-class Location(_Record, kw_only=True):
+class Location(Record, kw_only=True):
     """A place in the repository a piece of evidence is about."""
 
     file: str | None = None
@@ -197,7 +197,7 @@ class Location(_Record, kw_only=True):
 Outcome = Literal["upheld", "overturned"]
 
 
-class Resolution(_Record, kw_only=True):
+class Resolution(Record, kw_only=True):
     """A person's resolution of the contests of one decision (docs/design/recall.md)."""
 
     decision: str
@@ -206,7 +206,7 @@ class Resolution(_Record, kw_only=True):
     """The contesting evidence ids this resolution closes (those open when it was made)."""
 
 
-class ForgottenBlob(_Record, kw_only=True):
+class ForgottenBlob(Record, kw_only=True):
     """A raw blob a forget removed: which, and the digest and size of what was removed."""
 
     id: str
@@ -214,7 +214,7 @@ class ForgottenBlob(_Record, kw_only=True):
     bytes: Count
 
 
-class Forgetting(_Record, kw_only=True):
+class Forgetting(Record, kw_only=True):
     """What a forget record vouches for (docs/design/storage.md, "Forgetting a record")."""
 
     record: str
@@ -230,7 +230,7 @@ class Forgetting(_Record, kw_only=True):
     raw: list[ForgottenBlob] = msgspec.field(default_factory=list)
 
 
-class Evidence(_Record, kw_only=True):
+class Evidence(Record, kw_only=True):
     """One line of `evidence.jsonl`: a claim with its provenance."""
 
     id: str
@@ -255,14 +255,14 @@ class Evidence(_Record, kw_only=True):
     prev: str = ""
 
 
-class ActivityAnchor(_Record, kw_only=True):
+class ActivityAnchor(Record, kw_only=True):
     """The last complete `activity.jsonl` record when a commit was made: position and hash."""
 
     n: Count
     tip: Digest
 
 
-class Command(_Record, kw_only=True):
+class Command(Record, kw_only=True):
     """One line of `commands.jsonl`: what was done, by whom, how it ended. Never content."""
 
     id: str
@@ -284,7 +284,7 @@ class Command(_Record, kw_only=True):
     prev: str = ""
 
 
-class PhaseChange(_Record, kw_only=True):
+class PhaseChange(Record, kw_only=True):
     """One line of `phases.jsonl`: a committed phase transition."""
 
     id: str
@@ -327,7 +327,7 @@ class LineMeta(msgspec.Struct):
 # Store bookkeeping ------------------------------------------------------------------------
 
 
-class StagedFile(_Record, kw_only=True):
+class StagedFile(Record, kw_only=True):
     """One file of a multi-file commit: where it was staged and where it goes."""
 
     staged: str
@@ -338,14 +338,14 @@ class StagedFile(_Record, kw_only=True):
     so a journal cannot make recovery delete a file another commit published."""
 
 
-class RemovedFile(_Record, kw_only=True):
+class RemovedFile(Record, kw_only=True):
     """A file a committed forget removes, if it still holds what was named."""
 
     path: str
     sha256: Digest
 
 
-class ForgetStep(_Record, kw_only=True):
+class ForgetStep(Record, kw_only=True):
     """One forget a committed journal applies: a ledger range and the files to remove."""
 
     ledger: str
@@ -358,7 +358,7 @@ class ForgetStep(_Record, kw_only=True):
     remove: list[RemovedFile] = msgspec.field(default_factory=list)
 
 
-class Journal(_Record, kw_only=True):
+class Journal(Record, kw_only=True):
     """`.journal.json`: enough to roll an interrupted multi-file commit back or forward."""
 
     schema_version: int = SCHEMA_VERSION
@@ -384,7 +384,7 @@ class LockInfo(msgspec.Struct, kw_only=True):
     since: str
 
 
-class KeyRecord(_Record, kw_only=True):
+class KeyRecord(Record, kw_only=True):
     """An idempotency key's claim on a case id."""
 
     task_id: str

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from cortex.cases import ledger
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import CortexError, IntegrityError
+from cortex.cases.findings import Collector, LedgerContext, ReplicaAudited, audit_secrets
 from cortex.cases.fsio import read_bounded
 from cortex.cases.ids import is_id
 from cortex.cases.layout import (
@@ -35,13 +35,10 @@ from cortex.cases.records import LEDGER_PREFIXES, LEDGERS, Evidence, LedgerState
 from cortex.cases.replica_index import ReplicaIndex
 from cortex.cases.replicas import check_chain
 
-if TYPE_CHECKING:
-    from cortex.cases.integrity import ReplicaAudited, _Collector, _LedgerContext
-
 _MAX_FINDINGS = 20
 
 
-def _index(path: str, sha256: str, found: _Collector) -> ReplicaIndex | None:
+def _index(path: str, sha256: str, found: Collector) -> ReplicaIndex | None:
     pending = os.path.lexists(os.path.join(path, JOURNAL_FILE))
     candidates = [REPLICAS_FILE, BACKUP_PREFIX + REPLICAS_FILE] if pending else [REPLICAS_FILE]
     for candidate in candidates:
@@ -62,13 +59,11 @@ def _index(path: str, sha256: str, found: _Collector) -> ReplicaIndex | None:
     return None  # `_audit_snapshots` reports the missing or edited version
 
 
-def audit_replicas(context: _LedgerContext, found: _Collector) -> list[ReplicaAudited]:
+def audit_replicas(context: LedgerContext, found: Collector) -> list[ReplicaAudited]:
     """Check every imported replica of the case at `context.path` (see the module docstring).
 
     Returns each replica checked with the lines read from each of its ledgers.
     """
-    from cortex.cases.integrity import ReplicaAudited, _audit_secrets
-
     case, path = context.case, context.path
     ref = case.snapshots.get("replicas")
     if ref is None:
@@ -113,20 +108,17 @@ def audit_replicas(context: _LedgerContext, found: _Collector) -> list[ReplicaAu
             file=REPLICAS_FILE,
         )
     _audit_strays(path, keys, found)
-    del _audit_secrets
     return audited
 
 
 def _audit_ledger(
-    context: _LedgerContext,
+    context: LedgerContext,
     key: str,
     name: str,
     state: LedgerState | None,
-    found: _Collector,
+    found: Collector,
 ) -> int:
     """Check one ledger of an imported replica; the number of lines read."""
-    from cortex.cases.integrity import _audit_secrets
-
     state = state or LedgerState()
     relative = replica_ledger(key, name)
     full = os.path.join(context.path, relative)
@@ -163,7 +155,7 @@ def _audit_ledger(
                 parsed = None if record.raw_ref is None else parse_raw_ref(record.raw_ref)
                 if parsed is not None and parsed[0] == context.case.id and not withheld:
                     context.raw_refs.setdefault(parsed[1], record.raw_sha256)
-            _audit_secrets(record, context.redactor, relative, found)
+            audit_secrets(record, context.redactor, relative, found)
     except FileNotFoundError:
         if state.bytes:
             found.error("missing", f"{relative} is missing but {state.bytes} bytes are committed")
@@ -188,7 +180,7 @@ def _audit_ledger(
     return count
 
 
-def _audit_strays(path: str, keys: set[str], found: _Collector) -> None:
+def _audit_strays(path: str, keys: set[str], found: Collector) -> None:
     try:
         names = sorted(os.listdir(os.path.join(path, REPLICAS_DIR)))
     except (FileNotFoundError, NotADirectoryError):

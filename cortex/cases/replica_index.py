@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import msgspec
 
-from cortex.cases.records import SCHEMA_VERSION, Count, LedgerState, Revision, _Record
+from cortex.cases.records import SCHEMA_VERSION, Count, LedgerState, Record, Revision
 
 
-class Origin(_Record, kw_only=True):
+class Origin(Record, kw_only=True):
     """The change that produced a state's content: which replica made it, at which clock."""
 
     replica: str
     lamport: Count
 
 
-class Fence(_Record, kw_only=True):
+class Fence(Record, kw_only=True):
     """How a state ranks against another: lease epoch, then Lamport clock, then replica key."""
 
     epoch: Count
@@ -31,7 +31,7 @@ class Fence(_Record, kw_only=True):
         return (self.epoch, self.lamport, self.replica)
 
 
-class LocalSync(_Record, kw_only=True):
+class LocalSync(Record, kw_only=True):
     """The local replica's clock and what its state knows, as of the last import."""
 
     replica: str
@@ -47,7 +47,7 @@ class LocalSync(_Record, kw_only=True):
     """For each replica, the clock of its latest change the local state has incorporated."""
 
 
-class HeadInfo(_Record, kw_only=True):
+class HeadInfo(Record, kw_only=True):
     """What an imported replica's export said about itself (the parts the case keeps)."""
 
     revision: Revision
@@ -62,7 +62,7 @@ class HeadInfo(_Record, kw_only=True):
     """The replica's phase when it exported."""
 
 
-class ImportedReplica(_Record, kw_only=True):
+class ImportedReplica(Record, kw_only=True):
     """One imported replica: where its ledgers end and where it came from."""
 
     key: str
@@ -79,7 +79,7 @@ class ImportedReplica(_Record, kw_only=True):
     fetched_at: str
 
 
-class ConflictSide(_Record, kw_only=True):
+class ConflictSide(Record, kw_only=True):
     """One side of a conflict: whose state, how it was fenced, and what it held."""
 
     replica: str
@@ -94,7 +94,7 @@ class ConflictSide(_Record, kw_only=True):
     batch: str | None = None
 
 
-class Conflict(_Record, kw_only=True):
+class Conflict(Record, kw_only=True):
     """A change that lost to a higher-fenced state: recorded, never dropped silently."""
 
     at: str
@@ -102,7 +102,7 @@ class Conflict(_Record, kw_only=True):
     loser: ConflictSide
 
 
-class ReplicaIndex(_Record, kw_only=True):
+class ReplicaIndex(Record, kw_only=True):
     """`replicas.json`."""
 
     schema_version: int = SCHEMA_VERSION

@@ -167,8 +167,8 @@ class CaseStore:
         """How the commands writing through this store arrived; every audit line says so."""
         self.moved: dict[str, tuple[str, str]] = {}
         """Cases whose phase or change boundary a commit through this store changed, with the
-        phase before and after: the capture card (cortex.kernel.capture_card) is rewritten for
-        those that were or are being changed only."""
+        phase before and after: the capture card (cortex.kernel.activity.capture_card) is
+        rewritten for those that were or are being changed only."""
 
     def arrived(self, record: _R) -> _R:
         """`record` stamped with the channel its commit arrived on, unless it names one."""

@@ -13,13 +13,13 @@ import msgspec
 
 from cortex.cases.bounds import TREE_DEPTH_MAX, TREE_PATH_MAX
 from cortex.cases.errors import ArgumentError, InvalidInputError
-from cortex.cases.records import Digest, _Record
+from cortex.cases.records import Digest, Record
 from cortex.cases.redact import clip
 
 FORMAT = "cortex-tree/1"
 
 
-class TreeMember(_Record, kw_only=True):
+class TreeMember(Record, kw_only=True):
     """One file of a tree: where it was, and the blob that holds it."""
 
     path: str
@@ -28,14 +28,14 @@ class TreeMember(_Record, kw_only=True):
     sha256: Digest
 
 
-class TreeSkip(_Record, kw_only=True):
+class TreeSkip(Record, kw_only=True):
     """An entry the capture did not keep, and why."""
 
     path: str
     reason: str
 
 
-class TreeManifest(_Record, kw_only=True):
+class TreeManifest(Record, kw_only=True):
     """What `raw/<raw id>.tree` holds."""
 
     format: str = FORMAT

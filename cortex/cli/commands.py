@@ -14,7 +14,7 @@ from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 
 if TYPE_CHECKING:
-    from cortex.kernel.decisions import Confirmation
+    from cortex.kernel.human.decisions import Confirmation
 
 Values = dict[str, Any]
 
@@ -47,7 +47,7 @@ class Call:
 
 
 def _open(c: Call) -> Result:
-    from cortex.kernel.open_case import open_case
+    from cortex.kernel.steps.open_case import open_case
 
     return open_case(
         c.kernel,
@@ -82,8 +82,8 @@ def _show(c: Call) -> Result:
 
 
 def _evidence_add(c: Call) -> Result:
-    from cortex.kernel.evidence import add_evidence
-    from cortex.kernel.raw_input import gather
+    from cortex.kernel.steps.evidence import add_evidence
+    from cortex.kernel.steps.raw_input import gather
 
     raw, tree = gather(
         c.kernel, raw_file=c["raw_file"], raw_dir=c["raw_dir"], stdin=c.stdin, cwd=c.cwd
@@ -111,7 +111,7 @@ def _evidence_add(c: Call) -> Result:
 
 
 def _note(c: Call) -> Result:
-    from cortex.kernel.evidence import add_note
+    from cortex.kernel.steps.evidence import add_note
 
     return add_note(
         c.kernel,
@@ -125,7 +125,7 @@ def _note(c: Call) -> Result:
 
 
 def _read_evidence(c: Call) -> Result:
-    from cortex.kernel.evidence import read_evidence
+    from cortex.kernel.steps.evidence import read_evidence
 
     return read_evidence(c.kernel, c["task"], c["evidence"])
 
@@ -144,7 +144,7 @@ def _read_artifact(c: Call) -> Result:
 
 
 def _plan(c: Call) -> Result:
-    from cortex.kernel.plan import plan
+    from cortex.kernel.steps.plan import plan
 
     return plan(
         c.kernel,
@@ -164,7 +164,7 @@ def _plan(c: Call) -> Result:
 
 
 def _resolve(c: Call) -> Result:
-    from cortex.kernel.resolve import resolve
+    from cortex.kernel.steps.resolve import resolve
 
     return resolve(
         c.kernel,
@@ -205,7 +205,7 @@ def _lease_release(c: Call) -> Result:
 
 
 def _decision_request(c: Call) -> Result:
-    from cortex.kernel.decisions import request
+    from cortex.kernel.human.decisions import request
 
     return request(
         c.kernel,
@@ -218,7 +218,7 @@ def _decision_request(c: Call) -> Result:
 
 
 def _decision_answer(c: Call) -> Result:
-    from cortex.kernel.decisions import answer
+    from cortex.kernel.human.decisions import answer
 
     # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
     confirm = _confirm_answer if c.kernel.via == "cli-tty" else None
@@ -248,13 +248,13 @@ def _confirm_answer(asked: Confirmation) -> str | None:
 
 
 def _decision_list(c: Call) -> Result:
-    from cortex.kernel.decisions import list_decisions
+    from cortex.kernel.human.decisions import list_decisions
 
     return list_decisions(c.kernel, c["task"])
 
 
 def _block(c: Call) -> Result:
-    from cortex.kernel.close import close
+    from cortex.kernel.steps.close import close
 
     return close(
         c.kernel,
@@ -267,7 +267,7 @@ def _block(c: Call) -> Result:
 
 
 def _abort(c: Call) -> Result:
-    from cortex.kernel.close import close
+    from cortex.kernel.steps.close import close
 
     return close(
         c.kernel,
@@ -280,7 +280,7 @@ def _abort(c: Call) -> Result:
 
 
 def _unblock(c: Call) -> Result:
-    from cortex.kernel.close import unblock
+    from cortex.kernel.steps.close import unblock
 
     return unblock(
         c.kernel, c["task"], reason=c["reason"], actor=c["actor"], lease_token=_lease_token(c)
@@ -294,7 +294,7 @@ def _audit(c: Call) -> Result:
 
 
 def _verify(c: Call) -> Result:
-    from cortex.kernel.verify import verify
+    from cortex.kernel.proof.verify import verify
 
     return verify(
         c.kernel,
@@ -309,7 +309,7 @@ def _verify(c: Call) -> Result:
 
 
 def _complete(c: Call) -> Result:
-    from cortex.kernel.complete import complete
+    from cortex.kernel.steps.complete import complete
 
     return complete(
         c.kernel,
@@ -520,7 +520,7 @@ def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
 
 
 def _decision_resolve(c: Call) -> Result:
-    from cortex.kernel.contests import resolve_contest
+    from cortex.kernel.human.contests import resolve_contest
 
     return resolve_contest(
         c.kernel,
@@ -534,26 +534,26 @@ def _decision_resolve(c: Call) -> Result:
 
 
 def _archive(c: Call) -> Result:
-    from cortex.kernel.retention import archive
+    from cortex.kernel.retention.archive import archive
 
     return archive(c.kernel, c["task"], actor=c["actor"])
 
 
 def _unarchive(c: Call) -> Result:
-    from cortex.kernel.retention import unarchive
+    from cortex.kernel.retention.archive import unarchive
 
     return unarchive(c.kernel, c["task"], actor=c["actor"])
 
 
 def _prune(c: Call) -> Result:
-    from cortex.kernel.retention import prune
+    from cortex.kernel.retention.archive import prune
 
     return prune(c.kernel, older_than=c["older_than"], apply=c["apply"], actor=c["actor"])
 
 
 def _rm(c: Call) -> Result:
     from cortex.cli.retention import confirm_remove
-    from cortex.kernel.retention import remove
+    from cortex.kernel.retention.archive import remove
 
     confirm = confirm_remove if c.kernel.via == "cli-tty" else None
     return remove(c.kernel, c["task"], force=c["force"], confirm=confirm)
@@ -573,7 +573,7 @@ def _recall_drop(c: Call) -> Result:
 
 def _forget(c: Call) -> Result:
     from cortex.cli.retention import confirm_forget
-    from cortex.kernel.forget import forget
+    from cortex.kernel.retention.forget import forget
 
     confirm = confirm_forget if c.kernel.via == "cli-tty" else None
     return forget(

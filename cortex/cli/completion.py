@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from cortex.cli.parser import _BY_WORDS, COMMANDS, GLOBAL, Cmd, Opt, UsageError
+from cortex.cli.parser import BY_WORDS, COMMANDS, GLOBAL, Cmd, Opt, UsageError
 from cortex.kernel.validate import shown
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def complete(kernel: Kernel, line: str) -> list[Candidate]:
         elif only_positionals or not word.startswith("-") or word == "-":
             if command is None and not only_positionals:
                 words.append(word)
-                command = _BY_WORDS.get(tuple(words))
+                command = BY_WORDS.get(tuple(words))
             else:
                 positionals += 1
         elif word == "--":

@@ -4,7 +4,7 @@ At a terminal (and without `--json` or `--quiet`), a long command shows one live
 works: a spinner, what it is doing (which verifier, `n of m`), how long it has run and its
 timeout. The line is transient: when the command ends it disappears and the command's answer is
 printed where it stood. `--follow` prints the verifier's output lines (already redacted by the
-kernel, `cortex.kernel.follow`) above the live line, or on stderr when nothing is live (so
+kernel, `cortex.kernel.proof.follow`) above the live line, or on stderr when nothing is live (so
 `--json` keeps stdout to its one envelope). Imported only when something is to be shown.
 """
 

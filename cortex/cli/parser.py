@@ -835,7 +835,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 """How `--help` lists the commands: by where in a case's life each is used. A command not named
 here is listed under "other" (so none is ever left out of the help)."""
 
-_BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}
+BY_WORDS = {cmd.words: cmd for cmd in COMMANDS}
 
 
 def command_name(argv: Sequence[str]) -> str:
@@ -895,7 +895,7 @@ def parse(argv: Sequence[str]) -> Parsed:
             index = state.option(args, index, arg, GLOBAL, " ".join(["cortex", *words]))
             continue
         words.append(arg)
-        command = _BY_WORDS.get(tuple(words))
+        command = BY_WORDS.get(tuple(words))
         if command is not None and index < len(args) and args[index] in _next_words(tuple(words)):
             # A longer command goes first: `recall get ...` is not `recall` looking for "get"
             # (which is written `cortex recall -- get`).
@@ -1080,7 +1080,7 @@ def help_for(words: Sequence[str]) -> str:
 
     Words that end one command only (`help verify`) show that command (`case verify`).
     """
-    command = _BY_WORDS.get(tuple(words))
+    command = BY_WORDS.get(tuple(words))
     if command is not None:
         return command_help(command)
     if words and not _next_words(tuple(words)):

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from cortex.cli.terminal import ask, indented
 
 if TYPE_CHECKING:
-    from cortex.kernel.forget import Asked
-    from cortex.kernel.retention import Removal
+    from cortex.kernel.retention.archive import Removal
+    from cortex.kernel.retention.forget import Asked
 
 SHOWN = 400
 """Characters of the claim shown before a forget: enough to recognise it."""

@@ -36,9 +36,9 @@ def context(event: str, text: str) -> dict[str, Any]:
 
 def _keep_alive(kernel: Kernel) -> None:
     """Renew the session's lease where due, and refresh the capture card (both courtesies)."""
-    from cortex.kernel.capture_card import after_commit
+    from cortex.kernel.activity.capture_card import after_commit
+    from cortex.kernel.activity.session_lease import keep_alive
     from cortex.kernel.errors import CortexError
-    from cortex.kernel.session_lease import keep_alive
 
     with contextlib.suppress(CortexError, OSError):
         keep_alive(kernel)
@@ -55,7 +55,7 @@ def session_start(call: Call) -> dict[str, Any] | None:
     source = call.payload.get("source")
     hint = None
     if source == "compact":
-        from cortex.kernel.session_lease import focus
+        from cortex.kernel.activity.session_lease import focus
 
         hint = focus(kernel)
     found = brief(kernel, hint=hint)
@@ -119,7 +119,7 @@ def pre_compact(call: Call) -> dict[str, Any] | None:
     kernel = kernel_for(call)
     found = brief(kernel, recall=False)
     if found["focus"] is not None:
-        from cortex.kernel.session_lease import remember_focus
+        from cortex.kernel.activity.session_lease import remember_focus
 
         remember_focus(kernel, found["focus"])
     return None

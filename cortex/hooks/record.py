@@ -9,7 +9,7 @@ import os
 import re
 
 from cortex.hooks.capture import AGENT_EXPORT, agent_label
-from cortex.kernel.activity import Observation, record
+from cortex.kernel.activity.observe import Observation, record
 
 _EXIT = re.compile(r"^Exit code (-?\d+)")
 

@@ -18,10 +18,10 @@ import msgspec
 
 from cortex.cases.documents import Batch, Decision, Hypothesis, Receipt
 from cortex.cases.records import ChangeBoundary, Criterion, Evidence, Workspace
-from cortex.kernel.assessment import Assessment
 from cortex.kernel.envelope import SCHEMA, ErrorInfo
 from cortex.kernel.kernel import StoreInfo
-from cortex.kernel.will_run import WillRun
+from cortex.kernel.proof.assessment import Assessment
+from cortex.kernel.proof.will_run import WillRun
 from cortex.recall.cards import Card as RecallCard
 
 

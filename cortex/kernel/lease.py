@@ -91,7 +91,7 @@ def holds(lease: Lease, actor: str, token: str | None, *, session: bool = False)
     """Whether `actor`, presenting `token`, is the holder of `lease` (see the module docstring).
 
     `session` says the caller runs in the host session that took the lease
-    (`cortex.kernel.session_lease`): that stands for the token.
+    (`cortex.kernel.activity.session_lease`): that stands for the token.
     """
     if lease.actor != actor:
         return False
@@ -140,7 +140,7 @@ def in_session(kernel: Kernel, task_id: str, lease: Lease | None) -> bool:
     """Whether this call runs in the host session that took `lease` (docs/design/hosts.md)."""
     if kernel.host_session is None or lease is None:
         return False
-    from cortex.kernel import session_lease
+    from cortex.kernel.activity import session_lease
 
     return session_lease.holds(kernel, task_id, lease)
 
@@ -267,7 +267,7 @@ def begin_change(
                 )
             token = mint()
             case.change_lease = _new_lease(who, now, seconds, token, replaces=lease)
-            from cortex.kernel import session_lease
+            from cortex.kernel.activity import session_lease
 
             # Before the commit point: a commit that fails leaves a binding that matches nothing.
             session_lease.bind(kernel, task_id, case.change_lease)

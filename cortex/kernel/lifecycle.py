@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     # Type only: readers (status) must not load the commit machinery.
     from cortex.cases.documents import Decision, Decisions
     from cortex.cases.txn import Transaction
-    from cortex.kernel.assessment import Assessment
+    from cortex.kernel.proof.assessment import Assessment
 
 TERMINAL: frozenset[str] = frozenset({"complete", "blocked", "abandoned"})
 """Closed: no work goes on. Readers count these as closed; only `blocked` can be left again."""
@@ -102,7 +102,7 @@ def before(phase: Phase, other: Phase) -> bool:
 def pending(decisions: Decisions | None) -> Decision | None:
     """The decision a case's decisions.json says it is waiting for, if any.
 
-    Here, not in `cortex.kernel.decisions`, so that `status` reads it without loading the
+    Here, not in `cortex.kernel.human.decisions`, so that `status` reads it without loading the
     decision commands (tests/test_import_pin.py).
     """
     if decisions is None:

@@ -15,7 +15,7 @@ Events of one operation, in order (docs/design/progress.md has the whole protoco
                      (`subject`, `index` of `count`)
     start            a verifier started (`subject`, `index` of `count`, `timeout` where known)
     tick             it is still running (`elapsed` of `timeout`), at most once per `interval`
-    output           one line of its output, redacted (only with `follow`; see cortex.kernel.follow)
+    output           one line of its output, redacted (only with `follow`; see proof/follow.py)
     finish           it ended (`status`, `elapsed`)
     end              the operation is done (it may still be refused after this; the face's
                      answer says so)
@@ -35,7 +35,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
-    from cortex.kernel.follow import Lines
+    from cortex.kernel.proof.follow import Lines
 
 Kind = Literal["begin", "step", "start", "tick", "output", "finish", "end"]
 
@@ -179,7 +179,7 @@ class Verifying:
         self._next_tick = self.started + progress.interval
         self._lines: dict[str, Lines] = {}
         if progress.follow:
-            from cortex.kernel.follow import Lines
+            from cortex.kernel.proof.follow import Lines
 
             for stream in ("stdout", "stderr"):
                 self._lines[stream] = Lines(redactor, self._line_sink(stream))

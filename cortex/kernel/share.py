@@ -940,13 +940,13 @@ def _local_state(
     rep: ReplicaFile,
 ) -> tuple[State, str]:
     """The local state as fencing sees it, and its content digest."""
-    from cortex.share.export import _Checker, _snapshots
+    from cortex.share.export import Checker, leaving_snapshots
     from cortex.share.resolve import State
 
     mapping = paths(kernel)
-    checker = _Checker(kernel.redactor, mapping)
+    checker = Checker(kernel.redactor, mapping)
     context = _context(kernel, case, index, rep)
-    shas, _ = _snapshots(context, kernel.store.case_path(case.id), checker)
+    shas, _ = leaving_snapshots(context, kernel.store.case_path(case.id), checker)
     summary_path = os.path.join(kernel.store.case_path(case.id), "summary.md")
     summary = None
     if os.path.lexists(summary_path):

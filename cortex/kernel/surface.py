@@ -54,7 +54,7 @@ def in_kernel(
         result = use_case(kernel)
         if _moved_through_a_gate(kernel):
             # The capture hook's view of the workspace (docs/design/activity.md, section 3).
-            from cortex.kernel.capture_card import after_commit
+            from cortex.kernel.activity.capture_card import after_commit
 
             after_commit(kernel)
         # An answer echoes input only as the store keeps it: redacted, like everything written.

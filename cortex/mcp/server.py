@@ -261,7 +261,7 @@ def _stop(signum: int, _frame: object) -> None:
     Calls run in worker threads, where the verifier runner cannot take signals itself. A commit
     interrupted here is an interrupted commit like any other: the next writer recovers it.
     """
-    from cortex.kernel.verify import stop_running
+    from cortex.kernel.proof.verify import stop_running
 
     stop_running()
     os._exit(128 + signum)

@@ -475,7 +475,7 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _open(k: Kernel, a: OpenTask, _held: Leases) -> Result:
-    from cortex.kernel.open_case import open_case
+    from cortex.kernel.steps.open_case import open_case
 
     return open_case(
         k,
@@ -504,8 +504,8 @@ def _list(k: Kernel, a: ListTasks, _held: Leases) -> Result:
 
 
 def _evidence(k: Kernel, a: RecordEvidence, _held: Leases) -> Result:
-    from cortex.kernel.evidence import add_evidence
-    from cortex.kernel.raw_input import gather
+    from cortex.kernel.steps.evidence import add_evidence
+    from cortex.kernel.steps.raw_input import gather
 
     raw, tree = gather(k, raw=a.raw, raw_dir=a.raw_dir, confine=True)
     return add_evidence(
@@ -531,7 +531,7 @@ def _evidence(k: Kernel, a: RecordEvidence, _held: Leases) -> Result:
 
 
 def _note(k: Kernel, a: Note, _held: Leases) -> Result:
-    from cortex.kernel.evidence import add_note
+    from cortex.kernel.steps.evidence import add_note
 
     return add_note(
         k,
@@ -545,7 +545,7 @@ def _note(k: Kernel, a: Note, _held: Leases) -> Result:
 
 
 def _plan(k: Kernel, a: PlanArgs, held: Leases) -> Result:
-    from cortex.kernel.plan import plan
+    from cortex.kernel.steps.plan import plan
 
     # An object hypothesis goes to the kernel whole (its text may hold ' :: '), its supports
     # as the shorthand for its position.
@@ -576,7 +576,7 @@ def _plan(k: Kernel, a: PlanArgs, held: Leases) -> Result:
 
 
 def _resolve(k: Kernel, a: Resolve, _held: Leases) -> Result:
-    from cortex.kernel.resolve import resolve
+    from cortex.kernel.steps.resolve import resolve
 
     return resolve(
         k,
@@ -605,7 +605,7 @@ def _begin_change(k: Kernel, a: BeginChange, held: Leases) -> Result:
 
 
 def _verify(k: Kernel, a: Verify, held: Leases) -> Result:
-    from cortex.kernel.verify import verify
+    from cortex.kernel.proof.verify import verify
 
     # A claim id has no `=`, so an object claim is the shorthand exactly.
     claims = [c if isinstance(c, str) else f"{c.id}={c.statement}" for c in a.claims]
@@ -623,7 +623,7 @@ def _verify(k: Kernel, a: Verify, held: Leases) -> Result:
 
 
 def _request(k: Kernel, a: RequestDecision, _held: Leases) -> Result:
-    from cortex.kernel.decisions import request
+    from cortex.kernel.human.decisions import request
 
     options = [o if isinstance(o, str) else (o.id, o.label, o.consequence or "") for o in a.options]
     return request(
@@ -632,7 +632,7 @@ def _request(k: Kernel, a: RequestDecision, _held: Leases) -> Result:
 
 
 def _complete(k: Kernel, a: Complete, held: Leases) -> Result:
-    from cortex.kernel.complete import complete
+    from cortex.kernel.steps.complete import complete
 
     result = complete(
         k,
@@ -648,40 +648,40 @@ def _complete(k: Kernel, a: Complete, held: Leases) -> Result:
 
 
 def _abort(k: Kernel, a: Abort, held: Leases) -> Result:
-    from cortex.kernel.close import close
+    from cortex.kernel.steps.close import close
 
     token = held.get(k, a.task_id)
     return close(k, a.task_id, to="abandoned", reason=a.reason, actor=a.actor, lease_token=token)
 
 
 def _archive(k: Kernel, a: Archive, _held: Leases) -> Result:
-    from cortex.kernel.retention import archive
+    from cortex.kernel.retention.archive import archive
 
     return archive(k, a.task_id, actor=a.actor)
 
 
 def _unarchive(k: Kernel, a: Archive, _held: Leases) -> Result:
-    from cortex.kernel.retention import unarchive
+    from cortex.kernel.retention.archive import unarchive
 
     return unarchive(k, a.task_id, actor=a.actor)
 
 
 def _block(k: Kernel, a: Block, held: Leases) -> Result:
-    from cortex.kernel.close import close
+    from cortex.kernel.steps.close import close
 
     token = held.get(k, a.task_id)
     return close(k, a.task_id, to="blocked", reason=a.reason, actor=a.actor, lease_token=token)
 
 
 def _unblock(k: Kernel, a: Unblock, held: Leases) -> Result:
-    from cortex.kernel.close import unblock
+    from cortex.kernel.steps.close import unblock
 
     token = held.get(k, a.task_id)
     return unblock(k, a.task_id, reason=a.reason, actor=a.actor, lease_token=token)
 
 
 def _read_evidence(k: Kernel, a: ReadEvidence, _held: Leases) -> Result:
-    from cortex.kernel.evidence import read_evidence
+    from cortex.kernel.steps.evidence import read_evidence
 
     return read_evidence(k, a.task_id, a.evidence_id)
 

@@ -10,7 +10,7 @@ from cortex.cases.records import Evidence
 
 NOTABLE_ORIGINS = frozenset({"human", "reviewer"})
 VERIFY_TOOL = "cortex-verify:"
-"""The source tool prefix of the records `case verify` writes (cortex/kernel/receipts.py)."""
+"""The source tool prefix of the records `case verify` writes (cortex/kernel/proof/receipts.py)."""
 
 
 def notable(record: Evidence) -> bool:

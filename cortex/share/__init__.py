@@ -4,4 +4,11 @@ docs/design/sharing.md is the contract. This package runs the `git` program (arg
 shell) and imports only `cortex.cases` and `cortex.workspace`; the use cases that decide and
 write (`share`, `fetch`, `bundle`) are the kernel's (`cortex.kernel.share`). Import the
 submodule you need; the package itself stays empty.
+
+- `format` (the shared tree's paths and `head.json`), `git` (running git), `objects` (git trees
+  in memory), `errors`;
+- leaving: `export` (what would leave, checked first), `project` (what each record becomes on
+  its way out), `publish` (an export to a commit on `refs/cortex/cases/<id>`);
+- arriving: `remote` (push, fetch, list, bundles), `fetched` (a fetched tree, checked),
+  `history` (replica histories compared), `resolve` (which state is in force).
 """

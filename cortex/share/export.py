@@ -140,7 +140,7 @@ def lamport_of(case: CaseFile, index: ReplicaIndex | None) -> int:
     return index.local.clock + max(case.revision - index.local.base_revision, 0)
 
 
-class _Checker:
+class Checker:
     """Collects what the detect pass finds, as ids only."""
 
     def __init__(self, redactor: Redactor, paths: PathMap) -> None:
@@ -150,12 +150,14 @@ class _Checker:
         self.leaks: list[str] = []
 
     def strings(self, value: Any, label: str) -> None:
+        """Note `label` once if any string of `value` looks like a secret."""
         for text in _strings(value):
             if self.redactor.looks_secret(text):
                 self._hit(label)
                 return
 
     def data(self, data: bytes, label: str) -> None:
+        """Note `label` if `data` looks like a secret, or names a path of this machine."""
         if self.redactor.looks_secret(data.decode("utf-8", "surrogateescape")):
             self._hit(label)
         if self.paths.present(data):
@@ -179,7 +181,7 @@ def _strings(value: Any) -> list[str]:
 def build(context: Context, previous: Previous) -> Exported:
     """Export the local replica (see the module docstring)."""
     case = context.case
-    check = _Checker(context.redactor, context.paths)
+    check = Checker(context.redactor, context.paths)
     reuse = previous.head is not None and previous.head.ruleset == context.ruleset
     path = context.store.case_path(case.id)
     withheld: list[dict[str, Any]] = []
@@ -249,7 +251,7 @@ def build(context: Context, previous: Previous) -> Exported:
                     blob_bytes += len(data)
                     blob_count += 1
     last = previous.head if reuse else None
-    snapshots, snapshot_files = _snapshots(context, path, check, last)
+    snapshots, snapshot_files = leaving_snapshots(context, path, check, last)
     files.update(snapshot_files)
     shared_case = project.project_case(case, context.paths)
     case_bytes = encode_pretty(shared_case)
@@ -342,7 +344,7 @@ def _ledger(
     state: LedgerState,
     before: LedgerHead | None,
     previous: Previous,
-    check: _Checker,
+    check: Checker,
 ) -> _LedgerOut | None:
     """One ledger: its head, its new files, its reused segments; None if it cannot be reused."""
     file = os.path.join(path, ledger_file(name))
@@ -498,7 +500,7 @@ def _hash(name: str, line: bytes) -> str:
 
 
 def _blob(
-    path: str, task_id: str, record: Evidence, paths: PathMap, check: _Checker
+    path: str, task_id: str, record: Evidence, paths: PathMap, check: Checker
 ) -> BlobOut | None:
     """The raw blob a record cites, as it would leave (or why it stays)."""
     assert record.raw_ref is not None  # noqa: S101 - the caller checked
@@ -564,8 +566,8 @@ def _snapshot_bytes(path: str, name: str, sha: str) -> bytes:
     raise BusyError(msg)
 
 
-def _snapshots(
-    context: Context, path: str, check: _Checker, before: Head | None = None
+def leaving_snapshots(
+    context: Context, path: str, check: Checker, before: Head | None = None
 ) -> tuple[dict[str, str], dict[str, bytes]]:
     """Each auxiliary snapshot as it leaves (replicas.json stays: it is this machine's)."""
     shas: dict[str, str] = {}

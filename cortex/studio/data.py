@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from cortex.kernel import defaults
-from cortex.kernel.decisions import answer
 from cortex.kernel.errors import CortexError
+from cortex.kernel.human.decisions import answer
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.surface import redacted
 from cortex.kernel.views.sessions import sessions

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from cortex.cases.digest import _sha256
+from cortex.cases.digest import sha256
 from cortex.cases.redact import clip
 from cortex.workspace import tree_id
 
@@ -460,7 +460,7 @@ def digest_status(
     if head is None and depth == 0:
         return Capture(branch=branch, reason="the repository has no commit yet (HEAD is unborn)")
     entries.sort()
-    digest = _sha256(DIGEST_VERSION + b"\0" + (head or "unborn").encode() + b"\0")
+    digest = sha256(DIGEST_VERSION + b"\0" + (head or "unborn").encode() + b"\0")
     root_bytes = os.fsencode(root)
     changed: list[str] = []
     for path, fields in entries:
@@ -550,7 +550,7 @@ def _disk_state(
         if seen is not None:
             seen.disk[key] = _LINK
             seen.links[key] = target
-        return b"link:" + str(_sha256(target).hexdigest()).encode()
+        return b"link:" + str(sha256(target).hexdigest()).encode()
     if stat.S_ISDIR(mode):
         if seen is not None:
             seen.disk[key] = _DIR
@@ -562,7 +562,7 @@ def _disk_state(
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         return b"unreadable:" + str(exc.errno).encode()
-    digest = _sha256(b"")
+    digest = sha256(b"")
     carriage = False
     try:
         while chunk := os.read(fd, _CHUNK):

@@ -15,7 +15,7 @@ from itertools import accumulate
 from operator import add, itemgetter
 from typing import Any
 
-from cortex.cases.digest import _sha256
+from cortex.cases.digest import sha256
 from cortex.cases.redact import clip
 
 _sha1: Callable[[bytes], Any]
@@ -64,7 +64,7 @@ class TreeError(ValueError):
 
 def object_id(kind: bytes, body: bytes, algorithm: str = "sha1") -> bytes:
     """The raw id git gives an object: the hash of `<kind> <size>`, a NUL, then `<body>`."""
-    digest = (_sha256 if algorithm == "sha256" else _sha1)(
+    digest = (sha256 if algorithm == "sha256" else _sha1)(
         kind + b" " + str(len(body)).encode() + b"\0"
     )
     digest.update(body)

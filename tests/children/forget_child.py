@@ -33,11 +33,11 @@ def main() -> None:
     kernel = Kernel(workdir, os.environ, default_actor="alice", via="cli-tty")
     try:
         if remove:
-            from cortex.kernel.retention import remove as remove_case
+            from cortex.kernel.retention.archive import remove as remove_case
 
             result = remove_case(kernel, task, force=True, confirm=lambda asked: asked.task_id)
         else:
-            from cortex.kernel.forget import forget
+            from cortex.kernel.retention.forget import forget
 
             result = forget(
                 kernel, task, target, reason="pasted by mistake", confirm=lambda asked: asked.id

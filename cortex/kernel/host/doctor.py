@@ -16,7 +16,7 @@ from cortex.cases.errors import CortexError
 from cortex.kernel.envelope import Result
 
 if TYPE_CHECKING:
-    from cortex.kernel.will_run import WillRun
+    from cortex.kernel.proof.will_run import WillRun
 
 CheckStatus = Literal["ok", "warn", "fail", "skipped"]
 GIT_MIN = (2, 24)
@@ -279,7 +279,7 @@ def _runs(kernel: object) -> list[WillRun]:
     """Each configured command verifier, and the pytest default if the repository has tests."""
     from cortex.kernel.host.init import detect
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.will_run import will_run
+    from cortex.kernel.proof.will_run import will_run
 
     assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
     names = sorted(kernel.config.verifiers)
@@ -290,8 +290,8 @@ def _runs(kernel: object) -> list[WillRun]:
 
 
 def _approvals(kernel: object) -> Check:
-    from cortex.kernel import grants
     from cortex.kernel.kernel import Kernel
+    from cortex.kernel.proof import grants
 
     assert isinstance(kernel, Kernel)  # noqa: S101 - typed loosely to keep the import lazy
     runs = _runs(kernel)

@@ -9,12 +9,12 @@ when the repository shows signs of pytest.
 from __future__ import annotations
 
 from cortex.cases.bounds import VERIFIER_TIMEOUT_DEFAULT
-from cortex.kernel import grants
 from cortex.kernel.config import ENV_KEYS, global_config_path
 from cortex.kernel.envelope import Result
 from cortex.kernel.host.init import detect
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.will_run import will_run
+from cortex.kernel.proof import grants
+from cortex.kernel.proof.will_run import will_run
 
 
 def show_config(kernel: Kernel) -> Result:

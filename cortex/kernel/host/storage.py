@@ -18,7 +18,7 @@ from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel
 
 MIRRORS = "index-mirror"
-"""Under the state root: private copies of each workspace's git index (cortex/kernel/live.py)."""
+"""Under the state root: private copies of each workspace's git index (kernel/proof/live.py)."""
 
 
 def sizes(kernel: Kernel) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from cortex.cases.errors import InvalidInputError
-from cortex.kernel import grants
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.proof import grants
 from cortex.verifiers.pytest_junit import default_argv
 
 

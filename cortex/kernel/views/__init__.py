@@ -4,7 +4,14 @@
   `artifact` (raw previews), `audit`;
 - `timeline/`: the ordered history, its cards, its index and the fast path over ordered ledgers;
 - `handoff/`: the bounded transfer packet, its Markdown and the file it can be saved to;
-- `markdown`: Markdown that untrusted text cannot restructure, for the documents views produce.
+- `markdown`: Markdown that untrusted text cannot restructure, for the documents views produce;
+- `recall` (`cortex recall`, reading the index across cases) and `labels` (what reviewers' views
+  add to records they show);
+- for an agent host: `brief` (its open cases, whether a stop may pass) and `claims` (the agent's
+  claims against what its host saw it do);
+- for review: `review` (is a branch's code the code its cases verified), `gate` (what the merge
+  gate checks beside the assessment), `reproduce` (required verifiers run again on the head),
+  `report` (everything a reviewer's page holds).
 
 A view may write a file a person asked for outside the store (`handoff -o`), never a case.
 """

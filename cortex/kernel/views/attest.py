@@ -10,11 +10,11 @@ from typing import Any
 
 from cortex.cases.documents import Verification
 from cortex.cases.errors import NotFoundError
-from cortex.kernel.assessment import acknowledged, assess, is_current
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.live import live_capture
+from cortex.kernel.proof.assessment import acknowledged, assess, is_current
+from cortex.kernel.proof.live import live_capture
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from cortex.cases.errors import IntegrityError
-from cortex.cases.integrity import AuditReport, audit_case
+from cortex.cases.findings import AuditReport
+from cortex.cases.integrity import audit_case
 from cortex.cases.layout import case_dir
 from cortex.kernel.kernel import Kernel
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from cortex.cases.records import CaseFile
+from cortex.kernel.activity.workspace_cases import GATED, open_cases
 from cortex.kernel.envelope import Action, command_line
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import in_session, state
 from cortex.kernel.lifecycle import next_actions, pending
-from cortex.kernel.workspace_cases import GATED, open_cases
 
 if TYPE_CHECKING:
-    from cortex.kernel.assessment import Assessment
+    from cortex.kernel.proof.assessment import Assessment
     from cortex.workspace.capture import Capture
 
 ProofState = Literal["current", "stale", "none", "unbound", "unbindable"]
@@ -78,7 +78,7 @@ class Gate(msgspec.Struct, kw_only=True):
 
 def _capture(kernel: Kernel, cases: list[tuple[CaseFile, dict[str, Any]]]) -> Capture | None:
     """One capture of the workspace for every case (they all share its tree), if any needs it."""
-    from cortex.kernel.live import live_capture
+    from cortex.kernel.proof.live import live_capture
 
     for case, documents in cases:
         verification = documents.get("verification.json")
@@ -90,7 +90,7 @@ def _capture(kernel: Kernel, cases: list[tuple[CaseFile, dict[str, Any]]]) -> Ca
 def _proof(
     kernel: Kernel, case: CaseFile, documents: dict[str, Any], live: Capture | None
 ) -> tuple[Proof, Assessment | None]:
-    from cortex.kernel.assessment import assess
+    from cortex.kernel.proof.assessment import assess
 
     doc = documents.get("verification.json")
     if live is None:
@@ -263,7 +263,7 @@ def _ours(kernel: Kernel, case: CaseFile) -> bool:
 def _changed(kernel: Kernel, case: CaseFile, live: Capture | None) -> bool:
     if live is None or not live.bound:
         return True  # cannot tell: the proof decides
-    from cortex.kernel.live import changed_files
+    from cortex.kernel.proof.live import changed_files
 
     changed = changed_files(kernel, case, live)
     return changed is None or bool(changed)

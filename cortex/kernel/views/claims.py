@@ -154,7 +154,7 @@ def edited_by(kernel: Kernel, label: str) -> set[str]:
 
     Only those hold up the subagent's stop (docs/design/hosts.md, section 4).
     """
-    from cortex.kernel.workspace_cases import GATED, open_cases
+    from cortex.kernel.activity.workspace_cases import GATED, open_cases
 
     found: set[str] = set()
     for case, documents in open_cases(kernel):

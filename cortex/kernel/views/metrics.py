@@ -25,11 +25,11 @@ from cortex.cases.records import CaseFile, Command, Evidence, Phase, PhaseChange
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lifecycle import TERMINAL
-from cortex.kernel.views.status import _store_info
+from cortex.kernel.views.status import store_info_of
 
 if TYPE_CHECKING:
     from cortex.cases.store import CaseStore
-    from cortex.kernel.assessment import Assessment
+    from cortex.kernel.proof.assessment import Assessment
     from cortex.workspace.capture import Capture
 
 PHASES: tuple[str, ...] = get_args(Phase)
@@ -76,7 +76,7 @@ class Captures:
 
     def judge(self, case: CaseFile, doc: Verification | None) -> Assessment | None:
         """`assess` of the case's latest batch against its workspace now; None if over budget."""
-        from cortex.kernel.assessment import assess
+        from cortex.kernel.proof.assessment import assess
         from cortex.workspace.capture import Capture
 
         if doc is None or not doc.batches:
@@ -88,7 +88,7 @@ class Captures:
             if git and self.limit is not None and len(self._seen) >= self.limit:
                 self.skipped += 1
                 return None
-            from cortex.kernel.live import live_capture
+            from cortex.kernel.proof.live import live_capture
 
             live = live_capture(self.kernel, case, writer=False)
             self._seen[case.workspace.root] = live
@@ -357,7 +357,7 @@ def metrics(kernel: Kernel, task_id: str | None = None) -> Result:
             "status": case.status,
             "mode": case.mode,
             "revision": case.revision,
-            "store": _store_info(kernel, store, case),
+            "store": store_info_of(kernel, store, case),
             "now": format_time(now),
             "time": {
                 "openedAt": case.created_at,

@@ -244,7 +244,7 @@ def _record(kernel: Kernel, hit: Hit) -> Any:
         )
         if decision is None:
             raise gone
-        from cortex.kernel.decisions import rejected_options
+        from cortex.kernel.human.decisions import rejected_options
 
         return {**msgspec.to_builtins(decision), "alreadyRejected": rejected_options(decision)}
     case = store.read_case(card.task_id)

@@ -139,8 +139,8 @@ def gather(
     case, documents = store.read_view(task_id)
     verification: Verification | None = documents.get("verification.json")
     decisions: Decisions | None = documents.get("decisions.json")
-    from cortex.kernel.assessment import assess
-    from cortex.kernel.live import live_capture
+    from cortex.kernel.proof.assessment import assess
+    from cortex.kernel.proof.live import live_capture
 
     live = live_capture(kernel, case, writer=False)
     assessment = assess(case, verification, live)

@@ -28,7 +28,7 @@ Data = dict[str, Any]
 
 def _approver(kernel: Kernel):  # type: ignore[no-untyped-def]  # noqa: ANN202
     """The approval rule of verify, for this repository (a grant names it, not the copy)."""
-    from cortex.kernel import grants
+    from cortex.kernel.proof import grants
 
     root = kernel.workspace.root
     cache: list[grants.Grants] = []

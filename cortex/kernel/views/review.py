@@ -304,7 +304,7 @@ class Judge:
 
     def _judge(self, entry: Data, case: Any, documents: dict[str, Any], store: Any) -> None:
         from cortex.cases.layout import REPLICAS_FILE
-        from cortex.kernel.assessment import assess
+        from cortex.kernel.proof.assessment import assess
         from cortex.kernel.views import gate
 
         kernel = self.kernel

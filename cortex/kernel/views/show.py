@@ -29,8 +29,8 @@ from cortex.cases.records import (
     LedgerState,
 )
 from cortex.cases.store import CaseStore
-from cortex.kernel.decisions import rejected_options
 from cortex.kernel.envelope import Result
+from cortex.kernel.human.decisions import rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
 from cortex.kernel.views.labels import evidence_labels

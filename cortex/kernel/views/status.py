@@ -17,11 +17,12 @@ from cortex.kernel.lease import describe, state
 from cortex.kernel.lifecycle import Standing, next_actions, pending
 
 if TYPE_CHECKING:
-    from cortex.kernel.assessment import Assessment
+    from cortex.kernel.proof.assessment import Assessment
     from cortex.workspace.capture import Capture
 
 
-def _store_info(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
+def store_info_of(kernel: Kernel, store: CaseStore, case: CaseFile) -> StoreInfo:
+    """The store `case` was read from, as `status` and `metrics` show it."""
     if store is kernel.store:
         return kernel.store_info
     note = None
@@ -103,7 +104,7 @@ def describe_case(
             "updatedAt": case.updated_at,
             "workspace": case.workspace,
             "head": _head(case, live),
-            "store": _store_info(kernel, store, case),
+            "store": store_info_of(kernel, store, case),
             "counts": _counts(store, case, documents),
             "surfaces": case.surfaces,
             "acceptanceCriteria": case.acceptance_criteria,
@@ -142,7 +143,7 @@ def standing(
     now = kernel.clock()
     changed = None
     if case.mode == "change" and case.status in {"changing", "verifying"}:
-        from cortex.kernel.live import changed_files, live_capture
+        from cortex.kernel.proof.live import changed_files, live_capture
 
         changed = changed_files(kernel, case, live or live_capture(kernel, case, writer=False))
     doc: Verification | None = documents.get("verification.json")
@@ -195,8 +196,8 @@ def _verification(
         return {"verification": None, "binding": {"possible": False, "reason": reason}}, None
     if not verified and case.workspace.commit_before is not None:
         return {"verification": None, "binding": {"possible": True, "reason": None}}, None
-    from cortex.kernel.assessment import assess
-    from cortex.kernel.live import live_capture
+    from cortex.kernel.proof.assessment import assess
+    from cortex.kernel.proof.live import live_capture
 
     live = live_capture(kernel, case, writer=False)
     binding = {"possible": live.bound, "reason": live.reason}

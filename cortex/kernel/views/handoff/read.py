@@ -19,7 +19,7 @@ from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
-from cortex.kernel.decisions import rejected_options
+from cortex.kernel.human.decisions import rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions, pending
@@ -188,8 +188,8 @@ def _hypothesis(hypothesis: Hypothesis) -> Data:
 
 def _verification(kernel: Kernel, case: CaseFile, doc: Verification | None) -> Data:
     """The assessment `assess` gives (the only judge), with each receipt's own words added."""
-    from cortex.kernel.assessment import assess
-    from cortex.kernel.live import live_capture
+    from cortex.kernel.proof.assessment import assess
+    from cortex.kernel.proof.live import live_capture
 
     live = live_capture(kernel, case, writer=False)
     assessment = assess(case, doc, live)

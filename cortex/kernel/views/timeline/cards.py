@@ -22,7 +22,7 @@ from cortex.cases.documents import Batch, Decision, Decisions, Receipt, Verifica
 from cortex.cases.errors import NotFoundError
 from cortex.cases.records import CaseFile, Command, Evidence, PhaseChange
 from cortex.cases.store import CaseStore
-from cortex.kernel.assessment import acknowledged
+from cortex.kernel.proof.assessment import acknowledged
 from cortex.kernel.provenance import shown
 
 KINDS = ("phase", "evidence", "command", "decision", "receipt", "batch", "activity")

@@ -301,8 +301,8 @@ def _context(
         sizes[receipt.batch_id] = sizes.get(receipt.batch_id, 0) + 1
     standings: dict[str, str] = {}
     if verification is not None and any(entry.kind == "receipt" for entry in shown):
-        from cortex.kernel.assessment import assess
-        from cortex.kernel.live import live_capture
+        from cortex.kernel.proof.assessment import assess
+        from cortex.kernel.proof.live import live_capture
 
         assessment = assess(case, verification, live_capture(kernel, case, writer=False))
         for view in assessment.receipts:

@@ -3,7 +3,7 @@
 `verify` runs the verifiers and decides whether the batch is bound; this module turns the runs
 into the batch's evidence records, raw blobs and receipts inside the batch's one transaction, and
 keeps the receipts of the last batches only. Nothing here decides a verdict (that is
-`cortex.kernel.assessment`).
+`cortex.kernel.proof.assessment`).
 """
 
 from __future__ import annotations

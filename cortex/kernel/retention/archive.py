@@ -151,7 +151,7 @@ def _apply_prune(
     actor: str | None,
     revisions: dict[str, int],
 ) -> None:
-    from cortex.kernel.close import close
+    from cortex.kernel.steps.close import close
 
     days = f"{seconds // 86400}d" if seconds >= 86400 else f"{seconds}s"
     for item in found:

@@ -3,7 +3,7 @@
 Decisions are a person's to answer (docs/design/trust.md, "Answers need a person present").
 Where automation genuinely stands for a person (a CI job a person set up), that person opts the
 machine in with `unattended-answers.toml` in their configuration directory, next to the command
-grants (`cortex.kernel.grants`), which no repository file can reach:
+grants (`cortex.kernel.proof.grants`), which no repository file can reach:
 
     stands_for = "the nightly release job, configured by alice"
 

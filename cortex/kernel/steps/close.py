@@ -9,8 +9,8 @@ from __future__ import annotations
 from cortex.cases.bounds import REASON_MAX
 from cortex.cases.records import CaseFile, Phase, PhaseChange
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.decisions import withdraw_pending
 from cortex.kernel.envelope import Result
+from cortex.kernel.human.decisions import withdraw_pending
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, release_for_close, state
 

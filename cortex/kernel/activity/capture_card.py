@@ -17,8 +17,8 @@ import msgspec
 
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import CortexError
+from cortex.kernel.activity.workspace_cases import GATED, open_cases
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.workspace_cases import GATED, open_cases
 
 CARD_DIR = ("hosts", "capture")
 

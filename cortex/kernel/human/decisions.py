@@ -270,7 +270,7 @@ def _person(
                 )
                 raise GateRefusedError(msg, [])
             return None
-    from cortex.kernel.unattended import stands_for
+    from cortex.kernel.human.unattended import stands_for
 
     statement = stands_for(kernel.env)
     if statement is None:

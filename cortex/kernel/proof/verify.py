@@ -27,14 +27,14 @@ from cortex.cases.records import CaseFile
 from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore, monotonic_ms
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.assessment import Assessment, assess
 from cortex.kernel.envelope import NOT_VERIFIED, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, require_lease_holder, state
-from cortex.kernel.live import changed_files, live_capture
 from cortex.kernel.progress import Progress
-from cortex.kernel.receipts import Claim, Run, stage_runs, trim
+from cortex.kernel.proof.assessment import Assessment, assess
+from cortex.kernel.proof.live import changed_files, live_capture
+from cortex.kernel.proof.receipts import Claim, Run, stage_runs, trim
 from cortex.verifiers.base import Context, Outcome, Verifier, validated
 from cortex.verifiers.config import definition_digest
 from cortex.verifiers.runner import Cancelled
@@ -185,7 +185,7 @@ def _gates(case: CaseFile, changed: list[str] | None, *, no_op: bool, ack_drift:
 
 
 def _approver(kernel: Kernel, root: str):  # type: ignore[no-untyped-def]  # noqa: ANN202
-    from cortex.kernel import grants
+    from cortex.kernel.proof import grants
 
     cache: list[grants.Grants] = []
 
@@ -401,7 +401,7 @@ def _record_cancellation(  # noqa: PLR0917
     was stopped, so the timeline shows the attempt. Returns the message the caller is given; if
     the note cannot be written (the case closed meanwhile, the lock busy), it says so.
     """
-    from cortex.kernel.evidence import add_evidence
+    from cortex.kernel.steps.evidence import add_evidence
 
     seconds = elapsed_ms / 1000
     if done < len(required):

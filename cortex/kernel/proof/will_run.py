@@ -11,8 +11,8 @@ from __future__ import annotations
 import msgspec
 
 from cortex.cases.errors import CortexError
-from cortex.kernel import grants
 from cortex.kernel.kernel import Kernel
+from cortex.kernel.proof import grants
 from cortex.verifiers.base import split
 from cortex.verifiers.programs import diagnose, project_python
 

@@ -263,7 +263,7 @@ def plan(
         txn.target = evidence_id
     committed = txn.outcome
     earlier, warnings = _rejected_before(kernel, task_id, fresh)
-    from cortex.kernel.will_run import warnings_for, will_run
+    from cortex.kernel.proof.will_run import warnings_for, will_run
 
     runs = [run for r in verifiers if (run := will_run(kernel, r)) is not None]
     warnings += warnings_for(runs)

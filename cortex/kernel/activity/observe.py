@@ -16,7 +16,7 @@ from cortex.cases import activity
 from cortex.cases.ids import new_id
 from cortex.cases.redact import Redactor
 from cortex.cases.scrub import scrub
-from cortex.kernel import test_runs
+from cortex.kernel.activity import test_runs
 from cortex.kernel.host_session import HostSession, session
 from cortex.kernel.kernel import format_time
 

@@ -14,12 +14,12 @@ from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.records import CaseFile
 from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
-from cortex.kernel.assessment import Assessment, ReceiptView, assess
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, release_for_close, state
-from cortex.kernel.live import live_capture
+from cortex.kernel.proof.assessment import Assessment, ReceiptView, assess
+from cortex.kernel.proof.live import live_capture
 
 SUMMARY = "summary.md"
 
