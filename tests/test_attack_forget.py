@@ -399,8 +399,8 @@ def test_rm_of_a_shared_case_names_the_pushed_ref_and_leaves_no_byte_of_the_case
     a.ok("case", "abort", task, "--reason", "not needed")
     a.ok("case", "share", task)
     a.ok("recall", "reindex")
+    from cortex.kernel.activity.session_lease import remember_focus
     from cortex.kernel.kernel import Kernel
-    from cortex.kernel.session_lease import remember_focus
 
     kernel = Kernel(str(a.repo), a.env, default_actor="cli")
     remember_focus(kernel, task)  # as a compaction in that session keeps it

@@ -235,7 +235,7 @@ def remove(kernel: Kernel, task: str, *, force: bool, confirm: Confirm | None) -
         )
         warnings += purge(kernel, kernel.store, task_id, derive=False)
         warnings += _delete_refs(kernel, case.workspace.root, refs)
-        from cortex.kernel.session_lease import forget_case
+        from cortex.kernel.activity.session_lease import forget_case
 
         warnings += forget_case(kernel, task_id)
     return Result(
