@@ -424,3 +424,26 @@ def test_audit_fails_a_snapshot_whose_revision_tag_is_not_the_one_case_json_reco
     assert report.code == 4, report.stdout
     data = verdict(cli("review", "--base", "main"))
     assert codes(data) == ["integrity"]
+
+
+def test_a_hostile_file_name_in_a_verifier_warning_is_shown_inert(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The warnings name branch files, and a file name can hold terminal controls."""
+    (repo / "tests").mkdir()
+    (repo / "tests" / "check.py").write_text(CHECK_PY)
+    git(repo, "add", "tests", env=env)
+    configure_verifiers(repo, env, {"unit": [sys.executable, "tests/check.py", "tests"]})
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli, files=("app.py", "tests"))
+    (repo / "tests" / "\x1b[2J\x1b]0;pwned\x07x.py").write_text("")
+    (repo / "app.py").write_text("print('fixed')\n")
+    git(repo, "add", "tests", env=env)
+    finish(cli, repo, env, task)
+    data = verdict(cli("review", "--base", "main"))
+    assert any("tests/" in w for w in data["warnings"]), data["warnings"]
+    for fmt in ("text", "md"):
+        shown = cli("review", "--base", "main", "--format", fmt, human=True)
+        assert "\x1b" not in shown.stdout + shown.stderr, fmt
+        assert "\x07" not in shown.stdout + shown.stderr, fmt
