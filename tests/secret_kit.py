@@ -195,6 +195,14 @@ def build_corpus(seed: int = SEED) -> Corpus:
         redis_password,
     )
 
+    # Passwords in a tool's own command-line syntax.
+    curl_password = c.body(ALNUM, 18)
+    c.add("curl user", f"curl -fsS -u fake-ci:{curl_password} https://x.invalid", curl_password)
+    mysql_password = c.body(ALNUM, 16)
+    c.add("mysql -p", f"mysql -h db.invalid -u app -p{mysql_password} app", mysql_password)
+    sshpass_password = c.body(ALNUM, 16)
+    c.add("sshpass", f"sshpass -p {sshpass_password} ssh deploy@x.invalid", sshpass_password)
+
     # Secret-named assignments in every form, with varied key names.
     def value(length: int = 20) -> str:
         return c.body(ALNUM, length)

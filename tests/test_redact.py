@@ -668,6 +668,9 @@ PATHOLOGICAL = {
     "escaped_private_tags": ("x\\u003c/private\\u003e</private>" * 4_000)[:131_072],
     "backslash_run_then_n": "password: " + "\\" * 131_061 + "n",
     "continuations": ("token=a\\\n" * 14_563)[:131_072],
+    # Command-line credentials: every tool name starts a scan to its command's end.
+    "curl_option_run": ("curl -" * 21_846)[:131_072],
+    "mysql_names": ("mysql -p" * 16_384)[:131_072],
 }
 
 
@@ -1229,9 +1232,19 @@ class TestClip:
         for limit in range(4):
             assert redact.clip("a bc", limit) == "..."
 
+    def test_a_secret_known_only_past_the_cut_is_masked_before_it(self) -> None:
+        """A PEM key's tail is known by its END line: cut before it, its lines were kept."""
+        body = "FAKEkeyline" + "0" * 53
+        tail = f"tail of a key:\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\nend"
+        shown = redact.clip(tail, 100)  # the first key line fits whole
+        assert "FAKEkeyline" not in shown
+        assert shown.startswith("tail of a key:")
+
     def test_one_long_word_is_dropped(self) -> None:
         """A value without any space, longer than the limit, is shown as `...` only."""
-        assert redact.clip(AWS_KEY_ID, 10) == "..."
+        assert redact.clip("x" * 30, 10) == "..."
+        # A secret is masked before the cut: its marker may then fit.
+        assert redact.clip(AWS_KEY_ID, 10) == REDACTED
 
 
 # What mutation testing found unpinned (issue 21) ---------------------------------------------
@@ -1657,3 +1670,52 @@ def test_a_secret_name_that_only_looks_like_an_id_is_still_masked() -> None:
     masked = Redactor()("MY_task_01M94ZPPMQ3JM90GJCPWDTHVM9: hunter2hunter2")
     assert "hunter2hunter2" not in masked
     assert Redactor()("DB_PWD: hunter2hunter2") == "DB_PWD: [REDACTED]"
+
+
+# Credentials a command line passes in a tool's own syntax: the password goes, the rest stays.
+_CLI_PASSWORD = "FAKEpw" + "0" * 10
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("curl -u fake-user:{pw} https://x.invalid", "curl -u fake-user:{r} https://x.invalid"),
+        ("curl -su fake-user:{pw} https://x.invalid", "curl -su fake-user:{r} https://x.invalid"),
+        ("curl --user fake-user:{pw} x.invalid", "curl --user fake-user:{r} x.invalid"),
+        ("curl --user=fake-user:{pw} x.invalid", "curl --user=fake-user:{r} x.invalid"),
+        ("curl -ufake-user:{pw} x.invalid", "curl -ufake-user:{r} x.invalid"),
+        ("wget --user u --password {pw} x.invalid", "wget --user u --password {r} x.invalid"),
+        ("mysql -u root -p{pw} app", "mysql -u root -p{r} app"),
+        ("mysqldump -uroot -p{pw} app > dump.sql", "mysqldump -uroot -p{r} app > dump.sql"),
+        ("mariadb -h db -p'{pw}' app", "mariadb -h db -p{r} app"),
+        ("mysql --password={pw} app", "mysql --password={r} app"),
+        ("sshpass -p {pw} ssh deploy@host.invalid", "sshpass -p {r} ssh deploy@host.invalid"),
+        ("sshpass -p{pw} scp a host.invalid:", "sshpass -p{r} scp a host.invalid:"),
+        ("sshpass -e -p {pw} ssh h", "sshpass -e -p {r} ssh h"),
+        (
+            "cd app && curl -fsS -u ci:{pw} x.invalid | jq .",
+            "cd app && curl -fsS -u ci:{r} x.invalid | jq .",
+        ),
+    ],
+)
+def test_command_line_credentials_are_masked(command: str, expected: str) -> None:
+    command = command.format(pw=_CLI_PASSWORD)
+    assert Redactor()(command) == expected.format(r=REDACTED)
+    # The escaped form (a JSON log of the command) is masked too.
+    assert _CLI_PASSWORD not in Redactor()(json.dumps({"command": command}))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "curl -u fake-user https://x.invalid",  # no password: curl asks for it
+        "docker run -u 1000:1000 img",  # a user and group, not a password
+        "git add -u && mkdir -p build/out",
+        "ssh -p 2222 deploy@host.invalid",
+        "mysql -u root -p app",  # a separate word after -p is the database: mysql prompts
+        "grep -p pattern file",
+        "curl -sS https://x.invalid/users -o users.json",
+    ],
+)
+def test_command_lines_without_credentials_are_kept(command: str) -> None:
+    assert Redactor()(command) == command

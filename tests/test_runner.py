@@ -172,6 +172,24 @@ def test_the_kept_tail_starts_at_a_line() -> None:
     assert out.endswith(b"omitted ...]\n" + after)
 
 
+def test_the_kept_tail_never_starts_inside_a_continued_command() -> None:
+    """A `\\` continuation joins two lines into one command: its second half goes too."""
+    after = (b"t" * 60 + b"\n") * 2
+    command = b"deploy --token FAKEhead0000\\\nFAKEtail0000 --yes\n"
+    output = b"h" * 70 + b"\n" + b"m" * 200 + b"\n" + command + after
+    # The window starts inside the first line: the next line was the first kept.
+    out = kept(output, tail=len(after) + len(command) - 5)
+    assert b"FAKEtail" not in out
+    assert out.endswith(b"omitted ...]\n" + after)
+
+
+def test_a_tail_of_continuations_only_is_dropped() -> None:
+    """With no whole line in the window, nothing of the command is kept."""
+    output = b"h" * 70 + b"\n" + b"--token FAKEa \\\n" * 40
+    out = kept(output, tail=100)
+    assert b"FAKEa" not in out.split(b"omitted ...]")[1]
+
+
 def test_a_tail_that_closes_a_private_span_keeps_nothing_of_it() -> None:
     """`</private>` in the kept tail, its opening cut away: what came before it is private."""
     output = (

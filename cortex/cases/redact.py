@@ -321,6 +321,70 @@ def redact_credentials(text: str) -> str:
     return text
 
 
+# Command-line credentials ---------------------------------------------------------------------
+
+# Tools that take a password in their own syntax rather than a secret-named flag. Only these
+# commands are read: `-u` and `-p` mean other things elsewhere (`docker -u 1000:1000`, `ssh -p 22`).
+_COMMAND_TRIGGERS = ("curl", "mysql", "mariadb", "sshpass")
+
+
+@cache
+def _command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], dict[str, re.Pattern[str]]]:
+    return _build_command_patterns()
+
+
+def _build_command_patterns() -> tuple[
+    re.Pattern[str], re.Pattern[str], dict[str, re.Pattern[str]]
+]:
+    tool = re.compile(
+        r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b"
+    )
+    # A command ends at a pipe, `;`, `&` or a line break: its options are looked for up to there.
+    command_end = re.compile(r"[\n|;&]")
+    option = r"(?<![\w-])(?P<head>"
+    quoted_or_word = r")(?P<pw>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)"
+    options = {
+        # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`) and
+        # `--user`: the password goes, the user stays. Without a `:` curl prompts: nothing to mask.
+        "curl": re.compile(
+            option + r"(?:-[A-Za-z]*u[ \t]*|--user(?:=|[ \t]+))(?P<q>['\"]?)[^\s:'\"]*:)"
+            r"(?P<pw>[^\s'\"]+)"
+        ),
+        # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
+        "mysql": re.compile(option + "-p" + quoted_or_word),
+        "sshpass": re.compile(option + r"-p[ \t]*" + quoted_or_word),
+    }
+    return tool, command_end, options
+
+
+def redact_command_credentials(text: str) -> str:
+    """Mask passwords given as `curl -u USER:PASSWORD`, `mysql -pPASSWORD`, `sshpass -p PASSWORD`.
+
+    Each command is scanned once, from its tool's name to its end, so the cost stays linear.
+    """
+    low = text.lower()
+    if not any(trigger in low for trigger in _COMMAND_TRIGGERS):
+        return text
+    tool, command_end, options = _command_patterns()
+    parts: list[str] = []
+    done = 0
+    found = tool.search(text)
+    while found:
+        # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
+        after = tool.search(text, found.end())
+        stop = command_end.search(text, found.end(), after.start() if after else len(text))
+        end = stop.start() if stop else after.start() if after else len(text)
+        option = options[found.lastgroup or "curl"]
+        masked = option.sub(lambda m: m["head"] + REDACTED, text[found.end() : end])
+        parts += (text[done : found.end()], masked)
+        done = end
+        found = after
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
+
+
 # Secret-named assignments ---------------------------------------------------------------------
 
 _ASSIGN_WORDS = (
@@ -587,6 +651,7 @@ _ALL_TRIGGERS = tuple(
             "authorization",  # redact_credentials
             "bearer",
             "://",
+            *_COMMAND_TRIGGERS,  # redact_command_credentials
             *_ASSIGN_WORDS,  # redact_assignments
         ]
     )
@@ -611,6 +676,11 @@ def clip(text: str, limit: int) -> str:
     secret cut in two is no longer one the rules recognise, so its first part would be kept.
     The cut is never inside a word: the word it falls in is dropped whole.
     """
+    if len(text) <= limit:
+        return text
+    # A secret known only by what lies past the cut (a PEM block's END line, the second half of
+    # a continued line) is masked before cutting: cut first, its first part is kept unrecognised.
+    text = Redactor()(text)
     if len(text) <= limit:
         return text
     end = max(limit - 3, 0)
@@ -650,6 +720,7 @@ class Redactor:
             redact_token_shapes,
             redact_pem_remnants,
             redact_credentials,
+            redact_command_credentials,
             redact_assignments,
         )
 

@@ -95,7 +95,7 @@ class _Stream:
         # The tail starts at a line: a key's value runs to the end of its line (YAML, prose), so
         # the rest of a line whose key was cut away would be kept unredacted. A tail without a
         # line break (one long line) starts at a word.
-        start = self.tail.find(b"\n")
+        start = _line_start(self.tail)
         if start < 0:
             found = [i for i in (self.tail.find(space) for space in _SPACES) if i >= 0]
             start = min(found) if found else len(self.tail)
@@ -103,6 +103,26 @@ class _Stream:
         omitted = self.dropped + (len(self.head) - cut) + (len(self.tail) - len(tail))
         marker = f"[... {omitted} bytes omitted ...]\n".encode()
         return head + marker + _private_cut(tail)
+
+
+def _line_start(tail: bytearray) -> int:
+    r"""The line break before the first whole line of `tail`; -1 when it has no line break.
+
+    A line continuing the one before it (a shell `\` continuation) is part of one command whose
+    secret-named flag may sit on the line the cut dropped: the tail starts after it. A tail that
+    is all continuations is dropped whole (its length).
+    """
+    at = tail.find(b"\n")
+    if at < 0:
+        return -1
+    while at >= 0:
+        before = at - 1
+        if before >= 0 and tail[before] == ord("\r"):
+            before -= 1
+        if before < 0 or tail[before] != ord("\\"):
+            return at
+        at = tail.find(b"\n", at + 1)
+    return len(tail)
 
 
 _CLOSE_PRIVATE = re.compile(rb"<\s*/\s*private\b[^>]*(?:>|\Z)", re.IGNORECASE)
