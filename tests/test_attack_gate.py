@@ -201,24 +201,58 @@ def test_a_symlink_out_of_the_tree_and_a_submodule_in_the_head_commit_reach_noth
 LINT = [sys.executable, "-c", "import sys; sys.exit('TODO' in open('app.py').read())"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "limit: the case's plan chooses which verifiers the gate runs; nothing lets the base "
-        "branch name verifiers every case must pass (a `[review] require` list)"
-    ),
-)
-def test_a_plan_that_leaves_out_a_verifier_the_base_defines_is_not_approved(
+def test_a_plan_that_leaves_out_a_verifier_the_base_requires_is_not_approved(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:
+    """`[review] require` of the base commit, not the case's plan, says what must have run."""
     configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["command:lint"]\n')
+    git(repo, "commit", "-q", "-am", "require lint", env=env)
     env["CORTEX_APPROVE_COMMANDS"] = "1"
     git(repo, "checkout", "-q", "-b", "feature", env=env)
     task = ready_to_verify(cli, verify=("command:unit",))
     (repo / "app.py").write_text("print('fixed')  # TODO\n")  # fails the base's lint
     finish(cli, repo, env, task)
+    for args in ((), ("--reproduce",), ("--accept", "any")):
+        data = verdict(cli("review", "--base", "main", *args))
+        assert data["verdict"] == "needs_verification", args
+        assert codes(data) == ["required_missing"], args
+        assert f"cortex case plan {task} --verify command:lint" in data["problems"][0]["message"]
+
+
+def test_a_requirement_only_the_branch_adds_is_not_the_gate_s(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """A branch cannot lift the base's list by editing its own cortex.toml."""
+    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["command:lint"]\n')
+    git(repo, "commit", "-q", "-am", "require lint", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})  # drops [review] on the branch
+    task = ready_to_verify(cli, verify=("command:unit",))
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
+    assert codes(verdict(cli("review", "--base", "main"))) == ["required_missing"]
+
+
+def test_a_case_whose_plan_includes_what_the_base_requires_is_approved(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["command:lint"]\n')
+    git(repo, "commit", "-q", "-am", "require lint", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli, verify=("command:unit", "command:lint"))
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
     data = verdict(cli("review", "--base", "main", "--reproduce"))
-    assert data["verdict"] != "approve"
+    assert data["verdict"] == "approve", data["problems"]
+    assert {r["requirement"] for r in data["cases"][0]["reproduction"]["runs"]} >= {"command:lint"}
 
 
 # Trailers ------------------------------------------------------------------------------------

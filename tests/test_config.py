@@ -78,6 +78,10 @@ class TestFailClosed:
             ("cases_dir = '~/cases'\n", "cases_dir"),
             ("cases_dir = '../outside'\n", "cases_dir"),
             ("cases_dir = '.'\n", "cases_dir"),
+            ("[review]\nrequire = 'command:lint'\n", "review.require"),
+            ("[review]\nrequire = ['']\n", "review.require"),
+            ("[review]\nrequire = [1]\n", "review.require"),
+            ("[review]\nrequire = [" + "'a'," * 33 + "]\n", "review.require"),
         ],
     )
     def test_repo_file_errors_name_the_file_and_key(

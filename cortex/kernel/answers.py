@@ -594,6 +594,7 @@ ReviewCode = Literal[
     "integrity",
     "untrusted_proof",
     "verifier_redefined",
+    "required_missing",
     "not_reproduced",
 ]
 

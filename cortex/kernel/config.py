@@ -71,7 +71,9 @@ SHARE_KEYS = ("enabled", "remote")
 
 ACCEPT_LEVELS = ("reproduced", "local", "remote", "any")
 """`[review] accept`: which origins of proof the merge gate approves, strictest first."""
-REVIEW_KEYS = ("accept",)
+REVIEW_KEYS = ("accept", "require")
+REVIEW_REQUIRE_MAX = 32
+"""`[review] require`: at most this many verifiers every case must have run."""
 
 
 class HooksConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -363,7 +365,21 @@ def review_accept(source: str, value: object) -> str | None:
     accept = value.get("accept")
     if accept is not None and accept not in ACCEPT_LEVELS:
         raise ConfigError(source, "review.accept", f"must be one of {', '.join(ACCEPT_LEVELS)}")
+    review_require(source, value)
     return accept
+
+
+def review_require(source: str, review: dict[str, Any]) -> tuple[str, ...]:
+    """`[review] require`: the verifiers (plan requirements) every case's proof must include."""
+    value = review.get("require", [])
+    if (
+        not isinstance(value, list)
+        or len(value) > REVIEW_REQUIRE_MAX
+        or not all(isinstance(item, str) and 0 < len(item) <= 200 for item in value)
+    ):
+        msg = f'must be a list of at most {REVIEW_REQUIRE_MAX} requirements: ["command:lint"]'
+        raise ConfigError(source, "review.require", msg)
+    return tuple(dict.fromkeys(value))
 
 
 class Committed(msgspec.Struct, kw_only=True, frozen=True):
@@ -371,6 +387,8 @@ class Committed(msgspec.Struct, kw_only=True, frozen=True):
 
     verifiers: dict[str, VerifierConfig]
     accept: str | None
+    require: tuple[str, ...] = ()
+    """`[review] require`: what every case's plan must include for the gate to approve it."""
 
 
 def committed(files: Mapping[str, bytes | None], label: str) -> Committed:
@@ -382,6 +400,7 @@ def committed(files: Mapping[str, bytes | None], label: str) -> Committed:
     """
     verifiers: dict[str, VerifierConfig] = {}
     accept: str | None = None
+    require: tuple[str, ...] = ()
     for name, table_path in (("pyproject.toml", ("tool", "cortex")), ("cortex.toml", None)):
         data = files.get(name)
         if data is None or (table_path is not None and b"cortex" not in data):
@@ -400,7 +419,8 @@ def committed(files: Mapping[str, bytes | None], label: str) -> Committed:
             verifiers.update(_verifiers(source, table["verifiers"]))
         if "review" in table:
             accept = review_accept(source, table["review"]) or accept
-    return Committed(verifiers=verifiers, accept=accept)
+            require = (*require, *review_require(source, table["review"]))
+    return Committed(verifiers=verifiers, accept=accept, require=tuple(dict.fromkeys(require)))
 
 
 def global_review_accept(env: Mapping[str, str]) -> str | None:

@@ -367,6 +367,19 @@ class Judge:
                 "it was recorded); only the base and head definitions were compared"
             )
         required = list(case.verification_required)
+        left_out = [name for name in self.base.require if name not in required]
+        if left_out:
+            # The base branch, not the case's own plan, says what must have run.
+            entry["problems"].append(
+                {
+                    "code": "required_missing",
+                    "message": (
+                        f"the base branch's [review] require names {', '.join(left_out)}, "
+                        f"which the case's plan leaves out: cortex case plan {task_id} "
+                        f"--verify {left_out[0]}, then verify"
+                    ),
+                }
+            )
         self.warnings += [
             f"{task_id}: {w}" for w in gate.own_files(required, self.base, self.changed)
         ]
