@@ -481,3 +481,34 @@ def test_a_hostile_file_name_in_a_verifier_warning_is_shown_inert(
         shown = cli("review", "--base", "main", "--format", fmt, human=True)
         assert "\x1b" not in shown.stdout + shown.stderr, fmt
         assert "\x07" not in shown.stdout + shown.stderr, fmt
+
+
+def test_an_mcp_review_runs_no_command_even_when_the_base_accepts_only_reproduced_proof(
+    repo: Path, env: dict[str, str], cli: Cli, tmp_path: Path
+) -> None:
+    """The agent's MCP `cortex_review` reads; reproducing (running commands) is the gate's job."""
+    from mcp_kit import envelope_of, raw_server
+
+    runs = tmp_path / "runs.txt"
+    counting = [sys.executable, "-c", f"open({str(runs)!r}, 'a').write('ran\\n')"]
+    configure_verifiers(repo, env, {"unit": counting})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\naccept = "reproduced"\n')
+    git(repo, "commit", "-q", "-am", "only reproduced proof", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
+    assert runs.read_text().count("ran") == 1
+    with raw_server(repo, env, tmp_path) as server:
+        envelope, status = envelope_of(server.call("cortex_review", {"base": "main"}))
+        assert server.finish() == 0
+    assert status == 5
+    data = envelope["data"]
+    assert data["verdict"] == "needs_verification"
+    assert codes(data) == ["not_reproduced"]
+    assert "cortex review --reproduce" in data["problems"][0]["message"]
+    assert runs.read_text().count("ran") == 1  # nothing ran
+    assert verdict(cli("review", "--base", "main"))["verdict"] == "approve"
+    assert runs.read_text().count("ran") == 2  # the gate reproduced it

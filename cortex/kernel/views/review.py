@@ -339,7 +339,15 @@ class Judge:
             problems.append(untrusted)
         self._definitions(entry, case, verification)
         if self.level == "reproduced" and not problems and verification is not None:
-            self._reproduce(entry, case, verification)
+            if kernel.via == "mcp":
+                # An agent's review reads; running the base's commands is the gate's act.
+                message = (
+                    "the policy accepts only reproduced proof and a review through MCP runs no "
+                    "command: the merge gate runs cortex review --reproduce"
+                )
+                problems.append({"code": "not_reproduced", "message": message})
+            else:
+                self._reproduce(entry, case, verification)
 
     def _definitions(self, entry: Data, case: Any, verification: Verification | None) -> None:
         from cortex.kernel.views import gate
