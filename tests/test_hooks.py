@@ -193,6 +193,24 @@ def test_stale_proof_blocks_and_names_what_changed(
     assert "app.py" in reason
 
 
+@pytest.mark.process
+def test_a_secret_shaped_file_name_is_masked_in_the_brief_and_the_stop_reason(
+    changing: str, env: dict[str, str], repo: Path
+) -> None:
+    """Changed files come from the work tree, not from redacted records: they are masked too."""
+    (repo / "app.py").write_text("print('fixed')\n")
+    verify_in_session(env, repo, changing)
+    token = "ghp_" + "FAKE0" * 7 + "0"
+    (repo / f"{token}.txt").write_text("x\n")
+    text = context_of(hook("SessionStart", env, repo, source="startup")[1])
+    assert "proof: stale" in text
+    assert token not in text
+    assert "[REDACTED]" in text
+    reason = block_reason(hook("Stop", env, repo, stop_hook_active=False)[1])
+    assert token not in reason
+    assert "[REDACTED]" in reason
+
+
 def test_stops_that_pass(changing: str, env: dict[str, str], repo: Path) -> None:
     """The loop guard, another session's lease, the switch, a blocked case: all let through."""
     (repo / "app.py").write_text("print('changed')\n")  # a change with no proof yet

@@ -61,7 +61,9 @@ def session_start(call: Call) -> dict[str, Any] | None:
     found = brief(kernel, hint=hint)
     if not found["cases"]:
         return None
-    return context("SessionStart", brief_text(found, source=str(source or "startup")))
+    # Records were redacted when written; the changed files' names come from the work tree.
+    text = kernel.redactor(brief_text(found, source=str(source or "startup")))
+    return context("SessionStart", text)
 
 
 def user_prompt(call: Call) -> dict[str, Any] | None:
@@ -84,7 +86,7 @@ def stop(call: Call) -> dict[str, Any] | None:
     gate = stop_gate(kernel)
     if gate is None:
         return None
-    return {"decision": "block", "reason": stop_reason(gate)}
+    return {"decision": "block", "reason": kernel.redactor(stop_reason(gate))}
 
 
 def subagent_stop(call: Call) -> dict[str, Any] | None:
@@ -109,7 +111,7 @@ def subagent_stop(call: Call) -> dict[str, Any] | None:
     gate = stop_gate(kernel, edited_since=edited)
     if gate is None:
         return None
-    return {"decision": "block", "reason": stop_reason(gate)}
+    return {"decision": "block", "reason": kernel.redactor(stop_reason(gate))}
 
 
 def pre_compact(call: Call) -> dict[str, Any] | None:
