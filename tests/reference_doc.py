@@ -18,7 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 from cortex.cases import errors  # noqa: E402 - the checkout, not an installed copy
 from cortex.cli.parser import COMMANDS, GLOBAL, Cmd, Opt  # noqa: E402
-from cortex.mcp.tools import ALIASES, TOOLS, Tool, input_schema  # noqa: E402
+from cortex.mcp.schemas import input_schema  # noqa: E402
+from cortex.mcp.tools import ALIASES, TOOLS, Tool  # noqa: E402
 
 PAGE = ROOT / "docs" / "reference.md"
 

@@ -22,7 +22,8 @@ from cortex.kernel.steps.evidence import RESERVED_KINDS
 from cortex.kernel.views import review
 from cortex.kernel.views.timeline import cards as timeline_cards
 from cortex.main import main
-from cortex.mcp.tools import ALIASES, TOOLS, input_schema
+from cortex.mcp.schemas import input_schema
+from cortex.mcp.tools import ALIASES, TOOLS
 from cortex.recall import cards as recall_cards
 
 ENUMERATED: dict[tuple[str, str], tuple[str, ...]] = {

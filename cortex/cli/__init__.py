@@ -2,7 +2,9 @@
 
 - `parser`: the grammar (a declarative command table) and its strict parser; `completion` draws
   shell completion from the same table;
-- `commands`: one small handler per command, turning parsed values into a kernel call;
+- `commands`: the one call (parsed values into a use case's input struct, `run_use_case`), the
+  face's hooks (stdin, the lease token from the environment, terminal confirmations) and a
+  handler for each command not yet registered;
 - `render` (an envelope as text, only when output is not `--json`), with `render_handoff`,
   `render_recall`, `render_retention`, `render_stats` and `render_timeline`;
 - `live`: the progress channel as a live status line, and `--follow`'s lines;

@@ -1,6 +1,11 @@
-"""One small handler per command: turn parsed values into a kernel call.
+"""The CLI's one call: parsed values into a use case's input, and the few face hooks.
 
-Each handler imports its use case lazily, so a call loads only the modules it needs.
+A command the kernel registers (`cortex.kernel.inputs.REGISTRY`) runs through `run_use_case`:
+its parsed values fill the use case's input struct through the alias table (`--surface` is
+`surfaces`, the positional task is `task_id`), and the lease token the command line did not give
+comes from $CORTEX_LEASE_TOKEN. What only this face does stays in a hook here (a file `handoff
+-o` writes); the commands not yet registered keep a handler each. Every use case is imported
+lazily, so a call loads only the modules it needs.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class Call:
         kernel: Kernel,
         values: Values,
         *,
+        command: str = "",
         cwd: str,
         stdin: IO[bytes],
         env: Mapping[str, str],
@@ -35,6 +41,7 @@ class Call:
     ) -> None:
         self.kernel = kernel
         self.values = values
+        self.command = command
         self.cwd = cwd
         self.stdin = stdin
         self.env = env
@@ -46,150 +53,41 @@ class Call:
         return self.values[key]
 
 
-def _open(c: Call) -> Result:
-    from cortex.kernel.steps.open_case import open_case
-
-    return open_case(
-        c.kernel,
-        goal=c["goal"],
-        mode=c["mode"],
-        risk=c["risk"],
-        surfaces=c["surface"],
-        criteria=c["criterion"],
-        idempotency_key=c["idempotency_key"],
-        actor=c["actor"],
-        parent=c["parent"],
-        no_recall=c["no_recall"],
-    )
-
-
-def _list(c: Call) -> Result:
-    from cortex.kernel.views.status import list_cases
-
-    return list_cases(c.kernel, limit=c["limit"], archived=c["archived"])
-
-
-def _status(c: Call) -> Result:
-    from cortex.kernel.views.status import status
-
-    return status(c.kernel, c["task"])
-
-
 def _show(c: Call) -> Result:
     from cortex.kernel.views.show import show
 
     return show(c.kernel, c["task"])
 
 
-def _evidence_add(c: Call) -> Result:
-    from cortex.kernel.steps.evidence import add_evidence
-    from cortex.kernel.steps.raw_input import gather
+def run_use_case(c: Call) -> Result:
+    """Run the registered use case of `c.command` on the input its parsed values make.
 
-    raw, tree = gather(
-        c.kernel, raw_file=c["raw_file"], raw_dir=c["raw_dir"], stdin=c.stdin, cwd=c.cwd
-    )
-    return add_evidence(
-        c.kernel,
-        c["task"],
-        claim=c["claim"],
-        kind=c["kind"],
-        tool=c["source"],
-        uri=c["uri"],
-        origin=c["origin"],
-        file=c["file"],
-        line=c["line"],
-        symbol=c["symbol"],
-        confidence=c["confidence"],
-        sensitive=c["sensitive"],
-        raw=raw,
-        raw_tree=tree,
-        derived_from=c["derived_from"],
-        contests=c["contests"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-    )
+    The struct is built without checking its values again: the grammar checked what it owns
+    (integers, required options), and the use case checks the rest with the CLI's names.
+    """
+    from cortex.kernel.inputs import ALIASES, use_case
+
+    struct, function = use_case(c.command)
+    values: Values = {}
+    for name in struct.__struct_fields__:
+        dest = ALIASES.get(name, name)
+        if dest in c.values:
+            values[name] = c.values[dest]
+    if "lease_token" in struct.__struct_fields__:
+        values["lease_token"] = _lease_token(c)
+    result: Result = function(c.kernel, struct(**values))
+    return result
 
 
-def _note(c: Call) -> Result:
-    from cortex.kernel.steps.evidence import add_note
-
-    return add_note(
-        c.kernel,
-        c["task"],
-        text=c["text"],
-        origin=c["origin"],
-        contests=c["contests"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-    )
-
-
-def _read_evidence(c: Call) -> Result:
-    from cortex.kernel.steps.evidence import read_evidence
-
-    return read_evidence(c.kernel, c["task"], c["evidence"])
-
-
-def _read_artifact(c: Call) -> Result:
-    from cortex.kernel.views.artifact import read_artifact
-
-    return read_artifact(
-        c.kernel,
-        c["task"],
-        c["ref"],
-        max_bytes=c["max_bytes"],
-        allow_binary=c["allow_binary"],
-        path=c["path"],
-    )
-
-
-def _plan(c: Call) -> Result:
-    from cortex.kernel.steps.plan import plan
-
-    return plan(
-        c.kernel,
-        c["task"],
-        hypotheses=c["hypothesis"],
-        supports=c["support"],
-        files=c["file"],
-        symbols=c["symbol"],
-        boundary_reason=c["boundary_reason"],
-        verify=c["verify"],
-        uncertainty=c["uncertainty"],
-        reason=c["reason"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _resolve(c: Call) -> Result:
-    from cortex.kernel.steps.resolve import resolve
-
-    return resolve(
-        c.kernel,
-        c["task"],
-        c["hypothesis"],
-        status=c["status"],
-        reason=c["reason"],
-        evidence=c["evidence"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-    )
+def handler(command: str) -> Callable[[Call], Result]:
+    """What runs `command`: its face hook or handler, else the registered use case."""
+    return HANDLERS.get(command, run_use_case)
 
 
 def _lease_token(c: Call) -> str | None:
     """The lease token: `--lease-token`, else $CORTEX_LEASE_TOKEN (docs/design/trust.md)."""
-    given: str | None = c["lease_token"]
+    given: str | None = c.values.get("lease_token")
     return given if given is not None else (c.env.get("CORTEX_LEASE_TOKEN") or None)
-
-
-def _begin_change(c: Call) -> Result:
-    from cortex.kernel.lease import begin_change
-
-    return begin_change(
-        c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c)
-    )
 
 
 def _lease_renew(c: Call) -> Result:
@@ -202,19 +100,6 @@ def _lease_release(c: Call) -> Result:
     from cortex.kernel.lease import release
 
     return release(c.kernel, c["task"], actor=c["actor"], lease_token=_lease_token(c))
-
-
-def _decision_request(c: Call) -> Result:
-    from cortex.kernel.human.decisions import request
-
-    return request(
-        c.kernel,
-        c["task"],
-        question=c["question"],
-        options=c["option"],
-        subject=c["subject"],
-        actor=c["actor"],
-    )
 
 
 def _decision_answer(c: Call) -> Result:
@@ -253,73 +138,10 @@ def _decision_list(c: Call) -> Result:
     return list_decisions(c.kernel, c["task"])
 
 
-def _block(c: Call) -> Result:
-    from cortex.kernel.steps.close import close
-
-    return close(
-        c.kernel,
-        c["task"],
-        to="blocked",
-        reason=c["reason"],
-        actor=c["actor"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _abort(c: Call) -> Result:
-    from cortex.kernel.steps.close import close
-
-    return close(
-        c.kernel,
-        c["task"],
-        to="abandoned",
-        reason=c["reason"],
-        actor=c["actor"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _unblock(c: Call) -> Result:
-    from cortex.kernel.steps.close import unblock
-
-    return unblock(
-        c.kernel, c["task"], reason=c["reason"], actor=c["actor"], lease_token=_lease_token(c)
-    )
-
-
 def _audit(c: Call) -> Result:
     from cortex.kernel.views.audit import audit
 
     return Result(data=audit(c.kernel, c["task"]))
-
-
-def _verify(c: Call) -> Result:
-    from cortex.kernel.proof.verify import verify
-
-    return verify(
-        c.kernel,
-        c["task"],
-        actor=c["actor"],
-        claims=c["claim"],
-        contracts=c["contract"],
-        ack_drift=c["ack_drift"],
-        no_op=c["no_op"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _complete(c: Call) -> Result:
-    from cortex.kernel.steps.complete import complete
-
-    return complete(
-        c.kernel,
-        c["task"],
-        outcome=c["outcome"],
-        accept_failed=c["accept_failed"],
-        verification_not_possible=c["verification_not_possible"],
-        actor=c["actor"],
-        lease_token=_lease_token(c),
-    )
 
 
 def _attest(c: Call) -> Result:
@@ -389,31 +211,13 @@ def _setup(host: str) -> Callable[[Call], Result]:
     return handler
 
 
-def _timeline(c: Call) -> Result:
-    from cortex.kernel.views.timeline.page import timeline
-
-    return timeline(
-        c.kernel,
-        c["task"],
-        kinds=c["kind"],
-        actor=c["actor"],
-        since=c["since"],
-        until=c["until"],
-        anchor=c["anchor"],
-        before=c["before"],
-        after=c["after"],
-        limit=c["limit"],
-        cursor=c["cursor"],
-    )
-
-
 def _handoff(c: Call) -> Result:
+    """The packet, and with `-o` the file this face writes where the caller stands."""
     from cortex.kernel.views.handoff.file import save
-    from cortex.kernel.views.handoff.packet import handoff
 
     if c["format"] is not None and c["output"] is None:
         raise UsageError("cortex case handoff: --format says what -o writes; give -o FILE too")
-    result = handoff(c.kernel, c["task"], compact=c["compact"])
+    result = run_use_case(c)
     if c["output"] is not None:
         path = os.path.join(c.cwd, c["output"])
         result.data["written"] = save(c.kernel, result, path, fmt=c["format"] or "markdown")
@@ -459,29 +263,6 @@ def _completion(c: Call) -> Result:
             "candidates": [{"value": value, "description": about} for value, about in found],
         }
     )
-
-
-def _recall(c: Call) -> Result:
-    from cortex.kernel.views.recall import recall
-
-    return recall(
-        c.kernel,
-        c["query"],
-        repo=c["repo"],
-        kinds=c["kind"],
-        statuses=c["status"],
-        since=c["since"],
-        until=c["until"],
-        limit=c["limit"],
-        cursor=c["cursor"],
-        budget=c["budget"],
-    )
-
-
-def _recall_get(c: Call) -> Result:
-    from cortex.kernel.views.recall import get
-
-    return get(c.kernel, c["id"])
 
 
 def _recall_reindex(c: Call) -> Result:
@@ -531,18 +312,6 @@ def _decision_resolve(c: Call) -> Result:
         responder=c["responder"],
         confirm=_confirm_resolution(),
     )
-
-
-def _archive(c: Call) -> Result:
-    from cortex.kernel.retention.archive import archive
-
-    return archive(c.kernel, c["task"], actor=c["actor"])
-
-
-def _unarchive(c: Call) -> Result:
-    from cortex.kernel.retention.archive import unarchive
-
-    return unarchive(c.kernel, c["task"], actor=c["actor"])
 
 
 def _prune(c: Call) -> Result:
@@ -620,56 +389,24 @@ def _git_trailer(c: Call) -> Result:
     return install(c.kernel, dry_run=c["dry_run"])
 
 
-def _review(c: Call) -> Result:
-    from cortex.kernel.views.review import review
-
-    return review(
-        c.kernel,
-        base=c["base"],
-        head=c["head"],
-        fmt=c["format"],
-        accept=c["accept"],
-        reproduce=bool(c["reproduce"]),
-    )
-
-
 HANDLERS: dict[str, Callable[[Call], Result]] = {
-    "case.open": _open,
-    "case.list": _list,
-    "case.status": _status,
+    "case.handoff": _handoff,
     "case.show": _show,
-    "case.evidence.add": _evidence_add,
-    "case.note": _note,
-    "case.read-evidence": _read_evidence,
-    "case.read-artifact": _read_artifact,
-    "case.plan": _plan,
-    "case.resolve": _resolve,
-    "case.begin-change": _begin_change,
     "case.lease.renew": _lease_renew,
     "case.lease.release": _lease_release,
-    "case.decision.request": _decision_request,
     "case.decision.answer": _decision_answer,
     "case.decision.list": _decision_list,
-    "case.block": _block,
-    "case.abort": _abort,
     "case.audit": _audit,
-    "case.verify": _verify,
-    "case.complete": _complete,
     "case.attest": _attest,
     "case.trust": _trust,
     "config": _config,
     "init": _init,
     "setup.claude": _setup("claude"),
     "setup.codex": _setup("codex"),
-    "case.timeline": _timeline,
-    "case.handoff": _handoff,
     "case.metrics": _metrics,
     "case.sessions": _sessions,
     "case.overview": _overview,
-    "case.unblock": _unblock,
     "completion": _completion,
-    "recall": _recall,
-    "recall.get": _recall_get,
     "recall.reindex": _recall_reindex,
     "recall.rebuild": _recall_rebuild,
     "case.decision.resolve": _decision_resolve,
@@ -678,10 +415,7 @@ HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.bundle": _bundle,
     "case.trailer": _trailer,
     "setup.git-trailer": _git_trailer,
-    "review": _review,
     "case.forget": _forget,
-    "case.archive": _archive,
-    "case.unarchive": _unarchive,
     "case.prune": _prune,
     "case.rm": _rm,
     "adopt": _adopt,

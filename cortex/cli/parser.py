@@ -16,7 +16,7 @@ from typing import Literal
 import msgspec
 
 from cortex import __version__
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.kernel.errors import InvalidInputError, option_spelling
 
 Kind = Literal["value", "flag", "repeat"]
@@ -95,7 +95,7 @@ _EXPECT = Opt(
     integer=True,
 )
 _TASK = ("task", "task id (task_...), a unique prefix of one (task_ and 4 or more), or @latest")
-_ORIGIN = Opt("--origin", defaults.one_of(defaults.ORIGINS), default=defaults.ORIGIN)
+_ORIGIN = Opt("--origin", inputs.one_of(inputs.ORIGINS), default=inputs.ORIGIN)
 
 _REASON = Opt("--reason", "why", metavar="TEXT", required=True)
 _CONTESTS = Opt(
@@ -121,11 +121,11 @@ COMMANDS: tuple[Cmd, ...] = (
         options=(
             Opt(
                 "--mode",
-                f"{defaults.one_of(defaults.MODES)}; {defaults.MODE_HELP}",
-                default=defaults.MODE,
+                f"{inputs.one_of(inputs.MODES)}; {inputs.MODE_HELP}",
+                default=inputs.MODE,
             ),
-            Opt("--risk", defaults.one_of(defaults.RISKS), default=defaults.RISK),
-            Opt("--surface", defaults.one_of(defaults.SURFACES), kind="repeat"),
+            Opt("--risk", inputs.one_of(inputs.RISKS), default=inputs.RISK),
+            Opt("--surface", inputs.one_of(inputs.SURFACES), kind="repeat"),
             Opt("--criterion", "an acceptance criterion", kind="repeat", metavar="ID=STATEMENT"),
             Opt(
                 "--idempotency-key",
@@ -141,9 +141,7 @@ COMMANDS: tuple[Cmd, ...] = (
         ("case", "list"),
         "cases in this workspace's store, newest first",
         options=(
-            Opt(
-                "--limit", "at most N cases", metavar="N", default=defaults.LIST_LIMIT, integer=True
-            ),
+            Opt("--limit", "at most N cases", metavar="N", default=inputs.LIST_LIMIT, integer=True),
             Opt("--archived", "the archived cases instead", kind="flag"),
         ),
     ),
@@ -161,14 +159,14 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--claim", "what the evidence shows", metavar="TEXT", required=True),
             Opt(
                 "--kind",
-                f"evidence kind: {defaults.one_of(defaults.EVIDENCE_KINDS)}",
-                default=defaults.EVIDENCE_KIND,
+                f"evidence kind: {inputs.one_of(inputs.EVIDENCE_KINDS)}",
+                default=inputs.EVIDENCE_KIND,
             ),
             Opt(
                 "--source",
                 "the tool that produced it",
                 metavar="TOOL",
-                default=defaults.EVIDENCE_SOURCE,
+                default=inputs.EVIDENCE_SOURCE,
             ),
             Opt("--uri", "where the source can be found", metavar="URI"),
             _ORIGIN,
@@ -177,8 +175,8 @@ COMMANDS: tuple[Cmd, ...] = (
             Opt("--symbol", "symbol the claim is about", metavar="NAME"),
             Opt(
                 "--confidence",
-                defaults.one_of(defaults.CONFIDENCES),
-                default=defaults.CONFIDENCE,
+                inputs.one_of(inputs.CONFIDENCES),
+                default=inputs.CONFIDENCE,
             ),
             Opt("--sensitive", "mark the record sensitive", kind="flag"),
             Opt("--raw-file", "raw tool output to keep ('-' reads stdin)", metavar="PATH"),
@@ -213,7 +211,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "--max-bytes",
                 "at most N bytes (at most 131072)",
                 metavar="N",
-                default=defaults.PREVIEW_BYTES,
+                default=inputs.PREVIEW_BYTES,
                 integer=True,
             ),
             Opt("--allow-binary", "return binary output as base64 (marked sensitive)", kind="flag"),
@@ -438,7 +436,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "--limit",
                 "entries per page (at most 500)",
                 metavar="N",
-                default=defaults.TIMELINE_LIMIT,
+                default=inputs.TIMELINE_LIMIT,
                 integer=True,
             ),
             Opt("--cursor", "the next page: the token the previous page printed", metavar="TOKEN"),
@@ -488,7 +486,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "--limit",
                 "at most N cases (at most 500)",
                 metavar="N",
-                default=defaults.SESSIONS_LIMIT,
+                default=inputs.SESSIONS_LIMIT,
                 integer=True,
             ),
             Opt("--archived", "the archived cases instead", kind="flag"),
@@ -562,7 +560,7 @@ COMMANDS: tuple[Cmd, ...] = (
                 "--limit",
                 "cards per page (at most 100)",
                 metavar="N",
-                default=defaults.RECALL_LIMIT,
+                default=inputs.RECALL_LIMIT,
                 integer=True,
             ),
             Opt("--cursor", "the next page: the token the previous page printed", metavar="TOKEN"),
@@ -992,8 +990,8 @@ def _integer(text: str, name: str, prog: str) -> int:
         raise UsageError(f"{prog}: {name} must be an integer, not {text!r}")
     # Counted before int() runs: past 4,300 digits it raises, and its cost grows with the square
     # of the length. The number itself is not quoted back: it may be a megabyte long.
-    if len(digits) > defaults.INTEGER_DIGITS:
-        msg = f"{prog}: {name} must be at most {defaults.INTEGER_DIGITS} digits, not {len(digits)}"
+    if len(digits) > inputs.INTEGER_DIGITS:
+        msg = f"{prog}: {name} must be at most {inputs.INTEGER_DIGITS} digits, not {len(digits)}"
         raise UsageError(msg)
     return int(text)
 

@@ -8,12 +8,12 @@ loaded; at a terminal rich draws it (cortex.screen.ink).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO
 
 import msgspec
 
 from cortex.cli import render_retention
-from cortex.kernel.envelope import Envelope
+from cortex.kernel.envelope import Data, Envelope
 from cortex.screen.blocks import assessment_rows as _assessment_rows
 from cortex.screen.blocks import failures_label as _failures_label
 from cortex.screen.blocks import kv as _kv
@@ -24,8 +24,6 @@ from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.columns import Column, print_table
 from cortex.screen.ink import Console, Text, console_for
 from cortex.screen.text import clean, safe
-
-Data = dict[str, Any]
 
 
 def _open(console: Console, data: Data) -> None:

@@ -17,6 +17,7 @@ from cortex.cases.retention import archive_root, is_archive, move, tree_bytes
 from cortex.cases.store import CaseStore
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Input, TaskId
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lifecycle import TERMINAL
 
@@ -313,3 +314,20 @@ def _delete_refs(kernel: Kernel, workspace: str, refs: list[str]) -> list[str]:
 
 
 __all__ = ["Removal", "archive", "is_archive", "prune", "remove", "unarchive"]
+
+
+class Archive(Input):
+    """The input of `case archive` and `case unarchive`."""
+
+    task_id: TaskId
+    actor: Actor = None
+
+
+def archive_case(kernel: Kernel, given: Archive) -> Result:
+    """`archive` for one input."""
+    return archive(kernel, given.task_id, actor=given.actor)
+
+
+def unarchive_case(kernel: Kernel, given: Archive) -> Result:
+    """`unarchive` for one input."""
+    return unarchive(kernel, given.task_id, actor=given.actor)

@@ -36,7 +36,7 @@ from cortex.cases.errors import (
 from cortex.cases.fsio import open_for_read
 from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
-from cortex.kernel import defaults, validate
+from cortex.kernel import inputs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lease import state
@@ -215,7 +215,7 @@ def sessions(
     active: bool = False,
     stale_after: str | int | None = None,
     query: str | None = None,
-    limit: int = defaults.SESSIONS_LIMIT,
+    limit: int = inputs.SESSIONS_LIMIT,
     archived: bool = False,
 ) -> Result:
     """Cases across every store (or every archive), newest update first, with an exact total.
