@@ -91,8 +91,11 @@ GLOBAL_ARGUMENTS = {"workspace": "the CLI's global -C/--workspace, on every tool
 
 
 def _cli_arguments(cmd: Cmd) -> dict[str, Opt | None]:
-    """dest -> Opt (None for a positional argument; a repeated, required one if variadic)."""
+    """dest -> Opt (None for a positional argument; a repeated, required one if variadic; an
+    optional value for one that may be left out)."""
     found: dict[str, Opt | None] = {name: None for name, _ in cmd.positionals}
+    for name, _ in cmd.positionals[len(cmd.positionals) - cmd.optional :]:
+        found[name] = Opt(name, "")
     if cmd.variadic:
         name = cmd.positionals[-1][0]
         found[name] = Opt(name, "", kind="repeat", required=True)

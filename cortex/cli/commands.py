@@ -53,12 +53,6 @@ class Call:
         return self.values[key]
 
 
-def _show(c: Call) -> Result:
-    from cortex.kernel.views.show import show
-
-    return show(c.kernel, c["task"])
-
-
 def run_use_case(c: Call) -> Result:
     """Run the registered use case of `c.command` on the input its parsed values make.
 
@@ -75,7 +69,9 @@ def run_use_case(c: Call) -> Result:
             values[name] = c.values[dest]
     if "lease_token" in struct.__struct_fields__:
         values["lease_token"] = _lease_token(c)
-    result: Result = function(c.kernel, struct(**values))
+    asks = CONFIRMS.get(c.command)
+    extra = {} if asks is None else {"confirm": asks(c)}
+    result: Result = function(c.kernel, struct(**values), **extra)
     return result
 
 
@@ -88,33 +84,6 @@ def _lease_token(c: Call) -> str | None:
     """The lease token: `--lease-token`, else $CORTEX_LEASE_TOKEN (docs/design/trust.md)."""
     given: str | None = c.values.get("lease_token")
     return given if given is not None else (c.env.get("CORTEX_LEASE_TOKEN") or None)
-
-
-def _lease_renew(c: Call) -> Result:
-    from cortex.kernel.lease import renew
-
-    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c))
-
-
-def _lease_release(c: Call) -> Result:
-    from cortex.kernel.lease import release
-
-    return release(c.kernel, c["task"], actor=c["actor"], lease_token=_lease_token(c))
-
-
-def _decision_answer(c: Call) -> Result:
-    from cortex.kernel.human.decisions import answer
-
-    # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
-    confirm = _confirm_answer if c.kernel.via == "cli-tty" else None
-    return answer(
-        c.kernel,
-        c["task"],
-        c["decision"],
-        option=c["answer"],
-        responder=c["responder"],
-        confirm=confirm,
-    )
 
 
 def _confirm_answer(asked: Confirmation) -> str | None:
@@ -130,24 +99,6 @@ def _confirm_answer(asked: Confirmation) -> str | None:
     if asked.consequence:
         lines += ["Its consequence:", *indented(asked.consequence)]
     return ask(lines, f"Type {asked.option} to answer, anything else to cancel: ")
-
-
-def _decision_list(c: Call) -> Result:
-    from cortex.kernel.human.decisions import list_decisions
-
-    return list_decisions(c.kernel, c["task"])
-
-
-def _audit(c: Call) -> Result:
-    from cortex.kernel.views.audit import audit
-
-    return Result(data=audit(c.kernel, c["task"]))
-
-
-def _attest(c: Call) -> Result:
-    from cortex.kernel.views.attest import attest
-
-    return attest(c.kernel, c["task"])
 
 
 def _confirm_at_terminal(
@@ -177,40 +128,6 @@ def _confirm_at_terminal(
     return confirm
 
 
-def _trust(c: Call) -> Result:
-    from cortex.kernel.host.trust import trust
-
-    confirm = _confirm_at_terminal(c["name"], c.env)
-    return trust(c.kernel, c["name"], confirm=confirm, revoke=c["revoke"])
-
-
-def _config(c: Call) -> Result:
-    from cortex.kernel.host.show_config import show_config
-
-    return show_config(c.kernel)
-
-
-def _init(c: Call) -> Result:
-    from cortex.kernel.host.init import init
-
-    return init(c.kernel, force=c["force"], pyproject=c["pyproject"])
-
-
-def _setup(host: str) -> Callable[[Call], Result]:
-    def handler(c: Call) -> Result:
-        if c.values.get("plugin") is not None:
-            from cortex.kernel.host.plugin import write_plugin
-
-            directory = os.path.join(c.cwd, str(c["plugin"]))
-            return write_plugin(directory, dry_run=c["dry_run"], scope=c["scope"],
-                                remove=c["remove"])  # fmt: skip
-        from cortex.kernel.host.setup import setup
-
-        return setup(c.kernel, host, scope=c["scope"], dry_run=c["dry_run"], remove=c["remove"])
-
-    return handler
-
-
 def _handoff(c: Call) -> Result:
     """The packet, and with `-o` the file this face writes where the caller stands."""
     from cortex.kernel.views.handoff.file import save
@@ -222,32 +139,6 @@ def _handoff(c: Call) -> Result:
         path = os.path.join(c.cwd, c["output"])
         result.data["written"] = save(c.kernel, result, path, fmt=c["format"] or "markdown")
     return result
-
-
-def _metrics(c: Call) -> Result:
-    from cortex.kernel.views.metrics import metrics
-
-    return metrics(c.kernel, c["task"])
-
-
-def _sessions(c: Call) -> Result:
-    from cortex.kernel.views.sessions import sessions
-
-    return sessions(
-        c.kernel,
-        repo=c["repo"],
-        active=c["active"],
-        stale_after=c["stale_after"],
-        query=c["query"],
-        limit=c["limit"],
-        archived=c["archived"],
-    )
-
-
-def _overview(c: Call) -> Result:
-    from cortex.kernel.views.sessions import overview
-
-    return overview(c.kernel)
 
 
 def _completion(c: Call) -> Result:
@@ -263,18 +154,6 @@ def _completion(c: Call) -> Result:
             "candidates": [{"value": value, "description": about} for value, about in found],
         }
     )
-
-
-def _recall_reindex(c: Call) -> Result:
-    from cortex.kernel.recall import reindex
-
-    return reindex(c.kernel)
-
-
-def _recall_rebuild(c: Call) -> Result:
-    from cortex.kernel.recall import rebuild
-
-    return rebuild(c.kernel, verify=c["verify"])
 
 
 def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
@@ -298,56 +177,6 @@ def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
         return answer == decision
 
     return confirm
-
-
-def _decision_resolve(c: Call) -> Result:
-    from cortex.kernel.human.contests import resolve_contest
-
-    return resolve_contest(
-        c.kernel,
-        c["task"],
-        c["decision"],
-        outcome=c["outcome"],
-        reason=c["reason"],
-        responder=c["responder"],
-        confirm=_confirm_resolution(),
-    )
-
-
-def _prune(c: Call) -> Result:
-    from cortex.kernel.retention.archive import prune
-
-    return prune(c.kernel, older_than=c["older_than"], apply=c["apply"], actor=c["actor"])
-
-
-def _rm(c: Call) -> Result:
-    from cortex.cli.retention import confirm_remove
-    from cortex.kernel.retention.archive import remove
-
-    confirm = confirm_remove if c.kernel.via == "cli-tty" else None
-    return remove(c.kernel, c["task"], force=c["force"], confirm=confirm)
-
-
-def _adopt(c: Call) -> Result:
-    from cortex.kernel.host.adopt import adopt
-
-    return adopt(c.kernel, c["store"], dry_run=c["dry_run"])
-
-
-def _recall_drop(c: Call) -> Result:
-    from cortex.kernel.host.storage import drop
-
-    return drop(c.kernel, dry_run=c["dry_run"])
-
-
-def _forget(c: Call) -> Result:
-    from cortex.cli.retention import confirm_forget
-    from cortex.kernel.retention.forget import forget
-
-    confirm = confirm_forget if c.kernel.via == "cli-tty" else None
-    return forget(
-        c.kernel, c["task"], c["id"], reason=c["reason"], confirm=confirm, actor=c["actor"]
-    )
 
 
 def _share(c: Call) -> Result:
@@ -383,41 +212,38 @@ def _trailer(c: Call) -> Result:
     return trailer(c.kernel, actor=c["actor"])
 
 
-def _git_trailer(c: Call) -> Result:
-    from cortex.kernel.host.trailer_hook import install
-
-    return install(c.kernel, dry_run=c["dry_run"])
-
-
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.handoff": _handoff,
-    "case.show": _show,
-    "case.lease.renew": _lease_renew,
-    "case.lease.release": _lease_release,
-    "case.decision.answer": _decision_answer,
-    "case.decision.list": _decision_list,
-    "case.audit": _audit,
-    "case.attest": _attest,
-    "case.trust": _trust,
-    "config": _config,
-    "init": _init,
-    "setup.claude": _setup("claude"),
-    "setup.codex": _setup("codex"),
-    "case.metrics": _metrics,
-    "case.sessions": _sessions,
-    "case.overview": _overview,
     "completion": _completion,
-    "recall.reindex": _recall_reindex,
-    "recall.rebuild": _recall_rebuild,
-    "case.decision.resolve": _decision_resolve,
     "case.share": _share,
     "case.fetch": _fetch,
     "case.bundle": _bundle,
     "case.trailer": _trailer,
-    "setup.git-trailer": _git_trailer,
-    "case.forget": _forget,
-    "case.prune": _prune,
-    "case.rm": _rm,
-    "adopt": _adopt,
-    "recall.drop": _recall_drop,
 }
+
+
+def _answer_confirm(c: Call) -> Any:
+    # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
+    return _confirm_answer if c.kernel.via == "cli-tty" else None
+
+
+def _remove_confirm(c: Call) -> Any:
+    from cortex.cli.retention import confirm_remove
+
+    return confirm_remove if c.kernel.via == "cli-tty" else None
+
+
+def _forget_confirm(c: Call) -> Any:
+    from cortex.cli.retention import confirm_forget
+
+    return confirm_forget if c.kernel.via == "cli-tty" else None
+
+
+CONFIRMS: dict[str, Callable[[Call], Any]] = {
+    "case.decision.answer": _answer_confirm,
+    "case.trust": lambda c: _confirm_at_terminal(c["name"], c.env),
+    "case.decision.resolve": lambda _c: _confirm_resolution(),
+    "case.rm": _remove_confirm,
+    "case.forget": _forget_confirm,
+}
+"""The face's question to a person, for the use cases only a person may settle (or None)."""

@@ -168,6 +168,10 @@ class ClaimArg(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ]
 
 
+class Nothing(Input):
+    """The input of a use case that takes none."""
+
+
 class TaskOnly(Input):
     """A case, by task id: the input of the use cases that need nothing else."""
 
@@ -190,6 +194,8 @@ ALIASES: dict[str, str] = {
     "kinds": "kind",
     "statuses": "status",
     "ids": "id",
+    "decision_id": "decision",
+    "record_id": "id",
 }
 """Input field -> the CLI option (or positional) it stands for, where the names differ.
 
@@ -226,11 +232,38 @@ REGISTRY: dict[str, str] = {
     "recall": "cortex.kernel.views.recall:Recall:search",
     "recall.get": "cortex.kernel.views.recall:RecallGet:fetch_cards",
     "review": "cortex.kernel.views.review:Review:review_branch",
+    "case.show": "cortex.kernel.views.show:TaskOnly:show_case",
+    "case.lease.renew": "cortex.kernel.lease:RenewLease:renew_lease",
+    "case.lease.release": "cortex.kernel.lease:ReleaseLease:release_lease",
+    "case.decision.answer": "cortex.kernel.human.decisions:AnswerDecision:answer_decision",
+    "case.decision.list": "cortex.kernel.human.decisions:TaskOnly:decisions_of",
+    "case.decision.resolve": "cortex.kernel.human.contests:ResolveContest:settle",
+    "case.audit": "cortex.kernel.views.audit:TaskOnly:audit_report",
+    "case.attest": "cortex.kernel.views.attest:TaskOnly:attest_case",
+    "case.trust": "cortex.kernel.host.trust:Trust:trust_verifier",
+    "config": "cortex.kernel.host.show_config:Nothing:show",
+    "init": "cortex.kernel.host.init:Init:init_workspace",
+    "setup.claude": "cortex.kernel.host.setup:SetupClaude:setup_claude",
+    "setup.codex": "cortex.kernel.host.setup:SetupCodex:setup_codex",
+    "setup.git-trailer": "cortex.kernel.host.trailer_hook:TrailerHook:install_hook",
+    "case.metrics": "cortex.kernel.views.metrics:Metrics:metrics_of",
+    "case.sessions": "cortex.kernel.views.sessions:Sessions:list_sessions",
+    "case.overview": "cortex.kernel.views.sessions:Nothing:totals",
+    "recall.reindex": "cortex.kernel.recall:Nothing:reindex_all",
+    "recall.rebuild": "cortex.kernel.recall:Rebuild:rebuild_all",
+    "case.prune": "cortex.kernel.retention.archive:Prune:prune_idle",
+    "case.rm": "cortex.kernel.retention.archive:Remove:remove_case",
+    "case.forget": "cortex.kernel.retention.forget:Forget:forget_record",
+    "adopt": "cortex.kernel.host.adopt:Adopt:adopt_store",
+    "recall.drop": "cortex.kernel.host.storage:Drop:drop_index",
 }
 """Command (the CLI's dotted name, an envelope's `command`) -> "module:Struct:function".
 
 Strings, not objects: a call imports only its own use case's module (tests/test_import_pin.py).
-The function takes `(kernel, input)` and returns the command's `Result`.
+The function takes `(kernel, input)` and returns the command's `Result`; the few a person must
+confirm also take the face's `confirm` (a question at a terminal, or None where nobody can be
+asked). `case share`, `fetch`, `bundle` and `trailer` are not registered yet (their module is
+being cut; the CLI keeps a handler each), nor `completion`, which is the CLI's own.
 """
 
 

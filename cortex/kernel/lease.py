@@ -25,7 +25,7 @@ from cortex.cases.records import Lease
 from cortex.kernel import lifecycle
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
-from cortex.kernel.inputs import Input, LeaseToken, TaskId
+from cortex.kernel.inputs import Actor, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 
 if TYPE_CHECKING:
@@ -399,3 +399,32 @@ def take(kernel: Kernel, given: BeginChange) -> Result:
     return begin_change(
         kernel, given.task_id, actor=given.actor, ttl=given.ttl, lease_token=given.lease_token
     )
+
+
+class RenewLease(Input):
+    """The input of `case lease renew`."""
+
+    task_id: TaskId
+    actor: Actor = None
+    ttl: str | None = None
+    lease_token: LeaseToken = None
+
+
+class ReleaseLease(Input):
+    """The input of `case lease release`."""
+
+    task_id: TaskId
+    actor: Actor = None
+    lease_token: LeaseToken = None
+
+
+def renew_lease(kernel: Kernel, given: RenewLease) -> Result:
+    """`renew` for one input."""
+    return renew(
+        kernel, given.task_id, actor=given.actor, ttl=given.ttl, lease_token=given.lease_token
+    )
+
+
+def release_lease(kernel: Kernel, given: ReleaseLease) -> Result:
+    """`release` for one input."""
+    return release(kernel, given.task_id, actor=given.actor, lease_token=given.lease_token)

@@ -30,7 +30,7 @@ from cortex.cases.records import CaseFile, Evidence, Phase
 from cortex.kernel import lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
-from cortex.kernel.inputs import Actor, Input, OptionArg, TaskId
+from cortex.kernel.inputs import Actor, Input, OptionArg, TaskId, TaskOnly
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import pending
 
@@ -436,3 +436,29 @@ def ask(kernel: Kernel, given: RequestDecision) -> Result:
         subject=given.subject,
         actor=given.actor,
     )
+
+
+class AnswerDecision(Input):
+    """The input of `case decision answer` (a person's act: the face asks them to confirm)."""
+
+    task_id: TaskId
+    decision_id: str
+    answer: str
+    responder: str
+
+
+def answer_decision(kernel: Kernel, given: AnswerDecision, *, confirm: Confirm | None) -> Result:
+    """`answer` for one input; `confirm` is the face's question to the person, if any."""
+    return answer(
+        kernel,
+        given.task_id,
+        given.decision_id,
+        option=given.answer,
+        responder=given.responder,
+        confirm=confirm,
+    )
+
+
+def decisions_of(kernel: Kernel, given: TaskOnly) -> Result:
+    """`list_decisions` for one input."""
+    return list_decisions(kernel, given.task_id)

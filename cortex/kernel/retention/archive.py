@@ -331,3 +331,28 @@ def archive_case(kernel: Kernel, given: Archive) -> Result:
 def unarchive_case(kernel: Kernel, given: Archive) -> Result:
     """`unarchive` for one input."""
     return unarchive(kernel, given.task_id, actor=given.actor)
+
+
+class Prune(Input):
+    """The input of `case prune`."""
+
+    older_than: str | None = None
+    apply: bool = False
+    actor: Actor = None
+
+
+class Remove(Input):
+    """The input of `case rm` (a person's act at a terminal: the face asks them to confirm)."""
+
+    task_id: TaskId
+    force: bool = False
+
+
+def prune_idle(kernel: Kernel, given: Prune) -> Result:
+    """`prune` for one input."""
+    return prune(kernel, older_than=given.older_than, apply=given.apply, actor=given.actor)
+
+
+def remove_case(kernel: Kernel, given: Remove, *, confirm: Confirm | None) -> Result:
+    """`remove` for one input; `confirm` is the face's question to the person, if any."""
+    return remove(kernel, given.task_id, force=given.force, confirm=confirm)

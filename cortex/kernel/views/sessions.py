@@ -38,6 +38,7 @@ from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
 from cortex.kernel import inputs, validate
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input, Nothing
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lease import state
 from cortex.kernel.lifecycle import TERMINAL
@@ -440,3 +441,32 @@ def overview(kernel: Kernel) -> Result:
             ],
         }
     )
+
+
+class Sessions(Input):
+    """The input of `case sessions`."""
+
+    repo: str | None = None
+    active: bool = False
+    stale_after: str | None = None
+    query: str | None = None
+    limit: int = inputs.SESSIONS_LIMIT
+    archived: bool = False
+
+
+def list_sessions(kernel: Kernel, given: Sessions) -> Result:
+    """`sessions` for one input."""
+    return sessions(
+        kernel,
+        repo=given.repo,
+        active=given.active,
+        stale_after=given.stale_after,
+        query=given.query,
+        limit=given.limit,
+        archived=given.archived,
+    )
+
+
+def totals(kernel: Kernel, _given: Nothing) -> Result:
+    """`overview` for the empty input."""
+    return overview(kernel)
