@@ -13,7 +13,8 @@ from typing import Any, get_args
 
 import pytest
 
-from cortex.cli.parser import COMMANDS, command_help
+from cortex.cli.grammar import COMMANDS
+from cortex.cli.parser import command_help
 from cortex.kernel import validate
 from cortex.kernel.host.setup import Scope
 from cortex.kernel.human import contests

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from cortex.cli.commands import HANDLERS
-from cortex.cli.parser import COMMANDS, GLOBAL, Cmd, Opt
+from cortex.cli.grammar import COMMANDS, GLOBAL, Cmd, Opt
 from cortex.cli.render import _RENDERERS
 from cortex.kernel.inputs import ALIASES, REGISTRY, TaskOnly, use_case
 from cortex.kernel.steps.evidence import Note
