@@ -3,8 +3,8 @@
 - `grammar`: the declarative table of every command; `parser`: its strict parser and `--help`;
   `completion` draws shell completion from the same table;
 - `commands`: the one call (parsed values into a use case's input struct, `run_use_case`), the
-  face's hooks (stdin, the lease token from the environment, terminal confirmations) and a
-  handler for each command not yet registered;
+  face's hooks (the lease token from the environment, terminal confirmations, `handoff -o`) and
+  `completion`;
 - `render` (an envelope as text, only when output is not `--json`), with `render_handoff`,
   `render_recall`, `render_retention`, `render_setup`, `render_share`, `render_stats` and
   `render_timeline`;

@@ -3,9 +3,9 @@
 A command the kernel registers (`cortex.kernel.inputs.REGISTRY`) runs through `run_use_case`:
 its parsed values fill the use case's input struct through the alias table (`--surface` is
 `surfaces`, the positional task is `task_id`), and the lease token the command line did not give
-comes from $CORTEX_LEASE_TOKEN. What only this face does stays in a hook here (a file `handoff
--o` writes); the commands not yet registered keep a handler each. Every use case is imported
-lazily, so a call loads only the modules it needs.
+comes from $CORTEX_LEASE_TOKEN. What only this face does stays in a hook here: a file `handoff
+-o` writes, the question a person confirms at the terminal (`CONFIRMS`), and `completion`, the
+CLI's own command. Every use case is imported lazily, so a call loads only the modules it needs.
 """
 
 from __future__ import annotations
@@ -179,46 +179,9 @@ def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
     return confirm
 
 
-def _share(c: Call) -> Result:
-    from cortex.kernel.share import share
-
-    return share(c.kernel, c["task"], all_cases=c["all"], remote=c["remote"], dry_run=c["dry_run"])
-
-
-def _fetch(c: Call) -> Result:
-    from cortex.kernel.share import fetch
-
-    return fetch(
-        c.kernel,
-        c["task"],
-        pr=c["pr"],
-        bundle_file=c["bundle"],
-        all_cases=c["all"],
-        remote=c["remote"],
-        base=c["base"],
-        cwd=c.cwd,
-    )
-
-
-def _bundle(c: Call) -> Result:
-    from cortex.kernel.share import bundle
-
-    return bundle(c.kernel, c["task"], output=os.path.join(c.cwd, c["output"]))
-
-
-def _trailer(c: Call) -> Result:
-    from cortex.kernel.share import trailer
-
-    return trailer(c.kernel, actor=c["actor"])
-
-
 HANDLERS: dict[str, Callable[[Call], Result]] = {
     "case.handoff": _handoff,
     "completion": _completion,
-    "case.share": _share,
-    "case.fetch": _fetch,
-    "case.bundle": _bundle,
-    "case.trailer": _trailer,
 }
 
 

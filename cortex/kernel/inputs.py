@@ -196,6 +196,8 @@ ALIASES: dict[str, str] = {
     "ids": "id",
     "decision_id": "decision",
     "record_id": "id",
+    "all_cases": "all",
+    "bundle_file": "bundle",
 }
 """Input field -> the CLI option (or positional) it stands for, where the names differ.
 
@@ -256,14 +258,17 @@ REGISTRY: dict[str, str] = {
     "case.forget": "cortex.kernel.retention.forget:Forget:forget_record",
     "adopt": "cortex.kernel.host.adopt:Adopt:adopt_store",
     "recall.drop": "cortex.kernel.host.storage:Drop:drop_index",
+    "case.share": "cortex.kernel.share:Share:share_cases",
+    "case.fetch": "cortex.kernel.share:Fetch:fetch_cases",
+    "case.bundle": "cortex.kernel.share:Bundle:bundle_case",
+    "case.trailer": "cortex.kernel.share:Trailer:trailers",
 }
 """Command (the CLI's dotted name, an envelope's `command`) -> "module:Struct:function".
 
 Strings, not objects: a call imports only its own use case's module (tests/test_import_pin.py).
 The function takes `(kernel, input)` and returns the command's `Result`; the few a person must
 confirm also take the face's `confirm` (a question at a terminal, or None where nobody can be
-asked). `case share`, `fetch`, `bundle` and `trailer` are not registered yet (their module is
-being cut; the CLI keeps a handler each), nor `completion`, which is the CLI's own.
+asked). `completion` is not registered: it is the CLI's own.
 """
 
 
