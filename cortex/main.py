@@ -77,20 +77,29 @@ def _body(
         return run_doctor
 
     def run(kernel: Kernel) -> Result:
-        from cortex.cli.commands import HANDLERS, Call
+        from cortex.cli.commands import Call, handler
 
-        handler = HANDLERS[parsed.command.name]
+        name = parsed.command.name
         stdin, stdout, stderr = streams
         call = Call(
-            kernel, parsed.values, cwd=cwd, stdin=stdin, env=env, stdout=stdout, stderr=stderr
+            kernel,
+            parsed.values,
+            command=name,
+            cwd=cwd,
+            stdin=stdin,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
         )
-        return handler(call)
+        return handler(name)(call)
 
     from cortex.cli.terminal import channel
 
     # How the command arrived: a person at its terminal, or not (docs/design/trust.md).
     via = channel(streams[0])
-    return in_kernel(cwd, env, default_actor(env, "cli"), run, progress=progress, via=via)
+    return in_kernel(
+        cwd, env, default_actor(env, "cli"), run, progress=progress, via=via, stdin=streams[0]
+    )
 
 
 def _is_terminal(stream: IO[str]) -> bool:

@@ -23,7 +23,8 @@ from typing import IO, TYPE_CHECKING, Any
 import pytest
 from conftest import Cli, configure_verifiers, git, ready_to_verify
 
-from cortex.mcp.tools import BY_NAME, output_schema
+from cortex.mcp.schemas import output_schema
+from cortex.mcp.tools import BY_NAME
 
 if TYPE_CHECKING:
     import mcp_types as types

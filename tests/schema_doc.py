@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cortex.cli.parser import COMMANDS  # noqa: E402 - the checkout, not an installed copy
+from cortex.cli.grammar import COMMANDS  # noqa: E402 - the checkout, not an installed copy
 from cortex.kernel.answers import envelope_schema  # noqa: E402
 from cortex.kernel.envelope import SCHEMA, CommandAction  # noqa: E402
 

@@ -21,7 +21,7 @@ from conftest import Cli, base_env, make_repo, run_cortex
 from mcp_kit import RawServer, envelope_of
 
 from cortex.cases.bounds import INTEGER_DIGITS_MAX
-from cortex.cli.parser import COMMANDS
+from cortex.cli.grammar import COMMANDS
 from cortex.mcp.tools import TOOLS
 
 SIZES = [4_299, 4_301, 10_000, 100_000]

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
-from cortex.cli.parser import COMMANDS, GROUPS, command_help
+from cortex.cli.grammar import COMMANDS, GROUPS
+from cortex.cli.parser import command_help
 
 
 def candidates(cli: Cli, line: str, shell: str = "fish") -> list[str]:

@@ -10,7 +10,8 @@ from pathlib import Path
 from conftest import ROOT
 
 from cortex.cases import bounds
-from cortex.cli.parser import COMMANDS, command_help
+from cortex.cli.grammar import COMMANDS
+from cortex.cli.parser import command_help
 from cortex.kernel.config import ENV_KEYS, FILE_KEYS
 
 README = (ROOT / "README.md").read_text()

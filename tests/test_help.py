@@ -13,7 +13,8 @@ from typing import Any, get_args
 
 import pytest
 
-from cortex.cli.parser import COMMANDS, command_help
+from cortex.cli.grammar import COMMANDS
+from cortex.cli.parser import command_help
 from cortex.kernel import validate
 from cortex.kernel.host.setup import Scope
 from cortex.kernel.human import contests
@@ -22,7 +23,8 @@ from cortex.kernel.steps.evidence import RESERVED_KINDS
 from cortex.kernel.views import review
 from cortex.kernel.views.timeline import cards as timeline_cards
 from cortex.main import main
-from cortex.mcp.tools import ALIASES, TOOLS, input_schema
+from cortex.mcp.schemas import input_schema
+from cortex.mcp.tools import ALIASES, TOOLS
 from cortex.recall import cards as recall_cards
 
 ENUMERATED: dict[tuple[str, str], tuple[str, ...]] = {

@@ -554,7 +554,8 @@ def test_cli_and_mcp_agree_on_refusals_and_redaction(
 
 def mcp_spelled(message: str, tool_name: str) -> str:
     """A CLI message with each of its option names as `tool_name` names that argument."""
-    from cortex.cli.parser import COMMANDS, spelling
+    from cortex.cli.grammar import COMMANDS
+    from cortex.cli.parser import spelling
     from cortex.mcp.tools import ALIASES, BY_NAME
 
     tool = BY_NAME[tool_name]

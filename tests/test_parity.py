@@ -1,8 +1,11 @@
-"""The four command tables agree: the grammar, the handlers, the renderers and the MCP tools.
+"""Each face against the input structs; the command tables agree with each other.
 
-Every MCP argument must stand for a CLI option (or positional argument) of the same command,
-through the one alias table in cortex/mcp/tools.py, with the same kind and the same default.
-What one face deliberately lacks is listed below with its reason; anything else is drift.
+Every registered use case declares one input struct (`cortex.kernel.inputs.REGISTRY`). Each of
+its fields must be a CLI option (or positional argument) of the command, through the one alias
+table, of the same kind, with the same default and requiredness; and an argument of the MCP tool
+of the same type and default, unless the MCP face withholds it (`cortex.mcp.tools.WITHHELD`,
+with its reason). Every CLI option and every MCP argument must fill a field. What one face
+deliberately lacks is listed here with its reason; anything else is drift.
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ import msgspec
 import pytest
 
 from cortex.cli.commands import HANDLERS
-from cortex.cli.parser import COMMANDS, GLOBAL, Cmd, Opt
+from cortex.cli.grammar import COMMANDS, GLOBAL, Cmd, Opt
 from cortex.cli.render import _RENDERERS
-from cortex.mcp.tools import ALIASES, TOOLS, Note, Timeline, Tool
+from cortex.kernel.inputs import ALIASES, REGISTRY, TaskOnly, use_case
+from cortex.kernel.steps.evidence import Note
+from cortex.kernel.views.timeline.page import Timeline
+from cortex.mcp.tools import TOOLS, WITHHELD_BY_COMMAND, Tool, withheld
 
 LAUNCHED = {
     "serve": "the launcher starts the MCP server; it has no envelope of its own",
@@ -69,41 +75,27 @@ NOT_SERVED = {
 """CLI commands with no MCP tool, and why."""
 
 ONLY_CLI = {
-    ("case.evidence.add", "raw_file"): "a path or '-' for stdin; over MCP raw output is text",
     ("case.handoff", "output"): "writes a file where the caller stands; a server returns data",
     ("case.handoff", "format"): "says what --output writes",
     ("case.verify", "follow"): "prints output at a terminal; over MCP it is debug log entries",
-    ("review", "format"): "says how the CLI prints the verdict; over MCP it is data",
-    ("case.list", "archived"): "archived cases are for people; an agent lists the live ones",
-    ("review", "reproduce"): "runs the base branch's commands: the person or CI job decides",
-    ("review", "accept"): "the gate's policy is set by who runs it, never by the agent judged",
-    **{
-        (command, "lease_token"): "a server keeps the tokens its own begin_change was given"
-        for command in (
-            "case.plan",
-            "case.begin-change",
-            "case.verify",
-            "case.complete",
-            "case.block",
-            "case.unblock",
-            "case.abort",
-        )
-    },
 }
-"""CLI options that have no MCP argument, and why."""
+"""CLI options that fill no input field: the face's own, used by its hook, and why."""
+
+NOT_ON_CLI = {
+    ("case.evidence.add", "raw"): "raw output as text; the CLI reads it from a file",
+}
+"""Input fields no CLI option fills, and why."""
 
 GLOBAL_ARGUMENTS = {"workspace": "the CLI's global -C/--workspace, on every tool"}
 """MCP arguments every tool takes that stand for one of the CLI's global options."""
 
-ONLY_MCP = {
-    ("cortex_record_evidence", "raw"): "raw output as text; the CLI reads it from a file",
-}
-"""MCP arguments that stand for no CLI option, and why."""
-
 
 def _cli_arguments(cmd: Cmd) -> dict[str, Opt | None]:
-    """dest -> Opt (None for a positional argument; a repeated, required one if variadic)."""
+    """dest -> Opt (None for a positional argument; a repeated, required one if variadic; an
+    optional value for one that may be left out)."""
     found: dict[str, Opt | None] = {name: None for name, _ in cmd.positionals}
+    for name, _ in cmd.positionals[len(cmd.positionals) - cmd.optional :]:
+        found[name] = Opt(name, "")
     if cmd.variadic:
         name = cmd.positionals[-1][0]
         found[name] = Opt(name, "", kind="repeat", required=True)
@@ -142,50 +134,104 @@ def _opt_default(opt: Opt | None) -> object:
     return [] if opt.kind == "repeat" else False
 
 
-def drift(tools: tuple[Tool, ...] = TOOLS) -> list[str]:
-    """Every way an MCP tool's arguments differ from its CLI command's options."""
-    by_name = {cmd.name: cmd for cmd in COMMANDS}
+def _default(field: Any) -> object:
+    if field.default_factory is not msgspec.NODEFAULT:
+        return field.default_factory()
+    return field.default
+
+
+def _fields(struct: type[Any]) -> list[Any]:
+    info = msgspec.inspect.type_info(struct)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return list(info.fields)
+
+
+def cli_drift(command: str, struct: type[Any], cmd: Cmd) -> list[str]:
+    """Every way the CLI command `cmd` differs from the input struct of `command`."""
+    cli = _cli_arguments(cmd)
     found: list[str] = []
-    for tool in tools:
-        cmd = by_name.get(tool.command)
-        if cmd is None:
-            found.append(f"{tool.name}: runs {tool.command}, which is no CLI command")
+    mapped: set[str] = set()
+    for field in _fields(struct):
+        where = f"{command} {struct.__name__}.{field.name}"
+        if (command, field.name) in NOT_ON_CLI:
             continue
-        cli = _cli_arguments(cmd)
-        info = msgspec.inspect.type_info(tool.args)
-        assert isinstance(info, msgspec.inspect.StructType)
-        mapped: set[str] = set()
-        for field in info.fields:
-            where = f"{tool.name}.{field.name}"
-            if (tool.name, field.name) in ONLY_MCP or field.name in GLOBAL_ARGUMENTS:
-                continue
-            dest = ALIASES.get(field.name, field.name)
-            if dest not in cli:
-                found.append(f"{where}: no CLI option {dest!r} in {cmd.name}")
-                continue
-            mapped.add(dest)
-            opt = cli[dest]
-            if _kind(field.type) != _opt_kind(opt):
-                found.append(f"{where}: {_kind(field.type)}, but the CLI's is {_opt_kind(opt)}")
-            required = opt is None or opt.required
-            if field.required != required:
-                found.append(f"{where}: required={field.required}, the CLI's is {required}")
-            default = (
-                field.default_factory()
-                if field.default_factory is not msgspec.NODEFAULT
-                else field.default
+        dest = ALIASES.get(field.name, field.name)
+        if dest not in cli:
+            found.append(f"{where}: no CLI option {dest!r}")
+            continue
+        mapped.add(dest)
+        opt = cli[dest]
+        if _kind(field.type) != _opt_kind(opt):
+            found.append(f"{where}: {_kind(field.type)}, but the CLI's is {_opt_kind(opt)}")
+        required = opt is None or opt.required
+        if field.required != required:
+            found.append(f"{where}: required={field.required}, the CLI's is {required}")
+        if not field.required and _default(field) != _opt_default(opt):
+            found.append(
+                f"{where}: default {_default(field)!r}, the CLI's is {_opt_default(opt)!r}"
             )
-            if not field.required and default != _opt_default(opt):
-                found.append(f"{where}: default {default!r}, the CLI's is {_opt_default(opt)!r}")
-        found.extend(
-            f"{cmd.name} {dest}: no MCP argument of {tool.name}"
-            for dest in cli
-            if dest not in mapped and (cmd.name, dest) not in ONLY_CLI
-        )
+    found.extend(
+        f"{command} {dest}: a CLI option that fills no field of {struct.__name__}"
+        for dest in cli
+        if dest not in mapped and (command, dest) not in ONLY_CLI
+    )
     return found
 
 
-def test_every_mcp_argument_is_a_cli_option_of_the_same_kind_and_default() -> None:
+def mcp_drift(command: str, struct: type[Any], tool: Tool) -> list[str]:
+    """Every way the tool's published arguments differ from the input struct of `command`."""
+    published = {field.name: field for field in _fields(tool.args)}
+    found: list[str] = []
+    for field in _fields(struct):
+        where = f"{tool.name}.{field.name}"
+        if withheld(command, field.name):
+            if field.name in published:
+                found.append(f"{where}: withheld, yet published")
+            elif field.required:
+                found.append(f"{where}: withheld, yet required")
+            continue
+        argument = published.pop(field.name, None)
+        if argument is None:
+            found.append(f"{where}: no MCP argument")
+            continue
+        if argument.type != field.type:
+            found.append(f"{where}: {argument.type!r}, but the input's is {field.type!r}")
+        if argument.required != field.required or _default(argument) != _default(field):
+            found.append(
+                f"{where}: default {_default(argument)!r}, the input's {_default(field)!r}"
+            )
+    found.extend(
+        f"{tool.name}.{name}: an MCP argument that fills no field of {struct.__name__}"
+        for name in published
+        if name not in GLOBAL_ARGUMENTS
+    )
+    return found
+
+
+def drift(structs: dict[str, type[Any]] | None = None) -> list[str]:
+    """Every way a face differs from a registered use case's input struct."""
+    if structs is None:
+        structs = {command: use_case(command)[0] for command in REGISTRY}
+    by_name = {cmd.name: cmd for cmd in COMMANDS}
+    tools = {tool.command: tool for tool in TOOLS}
+    found: list[str] = []
+    for command, struct in structs.items():
+        cmd = by_name.get(command)
+        if cmd is None:
+            found.append(f"{command}: registered, but no CLI command")
+        else:
+            found.extend(cli_drift(command, struct, cmd))
+        if command in tools:
+            found.extend(mcp_drift(command, struct, tools[command]))
+    found.extend(
+        f"{tool.name}: runs {tool.command}, which is no registered use case"
+        for tool in TOOLS
+        if tool.command not in REGISTRY
+    )
+    return found
+
+
+def test_every_input_field_is_a_cli_option_and_an_mcp_argument_of_the_same_kind() -> None:
     assert drift() == []
 
 
@@ -197,24 +243,50 @@ class _DriftedNote(Note):
     expect_revision: str | None = None  # type: ignore[assignment]
 
 
+class _PublishedToken(Note):
+    lease_token: str | None = None
+
+
 def test_the_parity_check_catches_a_default_that_differs() -> None:
-    """A test of the test: an MCP default unlike the CLI's (the old literal 50) is drift."""
-    timeline = next(t for t in TOOLS if t.name == "cortex_timeline")
-    changed = msgspec.structs.replace(timeline, args=_DriftedTimeline)
-    assert drift((changed,)) == ["cortex_timeline.limit: default 49, the CLI's is 50"]
+    """A test of the test: an input default unlike the CLI's (the old literal 50) is drift."""
+    assert drift({"case.timeline": _DriftedTimeline}) == [
+        "case.timeline _DriftedTimeline.limit: default 49, the CLI's is 50",
+        "cortex_timeline.limit: default 50, the input's 49",
+    ]
 
 
 def test_the_parity_check_catches_a_kind_that_differs() -> None:
-    note = next(t for t in TOOLS if t.name == "cortex_note")
-    changed = msgspec.structs.replace(note, args=_DriftedNote)
-    assert drift((changed,)) == ["cortex_note.expect_revision: value, but the CLI's is integer"]
+    found = drift({"case.note": _DriftedNote})
+    assert found[0] == "case.note _DriftedNote.expect_revision: value, but the CLI's is integer"
+    assert found[1].startswith("cortex_note.expect_revision: ")
 
 
-def test_every_command_has_a_handler_and_every_handler_a_command() -> None:
+def test_the_parity_check_catches_a_field_a_face_cannot_fill() -> None:
+    """A field with no CLI option (note has no --lease-token) is drift; the MCP face withholds
+    it, as it withholds every lease token."""
+    assert drift({"case.note": _PublishedToken}) == [
+        "case.note _PublishedToken.lease_token: no CLI option 'lease_token'"
+    ]
+
+
+def test_the_parity_check_catches_an_option_that_fills_nothing() -> None:
+    assert drift({"case.handoff": TaskOnly}) == [
+        "case.handoff compact: a CLI option that fills no field of TaskOnly",
+        "cortex_handoff.compact: an MCP argument that fills no field of TaskOnly",
+    ]
+
+
+def test_every_withheld_argument_is_an_input_field() -> None:
+    for command, field in WITHHELD_BY_COMMAND:
+        assert field in use_case(command)[0].__struct_fields__, (command, field)
+
+
+def test_every_command_has_a_use_case_or_a_handler() -> None:
     names = {cmd.name for cmd in COMMANDS}
-    assert sorted(names - set(HANDLERS) - set(LAUNCHED)) == []
-    assert sorted(set(HANDLERS) - names) == []
-    assert sorted(set(HANDLERS) & set(LAUNCHED)) == []
+    run = set(HANDLERS) | set(REGISTRY)
+    assert sorted(names - run - set(LAUNCHED)) == []
+    assert sorted(run - names) == []
+    assert sorted(run & set(LAUNCHED)) == []
 
 
 def test_every_command_has_a_renderer() -> None:

@@ -282,7 +282,8 @@ class TestSearch:
     def test_over_mcp_the_same_refusal_names_the_argument(self, cli: Cli) -> None:
         from cortex.kernel.kernel import Kernel
         from cortex.kernel.surface import execute, in_kernel
-        from cortex.mcp.tools import BY_NAME, Leases, decode_args, spelling
+        from cortex.mcp.session import Leases
+        from cortex.mcp.tools import BY_NAME, decode_args, spelling
 
         tool = BY_NAME["cortex_recall"]
         arguments = decode_args(tool, {"query": "a\x00b", "limit": 5})

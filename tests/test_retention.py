@@ -19,7 +19,8 @@ from conftest import CHILDREN, Cli, case_path, committed_state, git, run_cortex
 from crash_kit import watch
 from trust_kit import at_terminal, detached
 
-from cortex.mcp.tools import BY_NAME, Leases
+from cortex.mcp.session import Leases
+from cortex.mcp.tools import BY_NAME
 
 FORGET_CHILD = str(CHILDREN / "forget_child.py")
 

@@ -17,7 +17,8 @@ import pytest
 from conftest import Cli, configure_verifiers
 
 from cortex.kernel.errors import InvalidInputError
-from cortex.mcp.tools import TOOLS, decode_args, input_schema
+from cortex.mcp.schemas import input_schema
+from cortex.mcp.tools import TOOLS, decode_args
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schema"
 

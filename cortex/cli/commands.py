@@ -1,6 +1,11 @@
-"""One small handler per command: turn parsed values into a kernel call.
+"""The CLI's one call: parsed values into a use case's input, and the few face hooks.
 
-Each handler imports its use case lazily, so a call loads only the modules it needs.
+A command the kernel registers (`cortex.kernel.inputs.REGISTRY`) runs through `run_use_case`:
+its parsed values fill the use case's input struct through the alias table (`--surface` is
+`surfaces`, the positional task is `task_id`), and the lease token the command line did not give
+comes from $CORTEX_LEASE_TOKEN. What only this face does stays in a hook here: a file `handoff
+-o` writes, the question a person confirms at the terminal (`CONFIRMS`), and `completion`, the
+CLI's own command. Every use case is imported lazily, so a call loads only the modules it needs.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class Call:
         kernel: Kernel,
         values: Values,
         *,
+        command: str = "",
         cwd: str,
         stdin: IO[bytes],
         env: Mapping[str, str],
@@ -35,6 +41,7 @@ class Call:
     ) -> None:
         self.kernel = kernel
         self.values = values
+        self.command = command
         self.cwd = cwd
         self.stdin = stdin
         self.env = env
@@ -46,190 +53,37 @@ class Call:
         return self.values[key]
 
 
-def _open(c: Call) -> Result:
-    from cortex.kernel.steps.open_case import open_case
+def run_use_case(c: Call) -> Result:
+    """Run the registered use case of `c.command` on the input its parsed values make.
 
-    return open_case(
-        c.kernel,
-        goal=c["goal"],
-        mode=c["mode"],
-        risk=c["risk"],
-        surfaces=c["surface"],
-        criteria=c["criterion"],
-        idempotency_key=c["idempotency_key"],
-        actor=c["actor"],
-        parent=c["parent"],
-        no_recall=c["no_recall"],
-    )
+    The struct is built without checking its values again: the grammar checked what it owns
+    (integers, required options), and the use case checks the rest with the CLI's names.
+    """
+    from cortex.kernel.inputs import ALIASES, use_case
 
-
-def _list(c: Call) -> Result:
-    from cortex.kernel.views.status import list_cases
-
-    return list_cases(c.kernel, limit=c["limit"], archived=c["archived"])
-
-
-def _status(c: Call) -> Result:
-    from cortex.kernel.views.status import status
-
-    return status(c.kernel, c["task"])
+    struct, function = use_case(c.command)
+    values: Values = {}
+    for name in struct.__struct_fields__:
+        dest = ALIASES.get(name, name)
+        if dest in c.values:
+            values[name] = c.values[dest]
+    if "lease_token" in struct.__struct_fields__:
+        values["lease_token"] = _lease_token(c)
+    asks = CONFIRMS.get(c.command)
+    extra = {} if asks is None else {"confirm": asks(c)}
+    result: Result = function(c.kernel, struct(**values), **extra)
+    return result
 
 
-def _show(c: Call) -> Result:
-    from cortex.kernel.views.show import show
-
-    return show(c.kernel, c["task"])
-
-
-def _evidence_add(c: Call) -> Result:
-    from cortex.kernel.steps.evidence import add_evidence
-    from cortex.kernel.steps.raw_input import gather
-
-    raw, tree = gather(
-        c.kernel, raw_file=c["raw_file"], raw_dir=c["raw_dir"], stdin=c.stdin, cwd=c.cwd
-    )
-    return add_evidence(
-        c.kernel,
-        c["task"],
-        claim=c["claim"],
-        kind=c["kind"],
-        tool=c["source"],
-        uri=c["uri"],
-        origin=c["origin"],
-        file=c["file"],
-        line=c["line"],
-        symbol=c["symbol"],
-        confidence=c["confidence"],
-        sensitive=c["sensitive"],
-        raw=raw,
-        raw_tree=tree,
-        derived_from=c["derived_from"],
-        contests=c["contests"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-    )
-
-
-def _note(c: Call) -> Result:
-    from cortex.kernel.steps.evidence import add_note
-
-    return add_note(
-        c.kernel,
-        c["task"],
-        text=c["text"],
-        origin=c["origin"],
-        contests=c["contests"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-    )
-
-
-def _read_evidence(c: Call) -> Result:
-    from cortex.kernel.steps.evidence import read_evidence
-
-    return read_evidence(c.kernel, c["task"], c["evidence"])
-
-
-def _read_artifact(c: Call) -> Result:
-    from cortex.kernel.views.artifact import read_artifact
-
-    return read_artifact(
-        c.kernel,
-        c["task"],
-        c["ref"],
-        max_bytes=c["max_bytes"],
-        allow_binary=c["allow_binary"],
-        path=c["path"],
-    )
-
-
-def _plan(c: Call) -> Result:
-    from cortex.kernel.steps.plan import plan
-
-    return plan(
-        c.kernel,
-        c["task"],
-        hypotheses=c["hypothesis"],
-        supports=c["support"],
-        files=c["file"],
-        symbols=c["symbol"],
-        boundary_reason=c["boundary_reason"],
-        verify=c["verify"],
-        uncertainty=c["uncertainty"],
-        reason=c["reason"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _resolve(c: Call) -> Result:
-    from cortex.kernel.steps.resolve import resolve
-
-    return resolve(
-        c.kernel,
-        c["task"],
-        c["hypothesis"],
-        status=c["status"],
-        reason=c["reason"],
-        evidence=c["evidence"],
-        actor=c["actor"],
-        expected_revision=c["expect_revision"],
-    )
+def handler(command: str) -> Callable[[Call], Result]:
+    """What runs `command`: its face hook or handler, else the registered use case."""
+    return HANDLERS.get(command, run_use_case)
 
 
 def _lease_token(c: Call) -> str | None:
     """The lease token: `--lease-token`, else $CORTEX_LEASE_TOKEN (docs/design/trust.md)."""
-    given: str | None = c["lease_token"]
+    given: str | None = c.values.get("lease_token")
     return given if given is not None else (c.env.get("CORTEX_LEASE_TOKEN") or None)
-
-
-def _begin_change(c: Call) -> Result:
-    from cortex.kernel.lease import begin_change
-
-    return begin_change(
-        c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c)
-    )
-
-
-def _lease_renew(c: Call) -> Result:
-    from cortex.kernel.lease import renew
-
-    return renew(c.kernel, c["task"], actor=c["actor"], ttl=c["ttl"], lease_token=_lease_token(c))
-
-
-def _lease_release(c: Call) -> Result:
-    from cortex.kernel.lease import release
-
-    return release(c.kernel, c["task"], actor=c["actor"], lease_token=_lease_token(c))
-
-
-def _decision_request(c: Call) -> Result:
-    from cortex.kernel.human.decisions import request
-
-    return request(
-        c.kernel,
-        c["task"],
-        question=c["question"],
-        options=c["option"],
-        subject=c["subject"],
-        actor=c["actor"],
-    )
-
-
-def _decision_answer(c: Call) -> Result:
-    from cortex.kernel.human.decisions import answer
-
-    # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
-    confirm = _confirm_answer if c.kernel.via == "cli-tty" else None
-    return answer(
-        c.kernel,
-        c["task"],
-        c["decision"],
-        option=c["answer"],
-        responder=c["responder"],
-        confirm=confirm,
-    )
 
 
 def _confirm_answer(asked: Confirmation) -> str | None:
@@ -245,87 +99,6 @@ def _confirm_answer(asked: Confirmation) -> str | None:
     if asked.consequence:
         lines += ["Its consequence:", *indented(asked.consequence)]
     return ask(lines, f"Type {asked.option} to answer, anything else to cancel: ")
-
-
-def _decision_list(c: Call) -> Result:
-    from cortex.kernel.human.decisions import list_decisions
-
-    return list_decisions(c.kernel, c["task"])
-
-
-def _block(c: Call) -> Result:
-    from cortex.kernel.steps.close import close
-
-    return close(
-        c.kernel,
-        c["task"],
-        to="blocked",
-        reason=c["reason"],
-        actor=c["actor"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _abort(c: Call) -> Result:
-    from cortex.kernel.steps.close import close
-
-    return close(
-        c.kernel,
-        c["task"],
-        to="abandoned",
-        reason=c["reason"],
-        actor=c["actor"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _unblock(c: Call) -> Result:
-    from cortex.kernel.steps.close import unblock
-
-    return unblock(
-        c.kernel, c["task"], reason=c["reason"], actor=c["actor"], lease_token=_lease_token(c)
-    )
-
-
-def _audit(c: Call) -> Result:
-    from cortex.kernel.views.audit import audit
-
-    return Result(data=audit(c.kernel, c["task"]))
-
-
-def _verify(c: Call) -> Result:
-    from cortex.kernel.proof.verify import verify
-
-    return verify(
-        c.kernel,
-        c["task"],
-        actor=c["actor"],
-        claims=c["claim"],
-        contracts=c["contract"],
-        ack_drift=c["ack_drift"],
-        no_op=c["no_op"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _complete(c: Call) -> Result:
-    from cortex.kernel.steps.complete import complete
-
-    return complete(
-        c.kernel,
-        c["task"],
-        outcome=c["outcome"],
-        accept_failed=c["accept_failed"],
-        verification_not_possible=c["verification_not_possible"],
-        actor=c["actor"],
-        lease_token=_lease_token(c),
-    )
-
-
-def _attest(c: Call) -> Result:
-    from cortex.kernel.views.attest import attest
-
-    return attest(c.kernel, c["task"])
 
 
 def _confirm_at_terminal(
@@ -355,95 +128,17 @@ def _confirm_at_terminal(
     return confirm
 
 
-def _trust(c: Call) -> Result:
-    from cortex.kernel.host.trust import trust
-
-    confirm = _confirm_at_terminal(c["name"], c.env)
-    return trust(c.kernel, c["name"], confirm=confirm, revoke=c["revoke"])
-
-
-def _config(c: Call) -> Result:
-    from cortex.kernel.host.show_config import show_config
-
-    return show_config(c.kernel)
-
-
-def _init(c: Call) -> Result:
-    from cortex.kernel.host.init import init
-
-    return init(c.kernel, force=c["force"], pyproject=c["pyproject"])
-
-
-def _setup(host: str) -> Callable[[Call], Result]:
-    def handler(c: Call) -> Result:
-        if c.values.get("plugin") is not None:
-            from cortex.kernel.host.plugin import write_plugin
-
-            directory = os.path.join(c.cwd, str(c["plugin"]))
-            return write_plugin(directory, dry_run=c["dry_run"], scope=c["scope"],
-                                remove=c["remove"])  # fmt: skip
-        from cortex.kernel.host.setup import setup
-
-        return setup(c.kernel, host, scope=c["scope"], dry_run=c["dry_run"], remove=c["remove"])
-
-    return handler
-
-
-def _timeline(c: Call) -> Result:
-    from cortex.kernel.views.timeline.page import timeline
-
-    return timeline(
-        c.kernel,
-        c["task"],
-        kinds=c["kind"],
-        actor=c["actor"],
-        since=c["since"],
-        until=c["until"],
-        anchor=c["anchor"],
-        before=c["before"],
-        after=c["after"],
-        limit=c["limit"],
-        cursor=c["cursor"],
-    )
-
-
 def _handoff(c: Call) -> Result:
+    """The packet, and with `-o` the file this face writes where the caller stands."""
     from cortex.kernel.views.handoff.file import save
-    from cortex.kernel.views.handoff.packet import handoff
 
     if c["format"] is not None and c["output"] is None:
         raise UsageError("cortex case handoff: --format says what -o writes; give -o FILE too")
-    result = handoff(c.kernel, c["task"], compact=c["compact"])
+    result = run_use_case(c)
     if c["output"] is not None:
         path = os.path.join(c.cwd, c["output"])
         result.data["written"] = save(c.kernel, result, path, fmt=c["format"] or "markdown")
     return result
-
-
-def _metrics(c: Call) -> Result:
-    from cortex.kernel.views.metrics import metrics
-
-    return metrics(c.kernel, c["task"])
-
-
-def _sessions(c: Call) -> Result:
-    from cortex.kernel.views.sessions import sessions
-
-    return sessions(
-        c.kernel,
-        repo=c["repo"],
-        active=c["active"],
-        stale_after=c["stale_after"],
-        query=c["query"],
-        limit=c["limit"],
-        archived=c["archived"],
-    )
-
-
-def _overview(c: Call) -> Result:
-    from cortex.kernel.views.sessions import overview
-
-    return overview(c.kernel)
 
 
 def _completion(c: Call) -> Result:
@@ -459,41 +154,6 @@ def _completion(c: Call) -> Result:
             "candidates": [{"value": value, "description": about} for value, about in found],
         }
     )
-
-
-def _recall(c: Call) -> Result:
-    from cortex.kernel.views.recall import recall
-
-    return recall(
-        c.kernel,
-        c["query"],
-        repo=c["repo"],
-        kinds=c["kind"],
-        statuses=c["status"],
-        since=c["since"],
-        until=c["until"],
-        limit=c["limit"],
-        cursor=c["cursor"],
-        budget=c["budget"],
-    )
-
-
-def _recall_get(c: Call) -> Result:
-    from cortex.kernel.views.recall import get
-
-    return get(c.kernel, c["id"])
-
-
-def _recall_reindex(c: Call) -> Result:
-    from cortex.kernel.recall import reindex
-
-    return reindex(c.kernel)
-
-
-def _recall_rebuild(c: Call) -> Result:
-    from cortex.kernel.recall import rebuild
-
-    return rebuild(c.kernel, verify=c["verify"])
 
 
 def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
@@ -519,171 +179,34 @@ def _confirm_resolution() -> Callable[[str, str, Sequence[str]], bool]:
     return confirm
 
 
-def _decision_resolve(c: Call) -> Result:
-    from cortex.kernel.human.contests import resolve_contest
-
-    return resolve_contest(
-        c.kernel,
-        c["task"],
-        c["decision"],
-        outcome=c["outcome"],
-        reason=c["reason"],
-        responder=c["responder"],
-        confirm=_confirm_resolution(),
-    )
-
-
-def _archive(c: Call) -> Result:
-    from cortex.kernel.retention.archive import archive
-
-    return archive(c.kernel, c["task"], actor=c["actor"])
-
-
-def _unarchive(c: Call) -> Result:
-    from cortex.kernel.retention.archive import unarchive
-
-    return unarchive(c.kernel, c["task"], actor=c["actor"])
-
-
-def _prune(c: Call) -> Result:
-    from cortex.kernel.retention.archive import prune
-
-    return prune(c.kernel, older_than=c["older_than"], apply=c["apply"], actor=c["actor"])
-
-
-def _rm(c: Call) -> Result:
-    from cortex.cli.retention import confirm_remove
-    from cortex.kernel.retention.archive import remove
-
-    confirm = confirm_remove if c.kernel.via == "cli-tty" else None
-    return remove(c.kernel, c["task"], force=c["force"], confirm=confirm)
-
-
-def _adopt(c: Call) -> Result:
-    from cortex.kernel.host.adopt import adopt
-
-    return adopt(c.kernel, c["store"], dry_run=c["dry_run"])
-
-
-def _recall_drop(c: Call) -> Result:
-    from cortex.kernel.host.storage import drop
-
-    return drop(c.kernel, dry_run=c["dry_run"])
-
-
-def _forget(c: Call) -> Result:
-    from cortex.cli.retention import confirm_forget
-    from cortex.kernel.retention.forget import forget
-
-    confirm = confirm_forget if c.kernel.via == "cli-tty" else None
-    return forget(
-        c.kernel, c["task"], c["id"], reason=c["reason"], confirm=confirm, actor=c["actor"]
-    )
-
-
-def _share(c: Call) -> Result:
-    from cortex.kernel.share import share
-
-    return share(c.kernel, c["task"], all_cases=c["all"], remote=c["remote"], dry_run=c["dry_run"])
-
-
-def _fetch(c: Call) -> Result:
-    from cortex.kernel.share import fetch
-
-    return fetch(
-        c.kernel,
-        c["task"],
-        pr=c["pr"],
-        bundle_file=c["bundle"],
-        all_cases=c["all"],
-        remote=c["remote"],
-        base=c["base"],
-        cwd=c.cwd,
-    )
-
-
-def _bundle(c: Call) -> Result:
-    from cortex.kernel.share import bundle
-
-    return bundle(c.kernel, c["task"], output=os.path.join(c.cwd, c["output"]))
-
-
-def _trailer(c: Call) -> Result:
-    from cortex.kernel.share import trailer
-
-    return trailer(c.kernel, actor=c["actor"])
-
-
-def _git_trailer(c: Call) -> Result:
-    from cortex.kernel.host.trailer_hook import install
-
-    return install(c.kernel, dry_run=c["dry_run"])
-
-
-def _review(c: Call) -> Result:
-    from cortex.kernel.views.review import review
-
-    return review(
-        c.kernel,
-        base=c["base"],
-        head=c["head"],
-        fmt=c["format"],
-        accept=c["accept"],
-        reproduce=bool(c["reproduce"]),
-    )
-
-
 HANDLERS: dict[str, Callable[[Call], Result]] = {
-    "case.open": _open,
-    "case.list": _list,
-    "case.status": _status,
-    "case.show": _show,
-    "case.evidence.add": _evidence_add,
-    "case.note": _note,
-    "case.read-evidence": _read_evidence,
-    "case.read-artifact": _read_artifact,
-    "case.plan": _plan,
-    "case.resolve": _resolve,
-    "case.begin-change": _begin_change,
-    "case.lease.renew": _lease_renew,
-    "case.lease.release": _lease_release,
-    "case.decision.request": _decision_request,
-    "case.decision.answer": _decision_answer,
-    "case.decision.list": _decision_list,
-    "case.block": _block,
-    "case.abort": _abort,
-    "case.audit": _audit,
-    "case.verify": _verify,
-    "case.complete": _complete,
-    "case.attest": _attest,
-    "case.trust": _trust,
-    "config": _config,
-    "init": _init,
-    "setup.claude": _setup("claude"),
-    "setup.codex": _setup("codex"),
-    "case.timeline": _timeline,
     "case.handoff": _handoff,
-    "case.metrics": _metrics,
-    "case.sessions": _sessions,
-    "case.overview": _overview,
-    "case.unblock": _unblock,
     "completion": _completion,
-    "recall": _recall,
-    "recall.get": _recall_get,
-    "recall.reindex": _recall_reindex,
-    "recall.rebuild": _recall_rebuild,
-    "case.decision.resolve": _decision_resolve,
-    "case.share": _share,
-    "case.fetch": _fetch,
-    "case.bundle": _bundle,
-    "case.trailer": _trailer,
-    "setup.git-trailer": _git_trailer,
-    "review": _review,
-    "case.forget": _forget,
-    "case.archive": _archive,
-    "case.unarchive": _unarchive,
-    "case.prune": _prune,
-    "case.rm": _rm,
-    "adopt": _adopt,
-    "recall.drop": _recall_drop,
 }
+
+
+def _answer_confirm(c: Call) -> Any:
+    # Only a person at this command's terminal is asked (the channel, cortex.cli.terminal).
+    return _confirm_answer if c.kernel.via == "cli-tty" else None
+
+
+def _remove_confirm(c: Call) -> Any:
+    from cortex.cli.retention import confirm_remove
+
+    return confirm_remove if c.kernel.via == "cli-tty" else None
+
+
+def _forget_confirm(c: Call) -> Any:
+    from cortex.cli.retention import confirm_forget
+
+    return confirm_forget if c.kernel.via == "cli-tty" else None
+
+
+CONFIRMS: dict[str, Callable[[Call], Any]] = {
+    "case.decision.answer": _answer_confirm,
+    "case.trust": lambda c: _confirm_at_terminal(c["name"], c.env),
+    "case.decision.resolve": lambda _c: _confirm_resolution(),
+    "case.rm": _remove_confirm,
+    "case.forget": _forget_confirm,
+}
+"""The face's question to a person, for the use cases only a person may settle (or None)."""

@@ -2,7 +2,7 @@
 
 The scripts are small and hold no list of commands: on each <Tab> they ask
 `cortex completion SHELL --line "<the command line so far>"`, and this module answers from the
-grammar (cortex/cli/parser.py), so a new command or option completes without a new script.
+grammar (cortex/cli/grammar.py), so a new command or option completes without a new script.
 Task ids complete with their goals (zsh and fish show them), newest first, from this
 workspace's store, plus `@latest`; an option whose values are listed in its help (`--mode
 change|investigate|review`) completes those values. Nothing here writes.
@@ -14,7 +14,8 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from cortex.cli.parser import BY_WORDS, COMMANDS, GLOBAL, Cmd, Opt, UsageError
+from cortex.cli.grammar import COMMANDS, GLOBAL, Cmd, Opt
+from cortex.cli.parser import BY_WORDS, UsageError
 from cortex.kernel.validate import shown
 
 if TYPE_CHECKING:

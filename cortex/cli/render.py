@@ -8,12 +8,12 @@ loaded; at a terminal rich draws it (cortex.screen.ink).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO
 
 import msgspec
 
-from cortex.cli import render_retention
-from cortex.kernel.envelope import Envelope
+from cortex.cli import render_retention, render_setup, render_share
+from cortex.kernel.envelope import Data, Envelope
 from cortex.screen.blocks import assessment_rows as _assessment_rows
 from cortex.screen.blocks import failures_label as _failures_label
 from cortex.screen.blocks import kv as _kv
@@ -24,8 +24,6 @@ from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.columns import Column, print_table
 from cortex.screen.ink import Console, Text, console_for
 from cortex.screen.text import clean, safe
-
-Data = dict[str, Any]
 
 
 def _open(console: Console, data: Data) -> None:
@@ -292,139 +290,6 @@ def _attested(console: Console, data: Data) -> None:
     console.print(Text(msgspec.json.format(msgspec.json.encode(data["statement"])).decode()))
 
 
-def _trusted(console: Console, data: Data) -> None:
-    if "argv" not in data:
-        verb = "Revoked" if data["changed"] else "No grant to revoke for"
-        console.print(Text(f"{verb} {data['name']} in {data['workspace']}"))
-        return
-    verb = "Approved" if data["changed"] else "Already approved:"
-    console.print(
-        Text(f"{verb} {data['name']} ", style="bold green")
-        + Text(f"for {data['workspace']}: {' '.join(data['argv'])}")
-    )
-
-
-def _config(console: Console, data: Data) -> None:
-    rows: list[tuple[str, str | Text]] = [
-        ("workspace", f"{data['workspace']['root']} ({data['workspace']['kind']})"),
-        ("store", data["store"]["root"]),
-        ("files read", ", ".join(data["files"]) or "none"),
-    ]
-    for key, value in data["values"].items():
-        where = "default" if value["default"] else ", ".join(value["sources"])
-        shown = "the central store" if value["value"] is None else value["value"]
-        rows.append((key, f"{shown}  [{where}]"))
-    for name, verifier in data["verifiers"].items():
-        argv = " ".join(verifier["argv"])
-        source = verifier["source"]
-        if verifier.get("configured") is False:
-            source = f"not configured: {source}; `cortex init` writes it"
-        rows.append((f"verifier {name}", f"{argv}  [{source}]"))
-        if verifier.get("problem"):
-            rows.append(("", Text(f"cannot run: {verifier['problem']}", style="red")))
-        rows.append(("", verifier["approval"]))
-    console.print(_kv(rows))
-
-
-def _initialized(console: Console, data: Data) -> None:
-    console.print(
-        Text(f"Wrote {', '.join(data['written'])} ", style="bold green")
-        + Text(f"to {data['file']}")
-    )
-    for name, argv in data["argv"].items():
-        console.print(Text(f"  {name}: {' '.join(argv)}"))
-    interpreter = data.get("interpreter")
-    if interpreter:
-        console.print(Text(f"  interpreter: {interpreter['path']} ({interpreter['source']})"))
-    console.print(Text("plan with: " + " ".join(f"--verify {v}" for v in data["verify"])))
-    _files(console, data.get("files", []))
-
-
-def _files(console: Console, entries: list[Data]) -> None:
-    """Each file a set-up command wrote or read, and what it means for the next case."""
-    for entry in entries:
-        where = entry.get("relative") or entry["path"]
-        style = "yellow" if entry.get("changesTree") else "dim"
-        console.print(Text(f"{where}: ", style="bold") + Text(entry["advice"], style=style))
-
-
-_HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
-
-
-def _setup(console: Console, data: Data) -> None:
-    if "plugin" in data:
-        _plugin(console, data)
-        return
-    host = f"{_HOST_NAMES.get(data['host'], data['host'])} ({data['scope']} scope)"
-    hooks = data.get("hooks") or {}
-    changed = data["changed"] or hooks.get("changed")
-    removing = data.get("removed")
-    if not changed:
-        state = "Not registered" if removing else "Already set up"
-        console.print(Text(f"{state} ", style="bold green") + Text(f"with {host}; nothing changed"))
-    else:
-        done = "Removed" if removing else "Set up"
-        verb = ("Would remove" if removing else "Would set up") if data["dryRun"] else done
-        console.print(
-            Text(f"{verb} ", style="bold yellow" if data["dryRun"] else "bold green")
-            + Text(f"cortex with {host}")
-        )
-    rows: list[tuple[str, str | Text]] = []
-    entry = data.get("entry")
-    if entry:
-        rows.append(("runs", " ".join([entry["command"], *entry["args"]])))
-    rows.append(("server", data["path"]))
-    if hooks:
-        rows.append(("hooks", f"{hooks['path']} (template {hooks['template']})"))
-    rows += [("change", line) for line in data.get("changes", [])]
-    if data.get("kept"):
-        rows.append(("kept", ", ".join(data["kept"])))  # the names only: `env` may hold secrets
-    if data.get("backup"):
-        label = "would back up to" if data["dryRun"] else "backup"
-        rows.append((label, data["backup"]))
-    timeout = data.get("toolTimeout") or {}
-    if timeout and not removing:
-        shown = (entry or {}).get(timeout["setting"]) or timeout.get("milliseconds")
-        unit = " ms" if "milliseconds" in timeout else " s"
-        rows.append(
-            (
-                "tool timeout",
-                (
-                    f"{timeout['setting']} = {shown or timeout['seconds']}{unit} (a verify here "
-                    f"may need {timeout['seconds']} s; a longer one already set is kept)"
-                ),
-            )
-        )
-    console.print(_kv(rows))
-    if data["dryRun"] and changed:
-        console.print(Text("dry run: nothing was written", style="dim"))
-    _files(console, data.get("files", []))
-
-
-def _plugin(console: Console, data: Data) -> None:
-    verb = "Would write" if data["dryRun"] else "Wrote"
-    if not data["changed"]:
-        console.print(Text("Plugin up to date ", style="bold green") + Text(data["plugin"]))
-    else:
-        console.print(Text(f"{verb} the Claude Code plugin ", style="bold green") +
-                      Text(data["plugin"]))  # fmt: skip
-    rows: list[tuple[str, str | Text]] = [("file", path) for path in data["files"]]
-    rows.append(("runs", f"{data['program']['path']} (from PATH where the plugin is used)"))
-    console.print(_kv(rows))
-
-
-_CHECK_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
-
-
-def _doctor(console: Console, data: Data) -> None:
-    for check in data["checks"]:
-        line = Text(f"{check['status']:>7}  ", style=_CHECK_STYLE.get(check["status"], ""))
-        line += Text(f"{check['name']}: ", style="bold") + Text(check["detail"])
-        console.print(line)
-        if check.get("fix") and check["status"] != "ok":
-            console.print(Text(f"         fix: {check['fix']}", style="dim"))
-
-
 def _artifact(console: Console, data: Data) -> None:
     if data.get("kind") == "directory":
         _listing(console, data)
@@ -575,84 +440,6 @@ def _recall(name: str) -> Callable[[Console, Data], None]:
     return renderer
 
 
-def _shared(console: Console, data: Data) -> None:
-    if data["dryRun"]:
-        for case in data["cases"]:
-            manifest = case["manifest"]
-            totals = manifest["totals"]
-            console.print(
-                Text(f"Would share {case['taskId']} ", style="bold yellow")
-                + Text(
-                    f"to {data['remote']}: {totals['files']} files, {totals['bytes']} bytes "
-                    f"({totals['newFiles']} new, {totals['newBytes']} bytes)"
-                )
-            )
-            for entry in manifest["files"]:
-                mark = "+" if entry["new"] else " "
-                console.print(
-                    Text(f" {mark} {entry['path']}  {entry['size']}  {entry['sha256'][:12]}")
-                )
-            for item in manifest["withheld"]:
-                size = f", {item['size']} bytes" if item.get("size") is not None else ""
-                console.print(
-                    Text(f"   withheld {item['what']} {item['id']} ({item['reason']}{size})")
-                )
-        return
-    for case in data["cases"]:
-        how = "unchanged" if case["unchanged"] else f"{case['objects']} new objects"
-        if case["merged"]:
-            how += ", merged with the remote's"
-        console.print(
-            Text(f"Shared {case['taskId']} ", style="bold green")
-            + Text(f"to {data['remote']} {case['ref']} ({how}; {case['attempts']} push(es))")
-        )
-        if case["withheld"]:
-            console.print(Text(f"  withheld: {len(case['withheld'])} item(s)", style="dim"))
-    _warnings(console, data.get("warnings", []))
-
-
-def _fetched(console: Console, data: Data) -> None:
-    if not data["cases"]:
-        console.print(Text(f"Nothing fetched from {data['source']}", style="dim"))
-    for case in data["cases"]:
-        if case["unchanged"]:
-            console.print(Text(f"{case['taskId']} is up to date with {data['source']}"))
-            continue
-        lines = sum(case["imported"].values())
-        verb = "Created" if case["created"] else "Updated"
-        text = f"from {data['source']}: {lines} record(s) of {len(case['imported'])} replica(s)"
-        if case["adopted"]:
-            text += f"; now in the state of {case['adopted']}"
-        if case["conflicts"]:
-            text += f"; {case['conflicts']} conflict(s) recorded"
-        console.print(Text(f"{verb} {case['taskId']} ", style="bold green") + Text(text))
-        for fork in case["forks"]:
-            console.print(Text(f"  forked replica kept as {fork}", style="yellow"))
-    _warnings(console, data.get("warnings", []))
-
-
-def _bundled(console: Console, data: Data) -> None:
-    console.print(
-        Text(f"Bundled {data['taskId']} ", style="bold green")
-        + Text(f"into {data['file']} ({data['bytes']} bytes, verified)")
-    )
-
-
-def _trailers(console: Console, data: Data) -> None:
-    # One line per trailer, nothing else: the prepare-commit-msg hook reads this output.
-    for line in data["trailers"]:
-        console.print(Text(line))
-
-
-def _hook(console: Console, data: Data) -> None:
-    if not data["changed"]:
-        console.print(Text("Already installed ", style="bold green") + Text(data["path"]))
-    elif data["dryRun"]:
-        console.print(Text("Would install ", style="bold yellow") + Text(data["path"]))
-    else:
-        console.print(Text("Installed ", style="bold green") + Text(data["path"]))
-
-
 _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.open": _open,
     "case.status": _status,
@@ -675,13 +462,7 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "case.verify": _verified,
     "case.complete": _completed,
     "case.attest": _attested,
-    "case.trust": _trusted,
-    "config": _config,
     "case.read-artifact": _artifact,
-    "init": _initialized,
-    "doctor": _doctor,
-    "setup.claude": _setup,
-    "setup.codex": _setup,
     "case.timeline": _timeline,
     "case.handoff": _handoff,
     "case.metrics": _stats("metrics"),
@@ -695,13 +476,10 @@ _RENDERERS: dict[str, Callable[[Console, Data], None]] = {
     "recall.reindex": _recall("maintained"),
     "recall.rebuild": _recall("maintained"),
     "case.decision.resolve": _recall("resolved"),
-    "case.share": _shared,
-    "case.fetch": _fetched,
-    "case.bundle": _bundled,
-    "case.trailer": _trailers,
-    "setup.git-trailer": _hook,
     "case.report": _report,
     "review": _review,
+    **render_setup.RENDERERS,
+    **render_share.RENDERERS,
     **{
         command: getattr(render_retention, name)
         for command, name in (

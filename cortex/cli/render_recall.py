@@ -8,13 +8,11 @@ they get here and each goes into a `Text`, never read as markup.
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 import msgspec
 
+from cortex.kernel.envelope import Data
 from cortex.screen.ink import Console, Text
-
-Data = dict[str, Any]
 
 
 def card_line(card: Data) -> str:

@@ -5,12 +5,9 @@ Every value from a case goes into a `Text`, never read as markup.
 
 from __future__ import annotations
 
-from typing import Any
-
+from cortex.kernel.envelope import Data
 from cortex.screen.blocks import warnings as _warnings
 from cortex.screen.ink import Console, Text
-
-Data = dict[str, Any]
 
 
 def _line(console: Console, head: str, rest: str = "", style: str = "bold green") -> None:

@@ -6,12 +6,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from cortex.kernel.envelope import Data
 from cortex.screen.columns import Column, print_table
 from cortex.screen.ink import Console, Table, Text
-
-Data = dict[str, Any]
 
 _VERDICT_STYLE = {"verified": "bold green", "partial": "yellow", "failed": "bold red"}
 

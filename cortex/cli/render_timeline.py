@@ -7,11 +7,9 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
+from cortex.kernel.envelope import Data
 from cortex.screen.ink import Console, Text
-
-Data = dict[str, Any]
 
 _ACTOR_WIDTH = 16
 """Actors are padded to a column up to this width; a longer name pushes its line's title."""

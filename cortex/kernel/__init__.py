@@ -4,10 +4,11 @@ The map of this package. Flat, because every call loads them (or they are shared
 
 - `kernel` (`Kernel`): workspace, configuration and store, resolved once per call from the
   directory and environment a face passes in; `config`, `stores` (stores kept outside the state
-  root), `defaults` (every optional argument's default), `errors`, `envelope` (the output
-  contract) and `answers` (each command's `data`, the published schemas), `surface` (what every
-  face does around a use case: redaction, errors, exit statuses), `progress` (the one progress
-  channel a long use case reports to).
+  root), `inputs` (what use cases take: the shared input shapes, every optional argument's
+  default, the registry of command -> input struct and function), `errors`, `envelope` (the
+  output contract, and `Data`, a JSON object) and `answers` (each command's `data`, the
+  published schemas), `surface` (what every face does around a use case: redaction, errors,
+  exit statuses), `progress` (the one progress channel a long use case reports to).
 - Rules every use case applies: `lifecycle` (phases and their gates), `lease` (the change lease
   and its fencing), `host_session` (the agent host's session a call belongs to), `validate`,
   `refs` (ids as people type them), `provenance` (whether an origin was a person's word).

@@ -21,6 +21,9 @@ from cortex.cases.errors import CortexError
 
 SCHEMA = "cortex/v1"
 
+Data = dict[str, Any]
+"""A JSON object as the faces and views pass it around: an envelope's `data`, or part of it."""
+
 
 class Action(msgspec.Struct, kw_only=True):
     """A next step: what to call, with which arguments, and why (build one with `step`).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -91,8 +91,13 @@ class Kernel:
         progress: Progress | None = None,
         via: Via | None = None,
         host_session: HostSession | None = None,
+        stdin: IO[bytes] | None = None,
     ) -> None:
         self.env = env
+        self.cwd = cwd
+        """Where the call runs: a relative path in its input resolves here (the CLI's `-C`)."""
+        self.stdin = stdin
+        """What an input's `-` reads (the CLI's standard input); None where there is none."""
         self.clock = clock
         self.progress = progress
         """Where long use cases report what they are doing (a face's sink), or None."""

@@ -14,7 +14,9 @@ lease taken before tokens existed has no hash and is honoured by name until it e
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import msgspec
 
 from cortex.cases.bounds import LEASE_TTL_DEFAULT, LEASE_TTL_MAX, LEASE_TTL_MIN
 from cortex.cases.digest import sha256_hex
@@ -23,6 +25,7 @@ from cortex.cases.records import Lease
 from cortex.kernel import lifecycle
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.inputs import Actor, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 
 if TYPE_CHECKING:
@@ -377,3 +380,51 @@ def _lease_result(kernel: Kernel, txn: Transaction, verb: str, token: str | None
         data["leaseToken"] = None
         data["session"] = kernel.host_session.actor
     return Result(data=data, actions=lifecycle.next_actions(case), minted=("leaseToken",))
+
+
+class BeginChange(Input):
+    """The input of `case begin-change`."""
+
+    task_id: TaskId
+    actor: Annotated[
+        str | None,
+        msgspec.Meta(description="who takes the lease (default: $CORTEX_ACTOR, else mcp)"),
+    ] = None
+    ttl: Annotated[str | None, msgspec.Meta(description="90s, 15m, 1h (default 15m)")] = None
+    lease_token: LeaseToken = None
+
+
+def take(kernel: Kernel, given: BeginChange) -> Result:
+    """`begin_change` for one input."""
+    return begin_change(
+        kernel, given.task_id, actor=given.actor, ttl=given.ttl, lease_token=given.lease_token
+    )
+
+
+class RenewLease(Input):
+    """The input of `case lease renew`."""
+
+    task_id: TaskId
+    actor: Actor = None
+    ttl: str | None = None
+    lease_token: LeaseToken = None
+
+
+class ReleaseLease(Input):
+    """The input of `case lease release`."""
+
+    task_id: TaskId
+    actor: Actor = None
+    lease_token: LeaseToken = None
+
+
+def renew_lease(kernel: Kernel, given: RenewLease) -> Result:
+    """`renew` for one input."""
+    return renew(
+        kernel, given.task_id, actor=given.actor, ttl=given.ttl, lease_token=given.lease_token
+    )
+
+
+def release_lease(kernel: Kernel, given: ReleaseLease) -> Result:
+    """`release` for one input."""
+    return release(kernel, given.task_id, actor=given.actor, lease_token=given.lease_token)

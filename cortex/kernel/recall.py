@@ -29,6 +29,7 @@ from cortex.cases.store import CaseStore
 from cortex.kernel.config import cache_root
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Input, Nothing
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Progress
 from cortex.recall.budget import walk
@@ -664,3 +665,19 @@ def relation_labels(kernel: Kernel, store: CaseStore, ids: Sequence[str]) -> dic
         for hit in hits
         if hit.store == root and hit.card.labels
     }
+
+
+class Rebuild(Input):
+    """The input of `recall rebuild`."""
+
+    verify: bool = False
+
+
+def reindex_all(kernel: Kernel, _given: Nothing) -> Result:
+    """`reindex` for the empty input."""
+    return reindex(kernel)
+
+
+def rebuild_all(kernel: Kernel, given: Rebuild) -> Result:
+    """`rebuild` for one input."""
+    return rebuild(kernel, verify=given.verify)

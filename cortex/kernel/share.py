@@ -59,6 +59,7 @@ from cortex.cases.replica_index import (
 )
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Input, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Progress
 from cortex.share import remote as remote_module
@@ -1129,3 +1130,74 @@ def commit_text(task_id: str, replica_id: str, revision: int) -> str:
 def replica_path(key: str) -> str:
     """The directory of a replica in the shared tree (for the benchmark)."""
     return replica_dir(key)
+
+
+# Inputs (docs/design/inputs.md) --------------------------------------------------------------
+
+
+class Share(Input):
+    """The input of `case share`."""
+
+    task_id: str | None = None
+    all_cases: bool = False
+    remote: str | None = None
+    dry_run: bool = False
+
+
+class Fetch(Input):
+    """The input of `case fetch`."""
+
+    task_id: str | None = None
+    pr: int | None = None
+    bundle_file: str | None = None
+    all_cases: bool = False
+    remote: str | None = None
+    base: str | None = None
+
+
+class Bundle(Input):
+    """The input of `case bundle`; a relative `output` is where the call runs."""
+
+    task_id: TaskId
+    output: str
+
+
+class Trailer(Input):
+    """The input of `case trailer`."""
+
+    actor: Actor = None
+
+
+def share_cases(kernel: Kernel, given: Share) -> Result:
+    """`share` for one input."""
+    return share(
+        kernel,
+        given.task_id,
+        all_cases=given.all_cases,
+        remote=given.remote,
+        dry_run=given.dry_run,
+    )
+
+
+def fetch_cases(kernel: Kernel, given: Fetch) -> Result:
+    """`fetch` for one input; a relative bundle file is where the call runs."""
+    return fetch(
+        kernel,
+        given.task_id,
+        pr=given.pr,
+        bundle_file=given.bundle_file,
+        all_cases=given.all_cases,
+        remote=given.remote,
+        base=given.base,
+        cwd=kernel.cwd,
+    )
+
+
+def bundle_case(kernel: Kernel, given: Bundle) -> Result:
+    """`bundle` for one input."""
+    return bundle(kernel, given.task_id, output=os.path.join(kernel.cwd, given.output))
+
+
+def trailers(kernel: Kernel, given: Trailer) -> Result:
+    """`trailer` for one input."""
+    return trailer(kernel, actor=given.actor)

@@ -37,18 +37,22 @@ def in_kernel(
     *,
     progress: Progress | None = None,
     via: Via | None = None,
+    stdin: IO[bytes] | None = None,
 ) -> Callable[[Seen], Result]:
     """A body for `execute` that runs `use_case` in a kernel built for `cwd` and `env`.
 
     `progress` is the face's listener for long use cases (`cortex.kernel.progress`), if any;
-    `via` is how the call arrived, as the face decided (docs/design/trust.md).
+    `via` is how the call arrived, as the face decided (docs/design/trust.md); `stdin` is what
+    an input's `-` reads.
     """
 
     def body(seen: Seen) -> Result:
         from cortex.cases.scrub import scrub_value
         from cortex.kernel.kernel import Kernel
 
-        kernel = Kernel(cwd, env, default_actor=default_actor, progress=progress, via=via)
+        kernel = Kernel(
+            cwd, env, default_actor=default_actor, progress=progress, via=via, stdin=stdin
+        )
         seen["redactor"] = kernel.redactor
         seen["kernel"] = kernel
         result = use_case(kernel)

@@ -43,17 +43,11 @@ from cortex.kernel.surface import (
     scrubbed,
     to_json,
 )
+from cortex.mcp.actions import action_spelling
 from cortex.mcp.progress import Logging, Relay
-from cortex.mcp.tools import (
-    BY_NAME,
-    TOOLS,
-    Leases,
-    Tool,
-    action_spelling,
-    decode_args,
-    input_schema,
-    spelling,
-)
+from cortex.mcp.schemas import input_schema
+from cortex.mcp.session import Leases
+from cortex.mcp.tools import BY_NAME, TOOLS, Tool, decode_args, spelling
 from cortex.mcp.wire import INVALID, Refusal, screen
 
 if TYPE_CHECKING:
@@ -168,14 +162,14 @@ def build(
         relay = Relay(ctx, logging_level.levels(ctx), clock=anyio.current_time, closing=closing)
         tool = BY_NAME.get(params.name)
         if tool is not None:
-            call = functools.partial(run, tool, params.arguments, relay)
+            work = functools.partial(run, tool, params.arguments, relay)
         elif params.name == INVALID:
             reason = str((params.arguments or {}).get("reason", "the request cannot be read"))
-            call = functools.partial(refuse, reason)
+            work = functools.partial(refuse, reason)
         else:
             known = ", ".join(sorted(BY_NAME))
-            call = functools.partial(refuse, f"no tool {params.name!r}; the tools are: {known}")
-        envelope, exit_status = await relay.run(call)
+            work = functools.partial(refuse, f"no tool {params.name!r}; the tools are: {known}")
+        envelope, exit_status = await relay.run(work)
         return _answer(envelope, exit_status)
 
     async def set_level(_ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:

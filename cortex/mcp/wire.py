@@ -27,7 +27,7 @@ import json
 import re
 from typing import Any
 
-from cortex.kernel.defaults import INTEGER_DIGITS as INTEGER_DIGITS_MAX
+from cortex.kernel.inputs import INTEGER_DIGITS as INTEGER_DIGITS_MAX
 
 INVALID = "\x00invalid-request"
 """A tool name no client can mean (it holds NUL): the server refuses it with `reason`."""

@@ -12,13 +12,11 @@ import hashlib
 import os
 from typing import Any
 
-from cortex.kernel.envelope import Result
+from cortex.kernel.envelope import Data, Result
 from cortex.kernel.errors import ArgumentError, InvalidInputError
 from cortex.kernel.kernel import Kernel
 from cortex.report import html, markdown
 from cortex.report.tiers import TIERS, shape
-
-Data = dict[str, Any]
 
 
 def build(data: Data, fmt: str, max_bytes: int) -> tuple[bytes, Data]:

@@ -13,11 +13,10 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from cortex.kernel.envelope import Data
 from cortex.report import links
 from cortex.report.escape import json_data, text
 from cortex.report.words import STATUS, tally
-
-Data = dict[str, Any]
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72rem;padding:0 1rem 3rem}

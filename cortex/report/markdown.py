@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from cortex.kernel.envelope import Data
 from cortex.kernel.views.markdown import code, inline, quote
 from cortex.report import links
 from cortex.report.words import STATUS, tally
-
-Data = dict[str, Any]
 
 
 def _mark(word: str, detail: str | None = None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any, NamedTuple
 
+from cortex.kernel.envelope import Data
 from cortex.kernel.views.report import (
     REPORT_CLAIM_CUT,
     REPORT_EVIDENCE_MAX,
@@ -18,8 +19,6 @@ from cortex.kernel.views.report import (
     REPORT_PREVIEWS_MAX,
     REPORT_TIMELINE_MAX,
 )
-
-Data = dict[str, Any]
 
 
 class Tier(NamedTuple):

@@ -6,11 +6,8 @@ Every value is already `clean` (cortex.screen.text) and goes into a `Text`, neve
 
 from __future__ import annotations
 
-from typing import Any
-
+from cortex.kernel.envelope import Data
 from cortex.screen.ink import Console, Table, Text
-
-Data = dict[str, Any]
 
 
 def kv(rows: list[tuple[str, str | Text]]) -> Table:

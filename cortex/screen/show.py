@@ -8,12 +8,9 @@ value goes into a `Text`, so nothing a case holds is obeyed as a terminal contro
 
 from __future__ import annotations
 
-from typing import Any
-
+from cortex.kernel.envelope import Data
 from cortex.screen.blocks import status
 from cortex.screen.ink import Console, Text
-
-Data = dict[str, Any]
 
 RECENT_SHOWN = 12
 """Activity lines printed for a person (the JSON answer carries up to SHOW_RECENT_MAX)."""

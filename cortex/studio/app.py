@@ -23,7 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.screen.columns import Layout
 from cortex.studio import view
 from cortex.studio.data import Answered, Board, Decision, Detail, Failure, Source, choose
@@ -108,7 +108,7 @@ class StudioApp(App[None]):
         self,
         source: Source,
         *,
-        refresh: float = defaults.STUDIO_REFRESH,
+        refresh: float = inputs.STUDIO_REFRESH,
         active: bool = False,
         repo: str | None = None,
         query: str | None = None,
@@ -134,7 +134,7 @@ class StudioApp(App[None]):
         # screen has dropped its children, and a query would then raise instead of a no-op.
         self.search = Input(
             placeholder="search goals and task ids (/ to search, enter or escape to go back)",
-            max_length=defaults.QUERY_MAX,
+            max_length=inputs.QUERY_MAX,
             id="search",
         )
         self.table: DataTable[Text] = _Table(

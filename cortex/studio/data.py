@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.kernel.errors import CortexError
 from cortex.kernel.human.decisions import answer
 from cortex.kernel.kernel import Kernel
@@ -110,7 +110,7 @@ def choose(rows: tuple[Row, ...], selected: str | None) -> str | None:
 class Source:
     """The kernel calls behind the board, one at a time (a Kernel is not meant to be shared)."""
 
-    def __init__(self, kernel: Kernel, *, limit: int = defaults.STUDIO_ROWS) -> None:
+    def __init__(self, kernel: Kernel, *, limit: int = inputs.STUDIO_ROWS) -> None:
         self.kernel = kernel
         self.limit = limit
         self._lock = threading.Lock()

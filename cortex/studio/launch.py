@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import IO, Any
 
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import CortexError, InvalidInputError
 from cortex.kernel.kernel import Kernel
@@ -21,9 +21,9 @@ _SECONDS = re.compile(r"[0-9]{1,2}(?:\.[0-9]{1,3})?")
 
 def refresh_seconds(text: str | None) -> float:
     """`--refresh`: seconds between two refreshes, a plain decimal number within the bounds."""
-    low, high = defaults.STUDIO_REFRESH_RANGE
+    low, high = inputs.STUDIO_REFRESH_RANGE
     if text is None:
-        return defaults.STUDIO_REFRESH
+        return inputs.STUDIO_REFRESH
     seconds = float(text) if _SECONDS.fullmatch(text) else None
     if seconds is None or not low <= seconds <= high:
         given = shown(text, 40)

@@ -18,6 +18,7 @@ from cortex.cases.errors import CortexError, InvalidInputError, NotFoundError
 from cortex.cases.ids import is_id
 from cortex.cases.store import CaseStore
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 
 
@@ -317,3 +318,15 @@ def _drop_if_empty(root: str) -> None:
         os.rmdir(root)
     except OSError:
         return  # something else lives there: left for a person
+
+
+class Adopt(Input):
+    """The input of `adopt`."""
+
+    store: str | None = None
+    dry_run: bool = False
+
+
+def adopt_store(kernel: Kernel, given: Adopt) -> Result:
+    """`adopt` for one input."""
+    return adopt(kernel, given.store, dry_run=given.dry_run)

@@ -17,6 +17,7 @@ from cortex.cases.fsio import read_bounded, write_atomic
 from cortex.kernel.config import parse_toml
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import ConfigError, GateRefusedError
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 
 
@@ -149,3 +150,15 @@ def init(kernel: Kernel, *, force: bool = False, pyproject: bool = False) -> Res
             *(step("case.trust", "approve it, at a terminal", name=name) for name in sorted(found)),
         ],
     )
+
+
+class Init(Input):
+    """The input of `init`."""
+
+    force: bool = False
+    pyproject: bool = False
+
+
+def init_workspace(kernel: Kernel, given: Init) -> Result:
+    """`init` for one input."""
+    return init(kernel, force=given.force, pyproject=given.pyproject)

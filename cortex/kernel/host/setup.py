@@ -47,6 +47,7 @@ from cortex.kernel.host.writing import (
     read_target,
     write_file,
 )
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 
 Host = Literal["claude", "codex"]
@@ -497,3 +498,34 @@ def _compose_toml(
         )
         raise RefusedError(msg) from None
     return new_text.encode("utf-8"), names
+
+
+class SetupCodex(Input):
+    """The input of `setup codex`."""
+
+    scope: str | None = None
+    dry_run: bool = False
+    remove: bool = False
+
+
+class SetupClaude(SetupCodex):
+    """The input of `setup claude`: or a plugin written into a directory instead."""
+
+    plugin: str | None = None
+
+
+def setup_claude(kernel: Kernel, given: SetupClaude) -> Result:
+    """`setup` for Claude Code, or `write_plugin` into `plugin` (relative to `kernel.cwd`)."""
+    if given.plugin is not None:
+        from cortex.kernel.host.plugin import write_plugin
+
+        directory = os.path.join(kernel.cwd, given.plugin)
+        return write_plugin(
+            directory, dry_run=given.dry_run, scope=given.scope, remove=given.remove
+        )
+    return setup(kernel, "claude", scope=given.scope, dry_run=given.dry_run, remove=given.remove)
+
+
+def setup_codex(kernel: Kernel, given: SetupCodex) -> Result:
+    """`setup` for the Codex CLI."""
+    return setup(kernel, "codex", scope=given.scope, dry_run=given.dry_run, remove=given.remove)

@@ -12,6 +12,7 @@ from cortex.cases.bounds import VERIFIER_TIMEOUT_DEFAULT
 from cortex.kernel.config import ENV_KEYS, global_config_path
 from cortex.kernel.envelope import Result
 from cortex.kernel.host.init import detect
+from cortex.kernel.inputs import Nothing
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.proof import grants
 from cortex.kernel.proof.will_run import will_run
@@ -76,3 +77,8 @@ def show_config(kernel: Kernel) -> Result:
             "verifiers": verifiers,
         }
     )
+
+
+def show(kernel: Kernel, _given: Nothing) -> Result:
+    """`show_config` for the empty input."""
+    return show_config(kernel)

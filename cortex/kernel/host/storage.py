@@ -15,6 +15,7 @@ from typing import Any
 from cortex.cases.retention import archive_root, tree_bytes
 from cortex.kernel.config import cache_root
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 
 MIRRORS = "index-mirror"
@@ -86,3 +87,14 @@ def drop(kernel: Kernel, *, dry_run: bool) -> Result:
             "bytes": sum(int(str(entry["bytes"])) for entry in dropped),
         }
     )
+
+
+class Drop(Input):
+    """The input of `recall drop`."""
+
+    dry_run: bool = False
+
+
+def drop_index(kernel: Kernel, given: Drop) -> Result:
+    """`drop` for one input."""
+    return drop(kernel, dry_run=given.dry_run)

@@ -18,6 +18,7 @@ from cortex.cases.errors import InvalidInputError
 from cortex.cases.fsio import make_private_dirs, read_bounded, write_atomic
 from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 from cortex.share.git import Git
 
@@ -79,3 +80,14 @@ def install(kernel: Kernel, *, dry_run: bool = False) -> Result:
             )
         ],
     )
+
+
+class TrailerHook(Input):
+    """The input of `setup git-trailer`."""
+
+    dry_run: bool = False
+
+
+def install_hook(kernel: Kernel, given: TrailerHook) -> Result:
+    """`install` for one input."""
+    return install(kernel, dry_run=given.dry_run)

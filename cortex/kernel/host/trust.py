@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from cortex.cases.errors import InvalidInputError
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.proof import grants
 from cortex.verifiers.pytest_junit import default_argv
@@ -58,3 +59,17 @@ def trust(
             "changed": changed,
         }
     )
+
+
+class Trust(Input):
+    """The input of `case trust` (approving a command happens at a terminal: the face asks)."""
+
+    name: str
+    revoke: bool = False
+
+
+def trust_verifier(
+    kernel: Kernel, given: Trust, *, confirm: Callable[[str, Sequence[str]], bool] | None
+) -> Result:
+    """`trust` for one input; `confirm` is the face's question to the person, if any."""
+    return trust(kernel, given.name, confirm=confirm, revoke=given.revoke)

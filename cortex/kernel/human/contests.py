@@ -20,6 +20,7 @@ from cortex.cases.records import Evidence, Resolution
 from cortex.kernel import provenance, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Input, TaskId
 from cortex.kernel.kernel import Kernel
 
 OUTCOMES = ("upheld", "overturned")
@@ -95,4 +96,27 @@ def resolve_contest(
             "evidence": record,
             "warnings": [*txn.warnings, *after_commit(kernel, store, task_id)],
         }
+    )
+
+
+class ResolveContest(Input):
+    """The input of `case decision resolve` (a person's act: the face asks them to confirm)."""
+
+    task_id: TaskId
+    decision_id: str
+    outcome: str
+    reason: str
+    responder: str
+
+
+def settle(kernel: Kernel, given: ResolveContest, *, confirm: Confirm | None) -> Result:
+    """`resolve_contest` for one input; `confirm` is the face's question to the person."""
+    return resolve_contest(
+        kernel,
+        given.task_id,
+        given.decision_id,
+        outcome=given.outcome,
+        reason=given.reason,
+        responder=given.responder,
+        confirm=confirm,
     )

@@ -8,7 +8,7 @@ leaves the pending state or the fully answered one (docs/design/lifecycle.md).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import msgspec
 
@@ -30,6 +30,7 @@ from cortex.cases.records import CaseFile, Evidence, Phase
 from cortex.kernel import lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Input, OptionArg, TaskId, TaskOnly
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import pending
 
@@ -402,3 +403,62 @@ def _result(
             case, decision=decision if decision.status == "pending" else None
         ),
     )
+
+
+class RequestDecision(Input):
+    """The input of `case decision request`."""
+
+    task_id: TaskId
+    question: str
+    options: Annotated[
+        list[str | OptionArg],
+        msgspec.Meta(
+            description="2 to 16 answers, each {id, label, consequence} or 'ID=LABEL[|CONSEQUENCE]'"
+        ),
+    ] = msgspec.field(default_factory=list)
+    actor: Actor = None
+    subject: Annotated[
+        str | None,
+        msgspec.Meta(description="what it decides; a later decision on the subject supersedes it"),
+    ] = None
+
+
+def ask(kernel: Kernel, given: RequestDecision) -> Result:
+    """`request` for one input."""
+    options = [
+        o if isinstance(o, str) else (o.id, o.label, o.consequence or "") for o in given.options
+    ]
+    return request(
+        kernel,
+        given.task_id,
+        question=given.question,
+        options=options,
+        subject=given.subject,
+        actor=given.actor,
+    )
+
+
+class AnswerDecision(Input):
+    """The input of `case decision answer` (a person's act: the face asks them to confirm)."""
+
+    task_id: TaskId
+    decision_id: str
+    answer: str
+    responder: str
+
+
+def answer_decision(kernel: Kernel, given: AnswerDecision, *, confirm: Confirm | None) -> Result:
+    """`answer` for one input; `confirm` is the face's question to the person, if any."""
+    return answer(
+        kernel,
+        given.task_id,
+        given.decision_id,
+        option=given.answer,
+        responder=given.responder,
+        confirm=confirm,
+    )
+
+
+def decisions_of(kernel: Kernel, given: TaskOnly) -> Result:
+    """`list_decisions` for one input."""
+    return list_decisions(kernel, given.task_id)

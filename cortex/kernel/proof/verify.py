@@ -8,6 +8,7 @@ again and commit every output of the run together; the batch is bound only if no
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 import msgspec
 
@@ -29,6 +30,7 @@ from cortex.cases.store import CaseStore, monotonic_ms
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.envelope import NOT_VERIFIED, Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.inputs import ClaimArg, Holder, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, require_lease_holder, state
 from cortex.kernel.progress import Progress
@@ -484,4 +486,40 @@ def _standing(
         holder=lease.actor if lease is not None else None,
         changed=changed_files(kernel, case, end) if case.mode == "change" else None,
         contracts={key: terms.contract for key, terms in doc.claims.items()},
+    )
+
+
+class Verify(Input):
+    """The input of `case verify`."""
+
+    task_id: TaskId
+    claims: Annotated[
+        list[str | ClaimArg],
+        msgspec.Meta(description="named claims, each {id, statement, contract} or 'ID=STATEMENT'"),
+    ] = msgspec.field(default_factory=list)
+    contracts: Annotated[
+        list[str], msgspec.Meta(description="what each claim rests on, 'ID=REQUIREMENT[#SEL]'")
+    ] = msgspec.field(default_factory=list)
+    ack_drift: bool = False
+    no_op: bool = False
+    actor: Holder = None
+    lease_token: LeaseToken = None
+
+
+def verify_case(kernel: Kernel, given: Verify) -> Result:
+    """`verify` for one input; progress goes to `kernel.progress`, the face's sink.
+
+    A claim id has no `=`, so an object claim is the shorthand exactly.
+    """
+    claims = [c if isinstance(c, str) else f"{c.id}={c.statement}" for c in given.claims]
+    contracts = [f"{c.id}={c.contract}" for c in given.claims if isinstance(c, ClaimArg)]
+    return verify(
+        kernel,
+        given.task_id,
+        actor=given.actor,
+        claims=claims,
+        contracts=[*contracts, *given.contracts],
+        ack_drift=given.ack_drift,
+        no_op=given.no_op,
+        lease_token=given.lease_token,
     )

@@ -17,6 +17,7 @@ from cortex.cases.retention import archive_root, is_archive, move, tree_bytes
 from cortex.cases.store import CaseStore
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Input, TaskId
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lifecycle import TERMINAL
 
@@ -313,3 +314,45 @@ def _delete_refs(kernel: Kernel, workspace: str, refs: list[str]) -> list[str]:
 
 
 __all__ = ["Removal", "archive", "is_archive", "prune", "remove", "unarchive"]
+
+
+class Archive(Input):
+    """The input of `case archive` and `case unarchive`."""
+
+    task_id: TaskId
+    actor: Actor = None
+
+
+def archive_case(kernel: Kernel, given: Archive) -> Result:
+    """`archive` for one input."""
+    return archive(kernel, given.task_id, actor=given.actor)
+
+
+def unarchive_case(kernel: Kernel, given: Archive) -> Result:
+    """`unarchive` for one input."""
+    return unarchive(kernel, given.task_id, actor=given.actor)
+
+
+class Prune(Input):
+    """The input of `case prune`."""
+
+    older_than: str | None = None
+    apply: bool = False
+    actor: Actor = None
+
+
+class Remove(Input):
+    """The input of `case rm` (a person's act at a terminal: the face asks them to confirm)."""
+
+    task_id: TaskId
+    force: bool = False
+
+
+def prune_idle(kernel: Kernel, given: Prune) -> Result:
+    """`prune` for one input."""
+    return prune(kernel, older_than=given.older_than, apply=given.apply, actor=given.actor)
+
+
+def remove_case(kernel: Kernel, given: Remove, *, confirm: Confirm | None) -> Result:
+    """`remove` for one input; `confirm` is the face's question to the person, if any."""
+    return remove(kernel, given.task_id, force=given.force, confirm=confirm)

@@ -21,6 +21,7 @@ from cortex.cases.tombstone import FORGOTTEN_TOOL
 from cortex.kernel import validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Input, TaskId
 from cortex.kernel.kernel import Kernel
 
 
@@ -154,3 +155,24 @@ def _record(
         msg = f"no evidence record of case {task_id} cites raw output {target}"
         raise NotFoundError(msg)
     return ledger.parse_line(line, Evidence, where=ledger_file("evidence")), "raw"
+
+
+class Forget(Input):
+    """The input of `case forget` (a person's act at a terminal: the face asks them to confirm)."""
+
+    task_id: TaskId
+    record_id: str
+    reason: str
+    actor: Actor = None
+
+
+def forget_record(kernel: Kernel, given: Forget, *, confirm: Confirm | None) -> Result:
+    """`forget` for one input; `confirm` is the face's question to the person, if any."""
+    return forget(
+        kernel,
+        given.task_id,
+        given.record_id,
+        reason=given.reason,
+        confirm=confirm,
+        actor=given.actor,
+    )

@@ -6,11 +6,16 @@ notes and evidence, and `unblock` returns it there. An abandoned case is closed 
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import msgspec
+
 from cortex.cases.bounds import REASON_MAX
 from cortex.cases.records import CaseFile, Phase, PhaseChange
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.human.decisions import withdraw_pending
+from cortex.kernel.inputs import Actor, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, release_for_close, state
 
@@ -132,3 +137,61 @@ def _blocked_in(phases: list[object]) -> Phase | None:
             return earlier[-1] if earlier else None
         return source
     return None
+
+
+class Abort(Input):
+    """The input of `case abort`."""
+
+    task_id: TaskId
+    reason: str
+    actor: Actor = None
+    lease_token: LeaseToken = None
+
+
+class Block(Input):
+    """The input of `case block`."""
+
+    task_id: TaskId
+    reason: Annotated[str, msgspec.Meta(description="what blocks the task")]
+    actor: Actor = None
+    lease_token: LeaseToken = None
+
+
+class Unblock(Input):
+    """The input of `case unblock`."""
+
+    task_id: TaskId
+    reason: Annotated[str, msgspec.Meta(description="what changed: why the case can go on")]
+    actor: Actor = None
+    lease_token: LeaseToken = None
+
+
+def abort(kernel: Kernel, given: Abort) -> Result:
+    """`close` to abandoned, for one input."""
+    return close(
+        kernel,
+        given.task_id,
+        to="abandoned",
+        reason=given.reason,
+        actor=given.actor,
+        lease_token=given.lease_token,
+    )
+
+
+def block(kernel: Kernel, given: Block) -> Result:
+    """`close` to blocked, for one input."""
+    return close(
+        kernel,
+        given.task_id,
+        to="blocked",
+        reason=given.reason,
+        actor=given.actor,
+        lease_token=given.lease_token,
+    )
+
+
+def resume(kernel: Kernel, given: Unblock) -> Result:
+    """`unblock` for one input."""
+    return unblock(
+        kernel, given.task_id, reason=given.reason, actor=given.actor, lease_token=given.lease_token
+    )

@@ -7,6 +7,9 @@ gate judges the code as it is at the commit (docs/design/verification.md §5).
 from __future__ import annotations
 
 import os
+from typing import Annotated
+
+import msgspec
 
 from cortex.cases.bounds import OUTCOME_MAX
 from cortex.cases.documents import Verification
@@ -16,6 +19,7 @@ from cortex.cases.store import CaseStore
 from cortex.kernel import lifecycle, validate
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError, LeaseConflictError
+from cortex.kernel.inputs import Holder, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import check_holder, in_session, release_for_close, state
 from cortex.kernel.proof.assessment import Assessment, ReceiptView, assess
@@ -237,3 +241,31 @@ def _summary(  # noqa: PLR0917
         lines += ["", "Acknowledged:", "", *_quoted(acknowledgement)]
     lines += ["", "## Goal", "", *_quoted(case.goal), "", "## Outcome", "", *_quoted(outcome)]
     return "\n".join(lines) + "\n"
+
+
+class Complete(Input):
+    """The input of `case complete`."""
+
+    task_id: TaskId
+    outcome: Annotated[str, msgspec.Meta(description="what was done")]
+    accept_failed: Annotated[
+        str | None, msgspec.Meta(description="why to complete although verification failed")
+    ] = None
+    verification_not_possible: Annotated[
+        str | None, msgspec.Meta(description="why nothing can be (fully) proven")
+    ] = None
+    actor: Holder = None
+    lease_token: LeaseToken = None
+
+
+def complete_case(kernel: Kernel, given: Complete) -> Result:
+    """`complete` for one input."""
+    return complete(
+        kernel,
+        given.task_id,
+        outcome=given.outcome,
+        accept_failed=given.accept_failed,
+        verification_not_possible=given.verification_not_possible,
+        actor=given.actor,
+        lease_token=given.lease_token,
+    )

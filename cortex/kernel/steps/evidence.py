@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import msgspec
 
 from cortex.cases.bounds import (
     CLAIM_MAX,
@@ -22,8 +24,9 @@ from cortex.cases.records import (
     Evidence,
     Location,
 )
-from cortex.kernel import defaults, lifecycle, provenance, refs, validate
+from cortex.kernel import inputs, lifecycle, provenance, refs, validate
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Actor, Contests, Expect, Input, OriginArg, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import FINAL
 from cortex.recall.notable import changes_cards
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
     from cortex.workspace.raw_tree import Captured
 
-RESERVED_KINDS = defaults.RESERVED_KINDS
+RESERVED_KINDS = inputs.RESERVED_KINDS
 """Evidence kinds only the kernel writes: a `plan` record always carries the plan's blob."""
 
 
@@ -101,14 +104,14 @@ def add_evidence(
     task_id: str,
     *,
     claim: str,
-    kind: str = defaults.EVIDENCE_KIND,
-    tool: str = defaults.EVIDENCE_SOURCE,
+    kind: str = inputs.EVIDENCE_KIND,
+    tool: str = inputs.EVIDENCE_SOURCE,
     uri: str | None = None,
-    origin: str = defaults.ORIGIN,
+    origin: str = inputs.ORIGIN,
     file: str | None = None,
     line: str | None = None,
     symbol: str | None = None,
-    confidence: str = defaults.CONFIDENCE,
+    confidence: str = inputs.CONFIDENCE,
     sensitive: bool = False,
     raw: bytes | None = None,
     raw_tree: Captured | None = None,
@@ -255,7 +258,7 @@ def add_note(
     task_id: str,
     *,
     text: str,
-    origin: str = defaults.ORIGIN,
+    origin: str = inputs.ORIGIN,
     contests: str | None = None,
     actor: str | None = None,
     expected_revision: int | None = None,
@@ -292,3 +295,117 @@ def read_evidence(kernel: Kernel, task_id: str, evidence_id: str) -> Result:
             }
         )
     raise NotFoundError(f"no evidence {evidence_id} in case {task_id}")
+
+
+class RecordEvidence(Input):
+    """The input of `case evidence add`."""
+
+    task_id: TaskId
+    claim: Annotated[str, msgspec.Meta(description="what the evidence shows")]
+    kind: Annotated[str, msgspec.Meta(description=inputs.one_of(inputs.EVIDENCE_KINDS))] = (
+        inputs.EVIDENCE_KIND
+    )
+    source: Annotated[str, msgspec.Meta(description="the tool that produced it")] = (
+        inputs.EVIDENCE_SOURCE
+    )
+    uri: Annotated[str | None, msgspec.Meta(description="where the source can be found")] = None
+    origin: OriginArg = inputs.ORIGIN
+    file: Annotated[str | None, msgspec.Meta(description="repository-relative file")] = None
+    line: Annotated[str | None, msgspec.Meta(description="line or range, N or N-M")] = None
+    symbol: Annotated[str | None, msgspec.Meta(description="symbol the claim is about")] = None
+    confidence: Literal["high", "medium", "low", "unknown"] = inputs.CONFIDENCE
+    sensitive: bool = False
+    raw: Annotated[
+        str | None,
+        msgspec.Meta(description="raw tool output to keep (redacted, stored as a blob)"),
+    ] = None
+    raw_dir: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="a directory of raw output to keep, relative to the server's workspace "
+            "(at most 100 files; symlinks are not followed)"
+        ),
+    ] = None
+    derived_from: Annotated[list[str], msgspec.Meta(description="evidence ids this builds on")] = (
+        msgspec.field(default_factory=list)
+    )
+    actor: Actor = None
+    expect_revision: Expect = None
+    contests: Contests = None
+    raw_file: str | None = None
+    """A file of raw output, or `-` for the call's stdin (the CLI's `--raw-file`)."""
+
+
+class Note(Input):
+    """The input of `case note`."""
+
+    task_id: TaskId
+    text: Annotated[str, msgspec.Meta(description="the note")]
+    origin: OriginArg = inputs.ORIGIN
+    actor: Actor = None
+    expect_revision: Expect = None
+    contests: Contests = None
+
+
+class ReadEvidence(Input):
+    """The input of `case read-evidence`."""
+
+    task_id: TaskId
+    evidence_id: Annotated[str, msgspec.Meta(description="ev_..., or a unique prefix of one")]
+
+
+def record_evidence(kernel: Kernel, given: RecordEvidence) -> Result:
+    """`add_evidence` for one input, its raw output gathered first.
+
+    A relative `raw_file` or `raw_dir` resolves where the call runs (`kernel.cwd`), and `-`
+    reads the call's stdin; over MCP a `raw_dir` must lie inside the workspace.
+    """
+    from cortex.kernel.steps.raw_input import gather
+
+    raw, tree = gather(
+        kernel,
+        raw_file=given.raw_file,
+        raw=given.raw,
+        raw_dir=given.raw_dir,
+        stdin=kernel.stdin,
+        cwd=kernel.cwd,
+        confine=kernel.via == "mcp",
+    )
+    return add_evidence(
+        kernel,
+        given.task_id,
+        claim=given.claim,
+        kind=given.kind,
+        tool=given.source,
+        uri=given.uri,
+        origin=given.origin,
+        file=given.file,
+        line=given.line,
+        symbol=given.symbol,
+        confidence=given.confidence,
+        sensitive=given.sensitive,
+        raw=raw,
+        raw_tree=tree,
+        derived_from=given.derived_from,
+        contests=given.contests,
+        actor=given.actor,
+        expected_revision=given.expect_revision,
+    )
+
+
+def note(kernel: Kernel, given: Note) -> Result:
+    """`add_note` for one input."""
+    return add_note(
+        kernel,
+        given.task_id,
+        text=given.text,
+        origin=given.origin,
+        contests=given.contests,
+        actor=given.actor,
+        expected_revision=given.expect_revision,
+    )
+
+
+def read_one(kernel: Kernel, given: ReadEvidence) -> Result:
+    """`read_evidence` for one input."""
+    return read_evidence(kernel, given.task_id, given.evidence_id)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+from typing import Annotated, Literal
+
+import msgspec
 
 from cortex.cases.bounds import GOAL_MAX, SURFACES_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.ids import new_id
 from cortex.cases.records import CaseFile, PhaseChange, Workspace, encode
-from cortex.kernel import defaults, validate
+from cortex.kernel import inputs, validate
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Input
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import TERMINAL, next_actions
 from cortex.workspace.identity import git_head
@@ -21,8 +25,8 @@ def open_case(
     kernel: Kernel,
     *,
     goal: str,
-    mode: str = defaults.MODE,
-    risk: str = defaults.RISK,
+    mode: str = inputs.MODE,
+    risk: str = inputs.RISK,
     surfaces: list[str] | None = None,
     criteria: list[str] | None = None,
     idempotency_key: str | None = None,
@@ -228,3 +232,43 @@ def _link_child(kernel: Kernel, parent: str, child: str, actor: str) -> bool:
         txn.case.child_task_ids.append(child)
         txn.target = child
     return True
+
+
+class OpenTask(Input):
+    """The input of `case open`."""
+
+    goal: Annotated[str, msgspec.Meta(description="what the task should achieve")]
+    mode: Annotated[
+        Literal["change", "investigate", "review"], msgspec.Meta(description=inputs.MODE_HELP)
+    ] = inputs.MODE
+    risk: Literal["low", "medium", "high"] = inputs.RISK
+    surfaces: Annotated[list[str], msgspec.Meta(description=inputs.one_of(inputs.SURFACES))] = (
+        msgspec.field(default_factory=list)
+    )
+    criteria: Annotated[
+        list[str], msgspec.Meta(description="acceptance criteria, each 'ID=STATEMENT'")
+    ] = msgspec.field(default_factory=list)
+    idempotency_key: Annotated[
+        str | None, msgspec.Meta(description="a retry with the same key returns the same case")
+    ] = None
+    parent: Annotated[str | None, msgspec.Meta(description="open as a child of this case")] = None
+    actor: Actor = None
+    no_recall: Annotated[
+        bool, msgspec.Meta(description="leave out the brief of what earlier cases learned")
+    ] = False
+
+
+def open_task(kernel: Kernel, given: OpenTask) -> Result:
+    """`open_case` for one input."""
+    return open_case(
+        kernel,
+        goal=given.goal,
+        mode=given.mode,
+        risk=given.risk,
+        surfaces=given.surfaces,
+        criteria=given.criteria,
+        idempotency_key=given.idempotency_key,
+        actor=given.actor,
+        parent=given.parent,
+        no_recall=given.no_recall,
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Annotated
 
 import msgspec
 
@@ -33,6 +34,7 @@ from cortex.cases.scrub import scrub_value
 from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result, step
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Expect, HypothesisArg, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder
 
@@ -352,3 +354,65 @@ def _missing(
     if previous is not None and not reason:
         missing.append("{reason} (why the plan changes)")
     return missing
+
+
+class PlanArgs(Input):
+    """The input of `case plan`."""
+
+    task_id: TaskId
+    hypotheses: Annotated[
+        list[str | HypothesisArg],
+        msgspec.Meta(
+            description="each {statement, disproof, supports} or 'statement :: how to disprove it'"
+        ),
+    ] = msgspec.field(default_factory=list)
+    supports: Annotated[
+        list[str], msgspec.Meta(description="evidence behind hypothesis N, 'N=EV,...'")
+    ] = msgspec.field(default_factory=list)
+    files: Annotated[
+        list[str], msgspec.Meta(description="files the change may touch; 'dir/' covers a tree")
+    ] = msgspec.field(default_factory=list)
+    symbols: list[str] = msgspec.field(default_factory=list)
+    boundary_reason: str | None = None
+    verify: Annotated[
+        list[str], msgspec.Meta(description="verifiers that must pass: pytest, command:NAME, ...")
+    ] = msgspec.field(default_factory=list)
+    uncertainty: str | None = None
+    reason: Annotated[
+        str | None, msgspec.Meta(description="why the plan changes (required to re-plan)")
+    ] = None
+    actor: Actor = None
+    expect_revision: Expect = None
+    lease_token: LeaseToken = None
+
+
+def plan_case(kernel: Kernel, given: PlanArgs) -> Result:
+    """`plan` for one input.
+
+    An object hypothesis goes to `plan` whole (its text may hold ' :: '), its supports as the
+    shorthand for its position.
+    """
+    hypotheses: list[str | tuple[str, str]] = []
+    supports = list(given.supports)
+    for index, item in enumerate(given.hypotheses, 1):
+        if isinstance(item, HypothesisArg):
+            hypotheses.append((item.statement, item.disproof))
+            if item.supports:
+                supports.append(f"{index}=" + ",".join(item.supports))
+        else:
+            hypotheses.append(item)
+    return plan(
+        kernel,
+        given.task_id,
+        hypotheses=hypotheses,
+        supports=supports,
+        files=given.files,
+        symbols=given.symbols,
+        boundary_reason=given.boundary_reason,
+        verify=given.verify,
+        uncertainty=given.uncertainty,
+        reason=given.reason,
+        actor=given.actor,
+        expected_revision=given.expect_revision,
+        lease_token=given.lease_token,
+    )

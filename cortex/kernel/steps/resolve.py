@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+import msgspec
+
 from cortex.cases.bounds import REASON_MAX, SUPPORTS_MAX
 from cortex.cases.documents import Hypotheses, HypothesisEvent
 from cortex.cases.errors import ArgumentError, NotFoundError, naming
@@ -9,6 +13,7 @@ from cortex.cases.records import Evidence
 from cortex.kernel import lifecycle, refs, validate
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Actor, Expect, Input, TaskId
 from cortex.kernel.kernel import Kernel
 
 RESOLUTIONS = ("confirmed", "challenged", "rejected")
@@ -95,4 +100,30 @@ def resolve(
             "hypothesis": target,
             "warnings": warnings,
         }
+    )
+
+
+class Resolve(Input):
+    """The input of `case resolve`."""
+
+    task_id: TaskId
+    hypothesis_id: Annotated[str, msgspec.Meta(description="hyp_..., or a unique prefix of one")]
+    status: Literal["confirmed", "challenged", "rejected"]
+    reason: str
+    evidence: list[str] = msgspec.field(default_factory=list)
+    actor: Actor = None
+    expect_revision: Expect = None
+
+
+def resolve_hypothesis(kernel: Kernel, given: Resolve) -> Result:
+    """`resolve` for one input."""
+    return resolve(
+        kernel,
+        given.task_id,
+        given.hypothesis_id,
+        status=given.status,
+        reason=given.reason,
+        evidence=given.evidence,
+        actor=given.actor,
+        expected_revision=given.expect_revision,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -31,9 +31,10 @@ from cortex.cases.ledger import line_containing
 from cortex.cases.records import LedgerState
 from cortex.cases.redact import clip
 from cortex.cases.tree import TreeManifest, decode_manifest, member_path
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import Input, TaskId
 from cortex.kernel.kernel import Kernel
 
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -50,7 +51,7 @@ def read_artifact(
     path: str | None = None,
 ) -> Result:
     """The preview of `ref`, or of the member `path` of a tree `ref` (module docstring)."""
-    limit = defaults.PREVIEW_BYTES if max_bytes is None else max_bytes
+    limit = inputs.PREVIEW_BYTES if max_bytes is None else max_bytes
     if not 1 <= limit <= PREVIEW_MAX:
         raise ArgumentError(f"{{max_bytes}} must be 1 to {PREVIEW_MAX}", "max_bytes")
     if path is not None:
@@ -305,3 +306,28 @@ def _citation(
         if receipt.artifact == ref:
             return "sensitive" if receipt.sensitive else "normal"
     return None
+
+
+class ReadArtifact(Input):
+    """The input of `case read-artifact`."""
+
+    task_id: TaskId
+    ref: Annotated[str, msgspec.Meta(description="case://<task>/raw/<raw id>")]
+    max_bytes: Annotated[int, msgspec.Meta(description="at most 131072")] = inputs.PREVIEW_BYTES
+    allow_binary: bool = False
+    path: Annotated[
+        str | None,
+        msgspec.Meta(description="a file inside a directory artifact; without it, the listing"),
+    ] = None
+
+
+def preview(kernel: Kernel, given: ReadArtifact) -> Result:
+    """`read_artifact` for one input."""
+    return read_artifact(
+        kernel,
+        given.task_id,
+        given.ref,
+        max_bytes=given.max_bytes,
+        allow_binary=given.allow_binary,
+        path=given.path,
+    )

@@ -12,6 +12,7 @@ from cortex.cases.documents import Verification
 from cortex.cases.errors import NotFoundError
 from cortex.kernel.envelope import Result
 from cortex.kernel.errors import GateRefusedError
+from cortex.kernel.inputs import TaskOnly
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.proof.assessment import acknowledged, assess, is_current
 from cortex.kernel.proof.live import live_capture
@@ -91,3 +92,8 @@ def attest(kernel: Kernel, task_id: str) -> Result:
 
 def _name(requirement: str | None, claim_id: str | None) -> str:
     return f"claim:{claim_id}" if claim_id else (requirement or "marker")
+
+
+def attest_case(kernel: Kernel, given: TaskOnly) -> Result:
+    """`attest` for one input."""
+    return attest(kernel, given.task_id)

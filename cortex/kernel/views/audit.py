@@ -6,6 +6,8 @@ from cortex.cases.errors import IntegrityError
 from cortex.cases.findings import AuditReport
 from cortex.cases.integrity import audit_case
 from cortex.cases.layout import case_dir
+from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import TaskOnly
 from cortex.kernel.kernel import Kernel
 
 
@@ -26,3 +28,8 @@ def audit(kernel: Kernel, task_id: str) -> AuditReport:
     if not report.ok:
         raise AuditFailedError(report)
     return report
+
+
+def audit_report(kernel: Kernel, given: TaskOnly) -> Result:
+    """`audit` for one input, as a command's answer."""
+    return Result(data=audit(kernel, given.task_id))

@@ -9,10 +9,11 @@ between the base commit's definition, the head commit's and the one its receipts
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cortex.cases.bounds import CONFIG_FILE_MAX
 from cortex.kernel.config import ACCEPT_LEVELS, Committed, committed, global_review_accept
+from cortex.kernel.envelope import Data
 from cortex.kernel.errors import ArgumentError
 from cortex.verifiers.config import definition_digest
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from cortex.cases.store import CaseStore
     from cortex.kernel.kernel import Kernel
 
-Data = dict[str, Any]
 CONFIG_FILES = ("pyproject.toml", "cortex.toml")
 RANK = {level: rank for rank, level in enumerate(ACCEPT_LEVELS)}
 ORIGIN_LEVEL = {"local": "local", "remote": "remote", "bundle": "any"}

@@ -23,6 +23,7 @@ from cortex.cases.documents import Decisions, Hypotheses, Verification
 from cortex.cases.errors import CortexError, IntegrityError
 from cortex.cases.records import CaseFile, Command, Evidence, Phase, PhaseChange
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lifecycle import TERMINAL
 from cortex.kernel.views.status import store_info_of
@@ -466,3 +467,14 @@ def _store_metrics(kernel: Kernel) -> Result:
             },
         }
     )
+
+
+class Metrics(Input):
+    """The input of `case metrics`: a case, or none for the store summed."""
+
+    task_id: str | None = None
+
+
+def metrics_of(kernel: Kernel, given: Metrics) -> Result:
+    """`metrics` for one input."""
+    return metrics(kernel, given.task_id)

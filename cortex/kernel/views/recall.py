@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -30,9 +30,10 @@ from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, N
 from cortex.cases.fsio import open_for_read
 from cortex.cases.ids import is_id
 from cortex.cases.records import Evidence, encode
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.kernel import recall as kernel_recall
 from cortex.kernel.envelope import Action, Result
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 from cortex.recall.budget import walk
 from cortex.recall.cards import KINDS, STATUSES
@@ -94,7 +95,7 @@ def recall(
     statuses: list[str] | None = None,
     since: str | None = None,
     until: str | None = None,
-    limit: int = defaults.RECALL_LIMIT,
+    limit: int = inputs.RECALL_LIMIT,
     cursor: str | None = None,
     budget: int | None = None,
 ) -> Result:
@@ -274,3 +275,66 @@ def _shareable(record: Any) -> Any:
     if isinstance(record, Evidence) and record.sensitivity == "sensitive":
         return {"id": record.id, "sensitive": True}
     return record
+
+
+class Recall(Input):
+    """The input of `recall`."""
+
+    query: Annotated[
+        str, msgspec.Meta(description="words to look for (letters and digits; no query syntax)")
+    ]
+    repo: Annotated[
+        str | None, msgspec.Meta(description="only cards of this repository or store")
+    ] = None
+    kinds: Annotated[
+        list[str],
+        msgspec.Meta(description="only these kinds: hypothesis|decision|outcome|evidence"),
+    ] = msgspec.field(default_factory=list)
+    statuses: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="only these: rejected|confirmed|active|superseded|overturned|verified|"
+            "partial|failed|unverified|notable|contest|resolution"
+        ),
+    ] = msgspec.field(default_factory=list)
+    since: Annotated[
+        str | None, msgspec.Meta(description="created at or after: ISO date or time")
+    ] = None
+    until: Annotated[
+        str | None, msgspec.Meta(description="created at or before: ISO date or time")
+    ] = None
+    limit: Annotated[int, msgspec.Meta(description="cards per page (at most 100)")] = (
+        inputs.RECALL_LIMIT
+    )
+    cursor: Annotated[str | None, msgspec.Meta(description="nextCursor of the last page")] = None
+    budget: Annotated[
+        int | None,
+        msgspec.Meta(description="keep cards within this many estimated tokens (top card always)"),
+    ] = None
+
+
+class RecallGet(Input):
+    """The input of `recall get`."""
+
+    ids: Annotated[list[str], msgspec.Meta(description="card ids (hyp_, dec_, ev_, task_), 1-100")]
+
+
+def search(kernel: Kernel, given: Recall) -> Result:
+    """`recall` for one input."""
+    return recall(
+        kernel,
+        given.query,
+        repo=given.repo,
+        kinds=given.kinds,
+        statuses=given.statuses,
+        since=given.since,
+        until=given.until,
+        limit=given.limit,
+        cursor=given.cursor,
+        budget=given.budget,
+    )
+
+
+def fetch_cards(kernel: Kernel, given: RecallGet) -> Result:
+    """`get` for one input."""
+    return get(kernel, given.ids)

@@ -48,6 +48,7 @@ from cortex.cases.records import (
 )
 from cortex.cases.store import CaseStore
 from cortex.kernel import provenance
+from cortex.kernel.envelope import Data
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.views.handoff.read import decision_views, redact_all
 from cortex.kernel.views.timeline.cards import (
@@ -81,7 +82,6 @@ __all__ = [
 
 SCHEMA = "cortex/report/v1"
 FORMATS = ("html", "md")
-Data = dict[str, Any]
 
 
 class Options(msgspec.Struct, frozen=True):

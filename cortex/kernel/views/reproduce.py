@@ -10,10 +10,11 @@ result lives only in the verdict.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cortex.cases.errors import CortexError
 from cortex.cases.redact import clip
+from cortex.kernel.envelope import Data
 from cortex.verifiers.base import Context, Outcome, validated
 from cortex.verifiers.config import definition_digest
 
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from cortex.cases.records import CaseFile
     from cortex.kernel.config import Committed
     from cortex.kernel.kernel import Kernel
-
-Data = dict[str, Any]
 
 
 def _approver(kernel: Kernel):  # type: ignore[no-untyped-def]  # noqa: ANN202

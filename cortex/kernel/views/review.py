@@ -12,16 +12,18 @@ the whole verdict, as `audit` keeps its report.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from cortex.cases.bounds import SHARE_PR_CASES_MAX, SHARE_PR_COMMITS_MAX
 from cortex.cases.documents import Decisions, Verification
 from cortex.cases.errors import ArgumentError, CortexError, InvalidInputError, RefusedError
 from cortex.cases.ids import is_id
-from cortex.kernel.envelope import Result
+from cortex.kernel.envelope import Data, Result
+from cortex.kernel.inputs import Input
 from cortex.kernel.kernel import Kernel
 
-Data = dict[str, Any]
 FORMATS = ("text", "md")
 BASES = ("origin/HEAD", "main", "master")
 """Where `--base` points when it is not given: the first of these that names a commit."""
@@ -548,3 +550,35 @@ def markdown(data: Data) -> str:
         lines.append("")
     lines += [f"- Warning: {inline(w)}" for w in data["warnings"]]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+class Review(Input):
+    """The input of `review`.
+
+    `format`, `accept` and `reproduce` are the gate's own: set by who runs it, never by the
+    agent judged, so the MCP server publishes none of them.
+    """
+
+    base: Annotated[
+        str | None,
+        msgspec.Meta(description="the branch the commits merge into (default: origin/HEAD, main "
+                     "or master)"),
+    ] = None  # fmt: skip
+    head: Annotated[
+        str | None, msgspec.Meta(description="the commit under review (default: HEAD)")
+    ] = None
+    reproduce: bool = False
+    accept: str | None = None
+    format: str | None = None
+
+
+def review_branch(kernel: Kernel, given: Review) -> Result:
+    """`review` for one input."""
+    return review(
+        kernel,
+        base=given.base,
+        head=given.head,
+        fmt=given.format,
+        accept=given.accept,
+        reproduce=given.reproduce,
+    )

@@ -36,8 +36,9 @@ from cortex.cases.errors import (
 from cortex.cases.fsio import open_for_read
 from cortex.cases.redact import clip
 from cortex.cases.store import CaseStore
-from cortex.kernel import defaults, validate
+from cortex.kernel import inputs, validate
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input, Nothing
 from cortex.kernel.kernel import Kernel, format_time, parse_time
 from cortex.kernel.lease import state
 from cortex.kernel.lifecycle import TERMINAL
@@ -215,7 +216,7 @@ def sessions(
     active: bool = False,
     stale_after: str | int | None = None,
     query: str | None = None,
-    limit: int = defaults.SESSIONS_LIMIT,
+    limit: int = inputs.SESSIONS_LIMIT,
     archived: bool = False,
 ) -> Result:
     """Cases across every store (or every archive), newest update first, with an exact total.
@@ -440,3 +441,32 @@ def overview(kernel: Kernel) -> Result:
             ],
         }
     )
+
+
+class Sessions(Input):
+    """The input of `case sessions`."""
+
+    repo: str | None = None
+    active: bool = False
+    stale_after: str | None = None
+    query: str | None = None
+    limit: int = inputs.SESSIONS_LIMIT
+    archived: bool = False
+
+
+def list_sessions(kernel: Kernel, given: Sessions) -> Result:
+    """`sessions` for one input."""
+    return sessions(
+        kernel,
+        repo=given.repo,
+        active=given.active,
+        stale_after=given.stale_after,
+        query=given.query,
+        limit=given.limit,
+        archived=given.archived,
+    )
+
+
+def totals(kernel: Kernel, _given: Nothing) -> Result:
+    """`overview` for the empty input."""
+    return overview(kernel)

@@ -31,6 +31,7 @@ from cortex.cases.records import (
 from cortex.cases.store import CaseStore
 from cortex.kernel.envelope import Result
 from cortex.kernel.human.decisions import rejected_options
+from cortex.kernel.inputs import TaskOnly
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lifecycle import ORDER, PAUSED, TERMINAL
 from cortex.kernel.views.labels import evidence_labels
@@ -181,3 +182,8 @@ def _recent_merged(store: CaseStore, case: CaseFile) -> tuple[dict[str, object],
         "truncated": total > len(shown),
         "items": [card(entry, context) for entry in shown],
     }, evidence
+
+
+def show_case(kernel: Kernel, given: TaskOnly) -> Result:
+    """`show` for one input."""
+    return show(kernel, given.task_id)

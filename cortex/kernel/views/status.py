@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
 
 from cortex.cases.bounds import LIST_LIMIT_MAX
 from cortex.cases.documents import Hypotheses, Plan, Verification
 from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.records import LEDGERS, CaseFile, LedgerState
 from cortex.cases.store import CaseStore
-from cortex.kernel import defaults
+from cortex.kernel import inputs
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input, TaskOnly
 from cortex.kernel.kernel import Kernel, StoreInfo
 from cortex.kernel.lease import describe, state
 from cortex.kernel.lifecycle import Standing, next_actions, pending
@@ -236,9 +239,7 @@ def _children(store: CaseStore, case: CaseFile) -> list[dict[str, object]]:
     return children
 
 
-def list_cases(
-    kernel: Kernel, *, limit: int = defaults.LIST_LIMIT, archived: bool = False
-) -> Result:
+def list_cases(kernel: Kernel, *, limit: int = inputs.LIST_LIMIT, archived: bool = False) -> Result:
     """The cases of the current workspace's store (or its archive), newest first, counted."""
     if not 1 <= limit <= LIST_LIMIT_MAX:
         raise ArgumentError(f"{{limit}} must be between 1 and {LIST_LIMIT_MAX}", "limit")
@@ -279,3 +280,22 @@ def list_cases(
             "archived": archived,
         }
     )
+
+
+class ListTasks(Input):
+    """The input of `case list`."""
+
+    limit: Annotated[int, msgspec.Meta(description="at most this many cases, newest first")] = (
+        inputs.LIST_LIMIT
+    )
+    archived: bool = False
+
+
+def status_of(kernel: Kernel, given: TaskOnly) -> Result:
+    """`status` for one input."""
+    return status(kernel, given.task_id)
+
+
+def list_tasks(kernel: Kernel, given: ListTasks) -> Result:
+    """`list_cases` for one input."""
+    return list_cases(kernel, limit=given.limit, archived=given.archived)

@@ -6,15 +6,12 @@ The only part of the handoff that writes, and never into Cortex's own directorie
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from cortex.cases.errors import ArgumentError, InvalidInputError, RefusedError
 from cortex.cases.fsio import UnsyncedReplaceError, write_atomic
 from cortex.cases.records import encode_pretty
-from cortex.kernel.envelope import Result
+from cortex.kernel.envelope import Data, Result
 from cortex.kernel.kernel import Kernel
-
-Data = dict[str, Any]
 
 
 def write_output(kernel: Kernel, task_id: str, path: str, content: bytes) -> Data:

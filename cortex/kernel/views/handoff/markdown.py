@@ -7,12 +7,9 @@ HTML or a verdict of its own (docs/design/handoff.md).
 
 from __future__ import annotations
 
-from typing import Any
-
+from cortex.kernel.envelope import Data
 from cortex.kernel.provenance import shown
 from cortex.kernel.views.markdown import code, inline, quote
-
-Data = dict[str, Any]
 
 
 def render(packet: Data) -> str:

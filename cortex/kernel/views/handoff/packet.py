@@ -30,13 +30,13 @@ from cortex.cases.bounds import (
 from cortex.cases.errors import InvalidInputError
 from cortex.cases.records import encode_pretty
 from cortex.cases.redact import Redactor
-from cortex.kernel.envelope import Action, Result
+from cortex.kernel.envelope import Action, Data, Result
+from cortex.kernel.inputs import Input, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.views.handoff.markdown import render
 from cortex.kernel.views.handoff.read import gather, redact_all
 
 SCHEMA = "cortex/handoff/v1"
-Data = dict[str, Any]
 
 
 class Tier(NamedTuple):
@@ -383,3 +383,15 @@ def _shrink_all(packet: Data, tier: Tier, index: int, left: _Omissions, task: st
         )
         left.add(index, count, f"items of {path} beyond the first {tier.items}", "see", command)
     return shrunk
+
+
+class Handoff(Input):
+    """The input of `case handoff` (the CLI's `-o` and `--format` are its own: a file)."""
+
+    task_id: TaskId
+    compact: bool = False
+
+
+def packet(kernel: Kernel, given: Handoff) -> Result:
+    """`handoff` for one input."""
+    return handoff(kernel, given.task_id, compact=given.compact)

@@ -19,13 +19,12 @@ from cortex.cases.errors import CortexError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.redact import Redactor
 from cortex.cases.store import CaseStore
+from cortex.kernel.envelope import Data
 from cortex.kernel.human.decisions import rejected_options
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import describe
 from cortex.kernel.lifecycle import next_actions, pending
 from cortex.kernel.provenance import shown
-
-Data = dict[str, Any]
 
 
 def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str, Any]) -> Data:

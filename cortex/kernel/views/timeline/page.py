@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from cortex.cases.bounds import (
     TIMELINE_AROUND_DEFAULT,
@@ -26,8 +28,9 @@ from cortex.cases.documents import Decision, Decisions, Receipt, Verification
 from cortex.cases.errors import ArgumentError, NotFoundError
 from cortex.cases.records import CaseFile, Evidence
 from cortex.cases.store import CaseStore
-from cortex.kernel import defaults, validate
+from cortex.kernel import inputs, validate
 from cortex.kernel.envelope import Result
+from cortex.kernel.inputs import Input, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.views.timeline import fast as timeline_fast
 from cortex.kernel.views.timeline.cards import (
@@ -104,7 +107,7 @@ def timeline(
     anchor: str | None = None,
     before: int | None = None,
     after: int | None = None,
-    limit: int = defaults.TIMELINE_LIMIT,
+    limit: int = inputs.TIMELINE_LIMIT,
     cursor: str | None = None,
 ) -> Result:
     """One page of a case's timeline, or the entries around an anchor (module docstring)."""
@@ -314,3 +317,42 @@ def _context(
         return standings.get(receipt.id, "superseded")
 
     return Context(standing=standing, batch_sizes=sizes)
+
+
+class Timeline(Input):
+    """The input of `case timeline`."""
+
+    task_id: TaskId
+    kinds: Annotated[
+        list[str],
+        msgspec.Meta(description="phase|evidence|command|decision|receipt|batch|activity"),
+    ] = msgspec.field(default_factory=list)
+    actor: str | None = None
+    since: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
+    until: Annotated[str | None, msgspec.Meta(description="ISO date or time")] = None
+    anchor: Annotated[str | None, msgspec.Meta(description="an entry id or a date")] = None
+    before: Annotated[
+        int | None, msgspec.Meta(description="entries before the anchor (default 10)")
+    ] = None
+    after: Annotated[
+        int | None, msgspec.Meta(description="entries after the anchor (default 10)")
+    ] = None
+    limit: int = inputs.TIMELINE_LIMIT
+    cursor: Annotated[str | None, msgspec.Meta(description="nextCursor of the last page")] = None
+
+
+def page(kernel: Kernel, given: Timeline) -> Result:
+    """`timeline` for one input."""
+    return timeline(
+        kernel,
+        given.task_id,
+        kinds=given.kinds,
+        actor=given.actor,
+        since=given.since,
+        until=given.until,
+        anchor=given.anchor,
+        before=given.before,
+        after=given.after,
+        limit=given.limit,
+        cursor=given.cursor,
+    )
