@@ -180,6 +180,19 @@ def bundle_create(git: Git, path: str, refs: Sequence[str]) -> None:
     git.run(["bundle", "create", "--quiet", path, *refs])
 
 
+def write_bundle(git: Git, target: str, refs: Sequence[str]) -> list[str]:
+    """Write a bundle of these refs at `target`, verified before it takes the name; its heads."""
+    temporary = f"{target}.cortex-{os.getpid()}.bundle"
+    try:
+        bundle_create(git, temporary, refs)
+        heads = bundle_heads(git, temporary)
+        os.replace(temporary, target)
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+    return heads
+
+
 def bundle_heads(git: Git, path: str) -> list[str]:
     """Verify a bundle (git's check, then the pack's own checksum) and list its case refs."""
     try:
