@@ -167,19 +167,11 @@ def head_commit(root: str) -> str | None:
 
 def _git(argv: list[str], root: str, env: Mapping[str, str]) -> tuple[int, bytes] | None:
     """(exit status, stdout) of a read-only git command; None when git cannot be run."""
-    import subprocess
+    from cortex.workspace.git import READ_ONLY, GitNotRunError, run_git
 
     try:
-        proc = subprocess.run(
-            ["git", *argv],
-            cwd=root,
-            env={**env, "GIT_OPTIONAL_LOCKS": "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = run_git(["git", *argv], cwd=root, env={**env, **READ_ONLY}, timeout=GIT_TIMEOUT)
+    except GitNotRunError:
         return None
     return proc.returncode, proc.stdout
 
