@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 
 _D = TypeVar("_D", bound=msgspec.Struct)
 _R = TypeVar("_R", bound=Evidence | Command | PhaseChange)
+_V = TypeVar("_V")
 
 
 class SnapshotMovedError(Exception):
@@ -264,14 +265,10 @@ class CaseStore:
         in flight, or a crash between the two) reads the backup instead; if neither matches, the
         commit finished in between, and the reader starts over from case.json.
         """
-        for attempt in range(attempts):
-            case = self.read_case(task_id)
-            try:
-                return self.load_snapshot(case, name, type_)
-            except SnapshotMovedError:
-                time.sleep(0.005 * (attempt + 1))
-        msg = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
-        raise BusyError(msg)
+        busy = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
+        return self._one_revision(
+            task_id, lambda case: self.load_snapshot(case, name, type_), attempts, busy
+        )
 
     def read_view(self, task_id: str, *, attempts: int = 5) -> tuple[CaseFile, dict[str, Any]]:
         """case.json and every auxiliary snapshot it records, all of one revision.
@@ -281,24 +278,36 @@ class CaseStore:
         """
         from cortex.cases.documents import AUX_TYPES
 
+        def view(case: CaseFile) -> tuple[CaseFile, dict[str, Any]]:
+            documents: dict[str, Any] = {
+                name: self.load_snapshot(case, name, type_)
+                for name, type_ in AUX_TYPES.items()
+                if name.removesuffix(".json") in case.snapshots
+            }
+            if "replicas" in case.snapshots:
+                from cortex.cases.replica_index import ReplicaIndex
+
+                documents[REPLICAS_FILE] = self.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
+            return case, documents
+
+        busy = f"case {task_id} is being changed by a concurrent commit; retry"
+        return self._one_revision(task_id, view, attempts, busy)
+
+    def _one_revision(
+        self, task_id: str, read: Callable[[CaseFile], _V], attempts: int, busy: str
+    ) -> _V:
+        """`read` of the committed case.json, started over while a commit moves its snapshots.
+
+        A commit between reading case.json and a snapshot shows as SnapshotMovedError; each
+        retry waits a little longer. After `attempts`, the reader is told to retry (`busy`).
+        """
         for attempt in range(attempts):
             case = self.read_case(task_id)
             try:
-                documents: dict[str, Any] = {
-                    name: self.load_snapshot(case, name, type_)
-                    for name, type_ in AUX_TYPES.items()
-                    if name.removesuffix(".json") in case.snapshots
-                }
-                if "replicas" in case.snapshots:
-                    from cortex.cases.replica_index import ReplicaIndex
-
-                    documents[REPLICAS_FILE] = self.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
+                return read(case)
             except SnapshotMovedError:
                 time.sleep(0.005 * (attempt + 1))
-                continue
-            return case, documents
-        msg = f"case {task_id} is being changed by a concurrent commit; retry"
-        raise BusyError(msg)
+        raise BusyError(busy)
 
     def load_snapshot(self, case: CaseFile, name: str, type_: type[_D]) -> _D | None:
         """The version of `name` that `case` records, from the file or its backup.

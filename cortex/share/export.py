@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from cortex.cases import ledger
+from cortex.cases import ledger, scrub
 from cortex.cases.bounds import RAW_BLOB_MAX, SHARE_CASE_MAX, SHARE_SEGMENT_LINES, SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.documents import AUX_TYPES, Verification
@@ -151,7 +151,7 @@ class Checker:
 
     def strings(self, value: Any, label: str) -> None:
         """Note `label` once if any string of `value` looks like a secret."""
-        for text in _strings(value):
+        for text in scrub.strings(value):
             if self.redactor.looks_secret(text):
                 self._hit(label)
                 return
@@ -166,16 +166,6 @@ class Checker:
     def _hit(self, label: str) -> None:
         if label not in self.hits:
             self.hits.append(label)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def build(context: Context, previous: Previous) -> Exported:

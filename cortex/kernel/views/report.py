@@ -34,7 +34,7 @@ from cortex.cases.bounds import (
     REPORT_PREVIEWS_MAX,
     REPORT_TIMELINE_MAX,
 )
-from cortex.cases.documents import Batch, Decisions, Hypotheses, Plan, Receipt, Verification
+from cortex.cases.documents import Batch, Decisions, Hypotheses, Receipt, Verification
 from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.layout import ledger_file
 from cortex.cases.ledger import line_hash, parse_line, tail_lines
@@ -49,7 +49,7 @@ from cortex.cases.records import (
 from cortex.cases.store import CaseStore
 from cortex.kernel import provenance
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.views.handoff.read import decision_views, redact_all
+from cortex.kernel.views.handoff.read import decision_views, plan_view, redact_all
 from cortex.kernel.views.timeline.cards import (
     KINDS,
     Context,
@@ -178,7 +178,7 @@ def gather(
         "receipts": _receipts(verification, assessment, findings),
         "earlierBatches": _earlier(verification),
         "criteria": [{"id": c.id, "statement": c.statement} for c in case.acceptance_criteria],
-        "plan": _plan(documents.get("plan.json")),
+        "plan": plan_view(documents.get("plan.json")),
         "hypotheses": _hypotheses(documents.get("hypotheses.json")),
         "decisions": decision_views(decisions, found),
         "evidence": {
@@ -466,21 +466,6 @@ def _earlier(verification: Verification | None) -> list[Data]:
         }
         for b in reversed(verification.batches[:-1])
     ]
-
-
-def _plan(plan: Plan | None) -> Data | None:
-    if plan is None:
-        return None
-    return {
-        "planRevision": plan.plan_revision,
-        "createdAt": plan.created_at,
-        "actor": plan.actor,
-        "reason": plan.reason,
-        "changeBoundary": msgspec.to_builtins(plan.change_boundary),
-        "verificationRequired": list(plan.verification_required),
-        "uncertainty": plan.uncertainty,
-        "evidenceId": plan.evidence_id,
-    }
 
 
 def _hypotheses(doc: Hypotheses | None) -> list[Data]:
