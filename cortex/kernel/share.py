@@ -14,8 +14,6 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from cortex import __version__
 from cortex.cases.bounds import SHARE_ALL_MAX, SHARE_PUSH_ATTEMPTS, SHARE_RETRY_PAUSE
 from cortex.cases.errors import (
@@ -41,7 +39,7 @@ from cortex.share.errors import GitFailedError, RemoteRefusedError
 from cortex.share.export import Context
 from cortex.share.format import ref, tracking
 from cortex.share.git import Git
-from cortex.share.project import PathMap
+from cortex.share.project import PathMap, machine_paths
 from cortex.share.publish import Published, SharedTree, object_format, publish
 from cortex.share.replica_id import ReplicaFile
 
@@ -88,22 +86,9 @@ def persist_replica(kernel: Kernel, rep: ReplicaFile) -> None:
 
 def paths(kernel: Kernel) -> PathMap:
     """This machine's absolute paths that never leave it, and their placeholders."""
-    pairs = [(kernel.workspace.root, "<workspace>")]
-    if kernel.workspace.common_dir:
-        pairs.append((os.path.dirname(kernel.workspace.common_dir), "<workspace>"))
-    pairs += [(kernel.cases_root, "<cases>"), (kernel.state_root, "<state>")]
+    where = kernel.workspace
     home = kernel.env.get("HOME")
-    if home and os.path.isabs(home) and home.rstrip("/"):
-        pairs.append((home, "<home>"))
-    return PathMap(pairs)
-
-
-def ruleset(kernel: Kernel, key: str, mapping: PathMap) -> str:
-    """A keyed digest of what checks an export: the version, the literals, the path map."""
-    material = msgspec.json.encode(
-        [__version__, sorted(kernel.config.redact_literals), mapping.paths]
-    )
-    return replica_id.ruleset_digest(key, material)
+    return machine_paths(where.root, where.common_dir, kernel.cases_root, kernel.state_root, home)
 
 
 def _context(
@@ -117,7 +102,9 @@ def _context(
         replica=rep.id,
         paths=mapping,
         redactor=kernel.redactor,
-        ruleset=ruleset(kernel, rep.key, mapping),
+        ruleset=replica_id.ruleset_digest(
+            rep.key, __version__, kernel.config.redact_literals, mapping
+        ),
         version=__version__,
         now=kernel.now(),
     )
@@ -222,16 +209,9 @@ def _publish(
 ) -> Published:
     for attempt in range(3):
         case, documents = kernel.store.read_view(case_id)
-        index: ReplicaIndex | None = documents.get(REPLICAS_FILE)
+        context = _context(kernel, case, documents.get(REPLICAS_FILE), rep)
         try:
-            return publish(
-                git,
-                shared,
-                _context(kernel, case, index, rep),
-                rep.id,
-                dry_run=dry_run,
-                merge=merge,
-            )
+            return publish(git, shared, context, rep.id, dry_run=dry_run, merge=merge)
         except BusyError:
             if attempt == 2:
                 raise
@@ -258,13 +238,7 @@ def _push(
         _crash.point("share.pushed")
         refused = [i for i in pending if verdicts[ref(i)].status == "refused"]
         if refused:
-            reason = verdicts[ref(refused[0])].reason
-            declined = RemoteRefusedError(
-                f"{remote} declined {ref(refused[0])} {reason}: hosts that accept only branches "
-                "and tags, and read-only tokens (a fork's pull request), cannot take case refs; "
-                "hand the case over as a bundle instead",
-                refused,
-            )
+            declined = remote_module.declined(remote, ref(refused[0]), verdicts, refused)
             raise _with_fallback(declined, refused)
         behind = [i for i in pending if verdicts[ref(i)].status == "behind"]
         if not behind:
@@ -272,9 +246,7 @@ def _push(
         if attempt == SHARE_PUSH_ATTEMPTS:
             break
         time.sleep(random.uniform(0, SHARE_RETRY_PAUSE * attempt))  # noqa: S311 - jitter only
-        pairs = [(ref(i), tracking(remote, i)) for i in behind]
-        tips = remote_module.existing(git, [d for _, d in pairs])
-        remote_module.fetch(git, remote, pairs, tips=tips)
+        remote_module.fetch_tracking(git, remote, behind)
         with git.objects() as objects:
             shared = SharedTree(objects, object_format(git, objects))
             for case_id in behind:

@@ -8,6 +8,8 @@ each head (`ruleset_digest`), so a head says nothing about the rules it was chec
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -15,6 +17,9 @@ from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import BusyError, IntegrityError
 from cortex.cases.fsio import make_private_dirs, read_bounded, write_once
 from cortex.cases.ids import is_id, new_id
+
+if TYPE_CHECKING:
+    from cortex.share.project import PathMap
 
 REPLICA_FILE = "replica.json"
 
@@ -67,8 +72,9 @@ def _read(path: str) -> ReplicaFile:
     return found
 
 
-def ruleset_digest(key: str, material: bytes) -> str:
-    """The keyed digest of what checks an export (`material`), under this replica's key."""
+def ruleset_digest(key: str, version: str, literals: Iterable[str], paths: PathMap) -> str:
+    """A keyed digest of what checks an export: the version, the literals, the path map."""
+    material = msgspec.json.encode([version, sorted(literals), paths.paths])
     return hmac_sha256(bytes.fromhex(key), material)
 
 
