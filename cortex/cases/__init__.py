@@ -10,7 +10,8 @@ The map of this package:
   snapshots), `ids`, `layout` (names and paths in a store), `tree` (tree artifacts' manifests),
   `bounds` (every size and count limit), `digest` (sha256 without OpenSSL), `errors`.
 - Writing it safely: `fsio` (durable file primitives), `lock`, `ledger` (append-only, hash
-  chained), `journal` (what a multi-file commit staged), `txn` (one commit), `store` (where
+  chained), `journal` (what a multi-file commit staged), `txn` (one commit), `recovery` (the
+  commit a dead writer left, checked and rolled back or finished), `store` (where
   cases live, read and created), `_crash` (named crash points for the crash tests).
 - Redaction: `redact` (the pipeline), `scrub` (over every string of a record), `escapes` (the
   way back from a redaction to the text as written).
