@@ -8,6 +8,10 @@ command never fails for it; it answers with a warning.
 
 Also here, because writers need them: the brief at `case open`, the plan's check against
 rejected hypotheses, and finding the decision a contest names.
+
+Long because: it is the kernel's one door to the index, and every use of it (keeping it
+current, rebuilding, the writers' queries) opens it and maps its failures the same way; the
+kernel is at its 25 top-level entries, so a split waits for a `recall/` group.
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ from cortex.kernel.progress import Progress
 from cortex.share import intake, replica_id
 from cortex.share import remote as remote_module
 from cortex.share.errors import GitFailedError, RemoteRefusedError
-from cortex.share.export import Context
 from cortex.share.format import ref, tracking
 from cortex.share.git import Git
+from cortex.share.leaving import Context
 from cortex.share.project import PathMap, machine_paths
 from cortex.share.publish import Published, SharedTree, object_format, publish
 from cortex.share.replica_id import ReplicaFile

@@ -39,8 +39,8 @@ from cortex.share.resolve import State, fold
 
 if TYPE_CHECKING:
     from cortex.cases.redact import Redactor
-    from cortex.share.export import Context
     from cortex.share.fetched import CaseTree, Fetched, Import
+    from cortex.share.leaving import Context
     from cortex.share.publish import SharedTree
 
 
@@ -163,7 +163,8 @@ def new_case(
 
 def local_state(shared: SharedTree, context: Context) -> tuple[State, str]:
     """The local state as fencing sees it, and its content digest."""
-    from cortex.share.export import Checker, lamport_of, leaving_snapshots, origin_of
+    from cortex.share.export import lamport_of, origin_of
+    from cortex.share.leaving import Checker, leaving_snapshots
     from cortex.share.publish import commit_of
 
     case, index, replica, mapping = context.case, context.index, context.replica, context.paths
