@@ -10,6 +10,7 @@
   docs/design/architecture.md lists the cycle with its reason.
 - No module over 600 lines unless its docstring says why (`Long because: <reason>`): a long
   module is usually two concerns, and the reader should be told when it is one.
+- One git runner: only `cortex.workspace.git` hands a `git` command line to `subprocess`.
 
 Each rule has a test of the test: a planted violation beside the real tree is reported.
 """
@@ -335,3 +336,49 @@ def test_the_long_module_check_catches_a_planted_module() -> None:
         }
     )
     assert [line.split(":")[0] for line in found] == ["cortex/planted.py", "cortex/worded.py"]
+
+
+# One git runner -----------------------------------------------------------------------------
+
+RUNNER = "cortex.workspace.git"
+SUBPROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
+
+
+def git_outside_the_runner(modules: Mapping[str, ast.Module]) -> list[str]:
+    """`subprocess.<call>(["git", ...])` anywhere but the runner, as `module:line`."""
+    found = []
+    for name, tree in sorted(modules.items()):
+        if name == RUNNER:
+            continue
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and node.func.attr in SUBPROCESS_CALLS
+                and node.args
+                and isinstance(node.args[0], ast.List)
+                and node.args[0].elts
+            ):
+                continue
+            first = node.args[0].elts[0]
+            if isinstance(first, ast.Constant) and first.value == "git":
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_git_runs_through_the_one_runner() -> None:
+    """Time bounds and the mapping of a git that never ran are written once (workspace/git.py)."""
+    assert git_outside_the_runner(sources()) == []
+
+
+def test_the_runner_check_catches_a_planted_call() -> None:
+    """A test of the test: a git call planted beside the runner; other programs pass."""
+    modules = dict(sources())
+    modules["cortex.cases.planted"] = ast.parse(
+        "import subprocess\n"
+        "subprocess.run(['git', 'status'], check=False)\n"
+        "subprocess.run(['python', '-c', 'pass'], check=False)\n"
+    )
+    assert git_outside_the_runner(modules) == ["cortex.cases.planted:2"]
