@@ -159,13 +159,13 @@ VERIFY = "verify() in process (two captures, the verifier, the commit)"
 
 
 class TreeTimer:
-    """Times the capture's tree-id step (`_working_tree`) by wrapping it in this process."""
+    """Times the capture's tree-id step (`working_tree_id`) by wrapping it in this process."""
 
     def __init__(self) -> None:
-        from cortex.workspace import capture as module
+        from cortex.workspace import working_tree as module
 
         self.module = module
-        self.original = module._working_tree  # noqa: SLF001 - timing one step of a capture
+        self.original = module.working_tree_id  # timing one step of a capture
         self.last = 0.0
         self.trees: list[str | None] = []
 
@@ -176,7 +176,7 @@ class TreeTimer:
             finally:
                 self.last = (time.perf_counter() - start) * 1000
 
-        module._working_tree = timed_tree  # noqa: SLF001
+        module.working_tree_id = timed_tree
 
 
 def status_floor(repo: Path, env: dict[str, str]) -> float:

@@ -105,7 +105,7 @@ class TestCompoundCrashes:
             ("cortex.cases.ledger:truncate", 0),  # rolled back the first ledger, then died
             ("cortex.cases.ledger:truncate", 1),  # rolled back two ledgers, then died
             ("os:unlink", 0),  # removed the published blob, then died before the journal went
-            ("cortex.cases.txn:fsync_dir", 0),  # died before the directory was synced
+            ("cortex.cases.recovery:fsync_dir", 0),  # died before the directory was synced
         ],
     )
     def test_kill_during_journal_rollback(

@@ -36,9 +36,10 @@ from typing import Any, cast
 import pytest
 from conftest import base_env, git, make_repo
 
-from cortex.workspace import capture, tree_id
-from cortex.workspace.capture import Capture, _NoTreeError
+from cortex.workspace import capture, tree_id, working_tree
+from cortex.workspace.capture import Capture
 from cortex.workspace.tree_id import Entry
+from cortex.workspace.working_tree import NoTreeError
 
 REG = tree_id.REGULAR
 EXE = tree_id.EXECUTABLE
@@ -47,11 +48,11 @@ GITLINK = tree_id.GITLINK
 ZERO = b"000000"
 ZERO_ID = "0" * 40
 MISSING, LINK, DIR, REGULAR, EXECUTABLE = (
-    capture._MISSING,
-    capture._LINK,
-    capture._DIR,
-    capture._REGULAR,
-    capture._EXECUTABLE,
+    working_tree.DISK_MISSING,
+    working_tree.DISK_LINK,
+    working_tree.DISK_DIR,
+    working_tree.DISK_REGULAR,
+    working_tree.DISK_EXECUTABLE,
 )
 FIFO_REASON = (
     " could not be read as a file, a symlink or a repository (a FIFO, a socket, or no permission?)"
@@ -72,6 +73,7 @@ UNREADABLE = "a listed file could not be read for its tree entry"
 def _bounded_git(monkeypatch: pytest.MonkeyPatch) -> None:
     """A git helper that hangs (under a mutant) is killed by the watchdog within seconds."""
     monkeypatch.setattr(capture, "GIT_TIMEOUT", 10.0)
+    monkeypatch.setattr(working_tree, "GIT_TIMEOUT", 10.0)
 
 
 # -- an in-memory object store and a fake `_Helpers` -------------------------------------------
@@ -189,8 +191,8 @@ class FakeHelpers:
         self.calls.append(("feed", path))
 
 
-def as_helpers(fake: FakeHelpers) -> capture._Helpers:
-    return cast("capture._Helpers", fake)
+def as_helpers(fake: FakeHelpers) -> working_tree.Helpers:
+    return cast("working_tree.Helpers", fake)
 
 
 def seen_of(
@@ -200,8 +202,8 @@ def seen_of(
     links: Mapping[bytes, bytes] | None = None,
     nested: Mapping[bytes, Capture] | None = None,
     carriage: Sequence[bytes] = (),
-) -> capture._Seen:
-    seen = capture._Seen()
+) -> working_tree.Seen:
+    seen = working_tree.Seen()
     seen.records.extend(records)
     seen.hidden.extend(hidden)
     seen.disk.update(disk or {})
@@ -266,8 +268,8 @@ def world() -> World:
 
 
 def refusal(action: Any, *args: Any, **kwargs: Any) -> str:
-    """The message of the _NoTreeError `action` raises."""
-    with pytest.raises(_NoTreeError) as info:
+    """The message of the NoTreeError `action` raises."""
+    with pytest.raises(NoTreeError) as info:
         action(*args, **kwargs)
     return str(info.value)
 
@@ -308,7 +310,7 @@ class TestLineSafe:
         self, path: bytes, safe: bool
     ) -> None:
         """`hash-object --stdin-paths` reads a path back as it is unless it has one of those."""
-        assert capture._line_safe(path) is safe
+        assert working_tree._line_safe(path) is safe
 
 
 class TestIsAttributes:
@@ -328,7 +330,7 @@ class TestIsAttributes:
         self, path: bytes, expected: bool
     ) -> None:
         """Only a file named exactly `.gitattributes` counts, at any depth."""
-        assert capture._is_attributes(path) is expected
+        assert working_tree._is_attributes(path) is expected
 
 
 class TestHashed:
@@ -371,13 +373,13 @@ class TestHashed:
         self, fields: bytes, expected: bool
     ) -> None:
         """Untracked and conflicted always; ordinary only a regular file changed on disk."""
-        assert capture._hashed(fields) is expected
+        assert working_tree.hashed(fields) is expected
 
 
 class TestSeenAndPlan:
     def test_a_fresh_seen_is_empty(self) -> None:
         """`_Seen` starts with empty collections and no feed."""
-        seen = capture._Seen()
+        seen = working_tree.Seen()
         assert seen.records == []
         assert seen.hidden == []
         assert seen.disk == {}
@@ -388,7 +390,7 @@ class TestSeenAndPlan:
 
     def test_a_fresh_plan_is_empty_and_keeps_its_algorithm(self) -> None:
         """`_Plan` starts with no changes, nothing to hash and no index blobs."""
-        plan = capture._Plan("sha256")
+        plan = working_tree._Plan("sha256")
         assert plan.algorithm == "sha256"
         assert plan.changes == {}
         assert plan.hash == []
@@ -400,25 +402,25 @@ class TestReadRegular:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The whole file, read chunk by chunk and joined without anything in between."""
-        monkeypatch.setattr(capture, "_CHUNK", 3)
+        monkeypatch.setattr(working_tree, "CHUNK", 3)
         path = tmp_path / "f"
         path.write_bytes(b"0123456789ab\r\n")
-        assert capture._read_regular(os.fsencode(path)) == b"0123456789ab\r\n"
+        assert working_tree._read_regular(os.fsencode(path)) == b"0123456789ab\r\n"
 
     def test_an_empty_file_is_empty(self, tmp_path: Path) -> None:
         """No chunk at all gives no bytes."""
         (tmp_path / "e").write_bytes(b"")
-        assert capture._read_regular(os.fsencode(tmp_path / "e")) == b""
+        assert working_tree._read_regular(os.fsencode(tmp_path / "e")) == b""
 
     def test_a_symlink_is_not_followed(self, tmp_path: Path) -> None:
         """O_NOFOLLOW: a file swapped for a symlink is refused, not read through."""
         (tmp_path / "target").write_bytes(b"secret")
         (tmp_path / "link").symlink_to("target")
-        assert refusal(capture._read_regular, os.fsencode(tmp_path / "link")) == UNREADABLE
+        assert refusal(working_tree._read_regular, os.fsencode(tmp_path / "link")) == UNREADABLE
 
     def test_a_missing_file_is_refused(self, tmp_path: Path) -> None:
         """A file gone since it was listed cannot be hashed."""
-        assert refusal(capture._read_regular, os.fsencode(tmp_path / "gone")) == UNREADABLE
+        assert refusal(working_tree._read_regular, os.fsencode(tmp_path / "gone")) == UNREADABLE
 
     def test_a_fifo_that_never_answers_is_refused_not_waited_on(self, tmp_path: Path) -> None:
         """O_NONBLOCK: a FIFO swapped in for a file, its writer silent, is refused at once."""
@@ -436,7 +438,7 @@ class TestReadRegular:
         late = threading.Timer(1.0, answer)
         late.start()
         try:
-            assert refusal(capture._read_regular, os.fsencode(fifo)) == UNREADABLE
+            assert refusal(working_tree._read_regular, os.fsencode(fifo)) == UNREADABLE
         finally:
             late.cancel()
             late.join()
@@ -450,12 +452,12 @@ class TestReadRegular:
         guessed)."""
         fifo = tmp_path / "fifo"
         os.mkfifo(fifo)
-        assert refusal(capture._read_regular, os.fsencode(fifo)) == UNREADABLE
+        assert refusal(working_tree._read_regular, os.fsencode(fifo)) == UNREADABLE
 
     def test_a_directory_is_refused(self, tmp_path: Path) -> None:
         """A directory opens, but is not a regular file: the same refusal."""
         (tmp_path / "d").mkdir()
-        assert refusal(capture._read_regular, os.fsencode(tmp_path / "d")) == UNREADABLE
+        assert refusal(working_tree._read_regular, os.fsencode(tmp_path / "d")) == UNREADABLE
 
     def test_a_read_error_is_refused(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """Kills `_read_regular` 26-29: a regular file whose read fails (an I/O error, injected)
@@ -470,8 +472,8 @@ class TestReadRegular:
         with monkeypatch.context() as patch:
             patch.setattr(os, "read", failing_read)
             try:
-                capture._read_regular(os.fsencode(path))
-            except _NoTreeError as exc:
+                working_tree._read_regular(os.fsencode(path))
+            except NoTreeError as exc:
                 refused = str(exc)
         assert refused == UNREADABLE
 
@@ -482,7 +484,7 @@ class TestReap:
         process = subprocess.Popen(
             ["sleep", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None
         )
-        capture._reap(process)
+        working_tree._reap(process)
         assert process.returncode == -signal.SIGKILL
         assert process.stdin is not None
         assert process.stdout is not None
@@ -493,7 +495,7 @@ class TestReap:
         """A process that already exited keeps its own exit status."""
         process = subprocess.Popen(["sh", "-c", "exit 3"], stdout=subprocess.PIPE)
         process.wait()
-        capture._reap(process)
+        working_tree._reap(process)
         assert process.returncode == 3
         assert process.stdout is not None
         assert process.stdout.closed
@@ -504,7 +506,7 @@ class TestReap:
         process.wait()
         assert process.stdin is not None
         process.stdin.write(b"pending")
-        capture._reap(process)
+        working_tree._reap(process)
         assert process.stdin.closed
 
 
@@ -524,11 +526,11 @@ class TestOrdinary:
         links: Mapping[bytes, bytes] | None = None,
         carriage: Sequence[bytes] = (),
         file_mode: bool = True,
-    ) -> tuple[capture._Plan, FakeHelpers]:
-        plan = capture._Plan("sha1")
+    ) -> tuple[working_tree._Plan, FakeHelpers]:
+        plan = working_tree._Plan("sha1")
         fake = FakeHelpers(Store(), file_mode=file_mode)
         seen = seen_of(disk=disk, links=links, carriage=carriage)
-        capture._ordinary(plan, seen, as_helpers(fake), path, fields.split(b" "))
+        working_tree._ordinary(plan, seen, as_helpers(fake), path, fields.split(b" "))
         return plan, fake
 
     def test_a_change_in_the_work_tree_hashes_the_file(self) -> None:
@@ -682,11 +684,11 @@ class TestWorkTreeEntry:
         carriage: Sequence[bytes] = (),
         file_mode: bool = True,
         algorithm: str = "sha1",
-    ) -> tuple[capture._Plan, FakeHelpers]:
-        plan = capture._Plan(algorithm)
+    ) -> tuple[working_tree._Plan, FakeHelpers]:
+        plan = working_tree._Plan(algorithm)
         fake = FakeHelpers(Store(algorithm), file_mode=file_mode)
         seen = seen_of(disk=disk, links=links, nested=nested, carriage=carriage)
-        capture._work_tree_entry(
+        working_tree._work_tree_entry(
             plan, seen, as_helpers(fake), path, mode=mode, index_blob=index_blob, key=key
         )
         return plan, fake
@@ -811,11 +813,11 @@ class TestHidden:
         disk: Mapping[bytes, int] | None = None,
         carriage: Sequence[bytes] = (),
         file_mode: bool = True,
-    ) -> tuple[capture._Plan, FakeHelpers]:
-        plan = capture._Plan("sha1")
+    ) -> tuple[working_tree._Plan, FakeHelpers]:
+        plan = working_tree._Plan("sha1")
         fake = FakeHelpers(Store(), file_mode=file_mode)
         seen = seen_of(disk=disk, carriage=carriage)
-        capture._hidden(plan, seen, as_helpers(fake), path, fields.split(b" "))
+        working_tree._hidden(plan, seen, as_helpers(fake), path, fields.split(b" "))
         return plan, fake
 
     @pytest.mark.parametrize("tag", [b"S", b"s"])
@@ -892,7 +894,7 @@ class TestHidden:
 
     def test_the_attributes_reason_escapes_undecodable_names(self) -> None:
         """The reason names the attributes file with undecodable bytes escaped."""
-        message = refusal(capture._attributes_from_index, b"d\xe9/.gitattributes")
+        message = refusal(working_tree._attributes_from_index, b"d\xe9/.gitattributes")
         assert message == "d\\xe9/.gitattributes" + ATTRIBUTES_REASON
 
 
@@ -901,10 +903,10 @@ class TestHidden:
 
 class TestSaferCrlf:
     def run(self, index_blobs: Mapping[bytes, str], store: Store) -> FakeHelpers:
-        plan = capture._Plan("sha1")
+        plan = working_tree._Plan("sha1")
         plan.index_blobs.update(index_blobs)
         fake = FakeHelpers(store)
-        capture._safer_crlf(plan, as_helpers(fake))
+        working_tree._safer_crlf(plan, as_helpers(fake))
         return fake
 
     def test_nothing_to_check_reads_nothing(self) -> None:
@@ -942,9 +944,9 @@ class TestSaferCrlf:
         good = store.put(b"blob", b"binary\r\n\0")
         bad = store.put(b"blob", b"text\r\n")
         fake = FakeHelpers(store)
-        plan = capture._Plan("sha1")
+        plan = working_tree._Plan("sha1")
         plan.index_blobs.update({b"a": good, b"b": good, b"c": bad})
-        message = refusal(capture._safer_crlf, plan, as_helpers(fake))
+        message = refusal(working_tree._safer_crlf, plan, as_helpers(fake))
         assert message == "c" + CRLF_REASON
         assert fake.calls == [("read", sorted({good, bad}))]
 
@@ -952,7 +954,7 @@ class TestSaferCrlf:
 # -- the whole plan: _working_tree --------------------------------------------------------------
 
 
-def dirty(world: World) -> tuple[capture._Seen, dict[bytes, bytes], dict[bytes, Entry | None]]:
+def dirty(world: World) -> tuple[working_tree.Seen, dict[bytes, bytes], dict[bytes, Entry | None]]:
     """A modified root file, a deletion below lib/ and an untracked file; the changes expected."""
     seen = seen_of(
         (b"app.py", ordinary(b".M", (REG, REG, REG), world.blob(b"app.py"), world.blob(b"app.py"))),
@@ -980,7 +982,7 @@ class TestWorkingTree:
         """HEAD's tree comes from the prefetch: only the trees below it are read."""
         seen, contents, changes = dirty(world)
         fake = FakeHelpers(world.store, prefetch=world.head, contents=contents)
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result == (world.expect(changes), world.head_tree)
         assert fake.calls == [
             ("prefetched", world.head),
@@ -992,7 +994,7 @@ class TestWorkingTree:
         """The prefetch read another commit: HEAD's commit is read, then every tree on the way."""
         seen, contents, changes = dirty(world)
         fake = FakeHelpers(world.store, contents=contents)
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result == (world.expect(changes), world.head_tree)
         assert fake.calls == [
             ("prefetched", world.head),
@@ -1005,7 +1007,7 @@ class TestWorkingTree:
     def test_a_clean_work_tree_is_heads_tree(self, world: World) -> None:
         """Nothing listed: the tree id is HEAD's tree, and nothing is hashed."""
         fake = FakeHelpers(world.store, prefetch=world.head)
-        result = capture._working_tree(seen_of(), world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen_of(), world.head, as_helpers(fake))
         assert result == (world.head_tree, world.head_tree)
         assert fake.calls == [("prefetched", world.head), ("hash_paths", [])]
 
@@ -1022,21 +1024,21 @@ class TestWorkingTree:
         fake = FakeHelpers(
             world.store, prefetch=world.head if prefetch else None, contents=contents
         )
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result == (world.expect(changes), world.head_tree)
 
     def test_head_that_cat_file_cannot_read_refuses(self, world: World) -> None:
         """HEAD's commit missing from cat-file's answer: no tree id, and it says which."""
         del world.store.objects[world.head]
         fake = FakeHelpers(world.store)
-        message = refusal(capture._working_tree, seen_of(), world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen_of(), world.head, as_helpers(fake))
         assert message == f"git cat-file could not read HEAD ({world.head})"
 
     def test_head_that_is_not_a_commit_refuses(self, world: World) -> None:
         """An object of another type under HEAD's id (even with a commit's body) is refused."""
         world.store.objects[world.head] = (b"blob", world.store.objects[world.head][1])
         fake = FakeHelpers(world.store)
-        message = refusal(capture._working_tree, seen_of(), world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen_of(), world.head, as_helpers(fake))
         assert message == f"git cat-file could not read HEAD ({world.head})"
 
     def test_a_commit_that_does_not_start_with_its_tree_refuses(self, world: World) -> None:
@@ -1044,7 +1046,7 @@ class TestWorkingTree:
         body = world.store.objects[world.head][1]
         world.store.objects[world.head] = (b"commit", b"parent " + body)
         fake = FakeHelpers(world.store)
-        message = refusal(capture._working_tree, seen_of(), world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen_of(), world.head, as_helpers(fake))
         assert message == f"git cat-file could not read HEAD ({world.head})"
 
     @pytest.mark.parametrize(
@@ -1056,7 +1058,7 @@ class TestWorkingTree:
         """A status record kind the capture does not know (renames, ignored): no guess."""
         fake = FakeHelpers(world.store, prefetch=world.head)
         seen = seen_of((b"x", fields), disk={b"x": REGULAR})
-        message = refusal(capture._working_tree, seen, world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen, world.head, as_helpers(fake))
         assert message == f"git status gave a record this capture does not know ({kind})"
 
     def test_a_conflict_is_resolved_with_what_is_on_disk(self, world: World) -> None:
@@ -1064,7 +1066,7 @@ class TestWorkingTree:
         fields = b"u UU N... 100644 100644 100644 100644 " + b" ".join([b"a" * 40] * 3)
         seen = seen_of((b"app.py", fields), disk={b"app.py": EXECUTABLE})
         fake = FakeHelpers(world.store, prefetch=world.head, contents={b"app.py": b"merged\n"})
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result[0] == world.expect({b"app.py": (EXE, world.store.blob(b"merged\n"))})
         assert ("trusts_file_mode", None) in fake.calls
 
@@ -1073,7 +1075,7 @@ class TestWorkingTree:
         inner = Capture(head="e" * 40, tree="f" * 40, head_tree="f" * 40)
         seen = seen_of((b"sub/", b"?"), disk={b"sub/": DIR}, nested={b"sub/": inner})
         fake = FakeHelpers(world.store, prefetch=world.head)
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result[0] == world.expect({b"sub": (GITLINK, bytes.fromhex("e" * 40))})
 
     def test_a_path_removed_from_the_index_but_on_disk_is_added_back(self, world: World) -> None:
@@ -1084,7 +1086,7 @@ class TestWorkingTree:
             disk={b"app.py": REGULAR},
         )
         fake = FakeHelpers(world.store, prefetch=world.head, contents={b"app.py": b"kept\n"})
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result[0] == world.expect({b"app.py": (REG, world.store.blob(b"kept\n"))})
 
     def test_hidden_entries_follow_their_own_rules(self, world: World) -> None:
@@ -1099,7 +1101,7 @@ class TestWorkingTree:
             disk={b"app.py": MISSING, b"lib/util.py": MISSING},
         )
         fake = FakeHelpers(world.store, prefetch=world.head)
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result[0] == world.expect({b"app.py": None, b"lib/util.py": (EXE, other)})
 
     def test_crlf_in_the_index_version_refuses(self, world: World) -> None:
@@ -1111,7 +1113,7 @@ class TestWorkingTree:
             carriage=[b"app.py"],
         )
         fake = FakeHelpers(world.store, prefetch=world.head, contents={b"app.py": b"x\r\n"})
-        message = refusal(capture._working_tree, seen, world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen, world.head, as_helpers(fake))
         assert message == "app.py" + CRLF_REASON
 
     def test_crlf_in_a_binary_index_version_is_hashed(self, world: World) -> None:
@@ -1123,7 +1125,7 @@ class TestWorkingTree:
             carriage=[b"app.py"],
         )
         fake = FakeHelpers(world.store, prefetch=world.head, contents={b"app.py": b"x\r\n"})
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         assert result[0] == world.expect({b"app.py": (REG, world.store.blob(b"x\r\n"))})
         assert ("read", [index_blob]) in fake.calls
 
@@ -1136,7 +1138,7 @@ class TestWorkingTree:
         )
         contents = {name: name + b"\n" for name in [*names, b"plain.txt"]}
         fake = FakeHelpers(world.store, prefetch=world.head, contents=contents)
-        result = capture._working_tree(seen, world.head, as_helpers(fake))
+        result = working_tree.working_tree_id(seen, world.head, as_helpers(fake))
         blob = world.store.blob
         assert result[0] == world.expect({n: (REG, blob(n + b"\n")) for n in contents})
         assert fake.calls[1:] == [
@@ -1150,7 +1152,7 @@ class TestWorkingTree:
         """hash-object printing garbage: no tree id, never a guessed one."""
         seen = seen_of((b"new.txt", b"?"), disk={b"new.txt": REGULAR})
         fake = FakeHelpers(world.store, prefetch=world.head, ids={b"new.txt": "fatal: no"})
-        message = refusal(capture._working_tree, seen, world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen, world.head, as_helpers(fake))
         assert message == "git hash-object gave no object id"
 
     def test_a_tree_that_cannot_be_read_refuses_with_the_builders_reason(
@@ -1160,7 +1162,7 @@ class TestWorkingTree:
         del world.store.objects[world.lib_tree]
         seen, contents, _ = dirty(world)
         fake = FakeHelpers(world.store, prefetch=world.head, contents=contents)
-        message = refusal(capture._working_tree, seen, world.head, as_helpers(fake))
+        message = refusal(working_tree.working_tree_id, seen, world.head, as_helpers(fake))
         assert message == f"the tree {world.lib_tree} could not be read"
 
 
@@ -1184,8 +1186,8 @@ class Shared:
     def base(self) -> list[str]:
         return ["git", f"--work-tree={self.root}", *capture._PINNED]
 
-    def helpers(self) -> capture._Helpers:
-        return capture._Helpers(self.base, str(self.root), self.env)
+    def helpers(self) -> working_tree.Helpers:
+        return working_tree.Helpers(self.base, str(self.root), self.env)
 
 
 SHARED_FILES = {
@@ -1230,7 +1232,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Shared:
 
 
 @pytest.fixture
-def helpers(shared: Shared) -> Iterator[capture._Helpers]:
+def helpers(shared: Shared) -> Iterator[working_tree.Helpers]:
     made = shared.helpers()
     made.prefetch.join()
     yield made
@@ -1259,16 +1261,20 @@ class RecordingPipe:
         self.pipe.close()
 
 
-def answer_with(monkeypatch: pytest.MonkeyPatch, helpers: capture._Helpers, answer: bytes) -> None:
+def answer_with(
+    monkeypatch: pytest.MonkeyPatch, helpers: working_tree.Helpers, answer: bytes
+) -> None:
     """Replace cat-file by pipes that answer `answer` (the real process is reaped first)."""
-    capture._reap(helpers.objects)
+    working_tree._reap(helpers.objects)
     monkeypatch.setattr(helpers.objects, "stdin", io.BytesIO())
     monkeypatch.setattr(helpers.objects, "stdout", io.BytesIO(answer))
 
 
-def hasher_running(monkeypatch: pytest.MonkeyPatch, helpers: capture._Helpers, script: str) -> None:
+def hasher_running(
+    monkeypatch: pytest.MonkeyPatch, helpers: working_tree.Helpers, script: str
+) -> None:
     """Replace hash-object by a shell script with the same pipes (the real one is reaped)."""
-    capture._reap(helpers.hasher)
+    working_tree._reap(helpers.hasher)
     fake = subprocess.Popen(
         ["sh", "-c", script],
         stdin=subprocess.PIPE,
@@ -1290,14 +1296,14 @@ def shared_prefix() -> tuple[str, tuple[bytes, bytes]]:
     raise AssertionError
 
 
-def kept(helpers: capture._Helpers) -> tuple[str, bytes, str, tree_id.ParsedTree] | None:
+def kept(helpers: working_tree.Helpers) -> tuple[str, bytes, str, tree_id.ParsedTree] | None:
     """What the prefetch kept (read through a call, so a type checker does not narrow it)."""
     return helpers.head
 
 
 class TestRead:
     def test_present_objects_are_answered_and_missing_ones_left_out(
-        self, shared: Shared, helpers: capture._Helpers
+        self, shared: Shared, helpers: working_tree.Helpers
     ) -> None:
         """Each request maps to (id, type, body); a missing name anywhere is skipped."""
         app = shared.blobs[b"app.py"]
@@ -1309,15 +1315,15 @@ class TestRead:
             "HEAD": (shared.head, b"commit", shared.commit_body),
         }
 
-    def test_nothing_asked_reads_nothing(self, helpers: capture._Helpers) -> None:
+    def test_nothing_asked_reads_nothing(self, helpers: working_tree.Helpers) -> None:
         """An empty request is an empty answer."""
         assert helpers.read([]) == {}
 
     def test_requests_go_in_batches(
-        self, shared: Shared, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, shared: Shared, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """_BATCH names per write, each batch's answers read before the next is asked."""
-        monkeypatch.setattr(capture, "_BATCH", 2)
+        monkeypatch.setattr(working_tree, "_BATCH", 2)
         recorder = RecordingPipe(helpers.objects.stdin)
         monkeypatch.setattr(helpers.objects, "stdin", recorder)
         names = [shared.head, shared.head_tree, shared.lib_tree, shared.blobs[b"run.sh"], "HEAD"]
@@ -1332,7 +1338,7 @@ class TestRead:
         ]
 
     def test_an_ambiguous_name_is_not_an_answer(
-        self, shared: Shared, helpers: capture._Helpers
+        self, shared: Shared, helpers: working_tree.Helpers
     ) -> None:
         """cat-file's `<name> ambiguous` is neither an object nor `missing`: refused."""
         prefix, pair = shared_prefix()
@@ -1348,48 +1354,48 @@ class TestRead:
         assert refusal(helpers.read, [prefix]) == "git cat-file stopped answering"
 
     def test_a_truncated_answer_is_refused(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A body shorter than its header says: cat-file stopped answering."""
         answer_with(monkeypatch, helpers, f"{ZERO_ID} blob 10\nabc".encode())
         assert refusal(helpers.read, [ZERO_ID]) == "git cat-file stopped answering"
 
     def test_an_answer_without_its_newline_is_refused(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The body and its newline, no less: one byte short is refused."""
         answer_with(monkeypatch, helpers, f"{ZERO_ID} blob 3\nabc".encode())
         assert refusal(helpers.read, [ZERO_ID]) == "git cat-file stopped answering"
 
     def test_an_exact_answer_from_a_stand_in_is_read(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Header, body and newline exactly: the body without its newline."""
         answer_with(monkeypatch, helpers, f"{ZERO_ID} blob 3\nabc\n".encode())
         assert helpers.read(["x"]) == {"x": (ZERO_ID, b"blob", b"abc")}
 
     def test_no_answer_at_all_is_refused(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """End of output where a header was due: cat-file stopped answering."""
         answer_with(monkeypatch, helpers, b"")
         assert refusal(helpers.read, [ZERO_ID]) == "git cat-file stopped answering"
 
     def test_a_header_with_a_bad_size_is_refused(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A size that is not a number: cat-file failed, with the parse error."""
         answer_with(monkeypatch, helpers, f"{ZERO_ID} blob xx\n".encode())
         message = refusal(helpers.read, [ZERO_ID])
         assert message == "git cat-file failed (invalid literal for int() with base 10: b'xx')"
 
-    def test_a_dead_cat_file_is_refused(self, helpers: capture._Helpers) -> None:
+    def test_a_dead_cat_file_is_refused(self, helpers: working_tree.Helpers) -> None:
         """cat-file killed (the watchdog, say): writing to it fails, and that is the reason."""
         helpers.objects.kill()
         helpers.objects.wait()
         assert refusal(helpers.read, ["HEAD"]) == "git cat-file failed ([Errno 32] Broken pipe)"
 
-    def test_a_closed_helper_is_refused(self, helpers: capture._Helpers) -> None:
+    def test_a_closed_helper_is_refused(self, helpers: working_tree.Helpers) -> None:
         """After close, a read is refused, not an exception of another kind."""
         helpers.close()
         assert refusal(helpers.read, ["HEAD"]) == "git cat-file failed (write to closed file)"
@@ -1397,7 +1403,7 @@ class TestRead:
 
 class TestTrees:
     def test_only_trees_are_returned_by_raw_id(
-        self, shared: Shared, helpers: capture._Helpers
+        self, shared: Shared, helpers: working_tree.Helpers
     ) -> None:
         """`trees` answers tree bodies by raw id; blobs and missing ids are left out."""
         root, lib = bytes.fromhex(shared.head_tree), bytes.fromhex(shared.lib_tree)
@@ -1411,7 +1417,7 @@ class TestTrees:
 
 class TestPrefetch:
     def test_heads_tree_is_ready_for_that_head(
-        self, shared: Shared, helpers: capture._Helpers
+        self, shared: Shared, helpers: working_tree.Helpers
     ) -> None:
         """The prefetch read HEAD's commit and parsed its tree; `prefetched` gives the tree."""
         assert helpers.head is not None
@@ -1423,12 +1429,12 @@ class TestPrefetch:
         assert early[0] == shared.head_tree
         assert early[1] is parsed
 
-    def test_another_head_gets_nothing(self, helpers: capture._Helpers) -> None:
+    def test_another_head_gets_nothing(self, helpers: working_tree.Helpers) -> None:
         """HEAD moved since the prefetch: its tree is not used."""
         assert helpers.prefetched("1" * 40) is None
 
     def test_a_commit_that_does_not_name_that_tree_gets_nothing(
-        self, shared: Shared, helpers: capture._Helpers
+        self, shared: Shared, helpers: working_tree.Helpers
     ) -> None:
         """HEAD moved between the prefetch's two lookups: the tree is not that commit's."""
         assert helpers.head is not None
@@ -1440,21 +1446,21 @@ class TestPrefetch:
         assert helpers.prefetched(shared.head) is None
 
     def test_the_prefetch_is_waited_for_at_most_the_git_timeout(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """`prefetched` joins the prefetch thread with GIT_TIMEOUT, never without a bound."""
         joins: list[float | None] = []
         waiting = types.SimpleNamespace(join=joins.append)
         monkeypatch.setattr(helpers, "prefetch", waiting)
         helpers.prefetched("1" * 40)
-        assert joins == [capture.GIT_TIMEOUT]
+        assert joins == [working_tree.GIT_TIMEOUT]
 
     def test_an_unborn_head_prefetches_nothing(self, tmp_path: Path, env: dict[str, str]) -> None:
         """No commit yet: the prefetch finds nothing and `prefetched` says so."""
         root = tmp_path / "unborn"
         root.mkdir()
         git(root, "init", "-q", env=env)
-        made = capture._Helpers(["git", f"--work-tree={root}"], str(root), env)
+        made = working_tree.Helpers(["git", f"--work-tree={root}"], str(root), env)
         try:
             assert made.prefetched("1" * 40) is None
             assert made.head is None
@@ -1473,7 +1479,7 @@ class TestPrefetch:
     def test_answers_that_are_not_a_commit_and_its_tree_are_not_kept(
         self,
         shared: Shared,
-        helpers: capture._Helpers,
+        helpers: working_tree.Helpers,
         monkeypatch: pytest.MonkeyPatch,
         case: tuple[bytes, bytes, str | None],
     ) -> None:
@@ -1497,7 +1503,7 @@ class TestPrefetch:
         assert asked == [["HEAD", "HEAD^{tree}"]]
 
     def test_the_prefetch_keeps_exactly_what_it_read(
-        self, shared: Shared, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, shared: Shared, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """(commit id, commit body, tree id, the tree parsed at the ids' width)."""
         answers = {
@@ -1514,7 +1520,7 @@ class TestPrefetch:
         assert head[3].extra == 22
 
     def test_a_malformed_tree_is_not_kept(
-        self, shared: Shared, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, shared: Shared, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A tree body git's format cannot parse: nothing is prefetched."""
         answers = {
@@ -1527,7 +1533,7 @@ class TestPrefetch:
         assert helpers.head is None
 
     def test_a_refused_read_is_not_kept(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """cat-file failing during the prefetch leaves nothing prefetched, and no error."""
         answer_with(monkeypatch, helpers, b"")
@@ -1538,7 +1544,7 @@ class TestPrefetch:
 
 class TestHashing:
     def test_fed_paths_and_the_rest_are_hashed_once_each(
-        self, shared: Shared, helpers: capture._Helpers
+        self, shared: Shared, helpers: working_tree.Helpers
     ) -> None:
         """Paths fed early are not sent again; the rest go once each (duplicates too)."""
         helpers.feed(b"app.py")
@@ -1552,15 +1558,15 @@ class TestHashing:
         }
         assert shared.blobs[b"w.crlf"] == blob_hex(b"a\nb\n")  # the attributes applied
 
-    def test_nothing_to_hash(self, helpers: capture._Helpers) -> None:
+    def test_nothing_to_hash(self, helpers: working_tree.Helpers) -> None:
         """No path: an empty answer, not a failure."""
         assert helpers.hash_paths([]) == {}
 
     def test_only_the_first_early_paths_are_fed(
-        self, shared: Shared, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, shared: Shared, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """_EARLY paths are fed while the digest runs; the next ones wait for hash_paths."""
-        monkeypatch.setattr(capture, "_EARLY", 2)
+        monkeypatch.setattr(working_tree, "_EARLY", 2)
         for path in (b"app.py", b"run.sh", b"lib/util.py"):
             helpers.feed(path)
         assert helpers.fed == [b"app.py", b"run.sh"]
@@ -1568,14 +1574,16 @@ class TestHashing:
         assert ids == {name: shared.blobs[name] for name in (b"app.py", b"run.sh", b"lib/util.py")}
 
     def test_a_path_the_line_protocol_cannot_carry_is_not_fed(
-        self, helpers: capture._Helpers
+        self, helpers: working_tree.Helpers
     ) -> None:
         """A newline, CR or leading quote: the path is left for `hash_one`."""
         for path in (b"a\nb", b"a\rb", b'"q"'):
             helpers.feed(path)
         assert helpers.fed == []
 
-    def test_a_dead_hasher_is_not_fed_and_fails_the_hash(self, helpers: capture._Helpers) -> None:
+    def test_a_dead_hasher_is_not_fed_and_fails_the_hash(
+        self, helpers: working_tree.Helpers
+    ) -> None:
         """Feeding a killed hash-object fails quietly; hash_paths then refuses, naming the error."""
         helpers.hasher.kill()
         helpers.hasher.wait()
@@ -1585,7 +1593,7 @@ class TestHashing:
         assert message == "git hash-object failed (BrokenPipeError)"
 
     def test_a_vanished_file_is_refused_with_gits_first_line_clipped(
-        self, helpers: capture._Helpers
+        self, helpers: working_tree.Helpers
     ) -> None:
         """hash-object cannot open a listed file: refused, with its error's first line."""
         name = b"caf\xe9-" + b"x" * 230 + b".txt"
@@ -1595,14 +1603,14 @@ class TestHashing:
         assert message == UNHASHED + ": " + line[:200]
 
     def test_too_few_ids_from_a_successful_hasher_are_refused(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """One id for two paths, exit 0, nothing on stderr: refused without detail."""
         hasher_running(monkeypatch, helpers, f"cat >/dev/null; echo {ZERO_ID}")
         assert refusal(helpers.hash_paths, [b"a", b"b"]) == UNHASHED
 
     def test_a_failing_hasher_is_refused_even_with_every_id(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Exit 1 with one id per path: refused, with the first stderr line."""
         script = f"cat >/dev/null; echo {ZERO_ID}; echo oops >&2; echo more >&2; exit 1"
@@ -1610,22 +1618,22 @@ class TestHashing:
         assert refusal(helpers.hash_paths, [b"a"]) == UNHASHED + ": oops"
 
     def test_garbage_from_the_hasher_is_passed_on_decoded(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Bytes that are not ASCII become replacement characters, for the caller to refuse."""
         hasher_running(monkeypatch, helpers, r"cat >/dev/null; printf '\377\376\n'")
         assert helpers.hash_paths([b"a"]) == {b"a": "\ufffd\ufffd"}
 
     def test_a_hung_hasher_is_refused_after_the_timeout(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """hash-object that never answers: refused after GIT_TIMEOUT, naming the timeout."""
         hasher_running(monkeypatch, helpers, "sleep 2")
-        monkeypatch.setattr(capture, "GIT_TIMEOUT", 0.1)
+        monkeypatch.setattr(working_tree, "GIT_TIMEOUT", 0.1)
         message = refusal(helpers.hash_paths, [b"a"])
         assert message == "git hash-object failed (TimeoutExpired)"
 
-    def test_a_closed_hasher_is_refused(self, helpers: capture._Helpers) -> None:
+    def test_a_closed_hasher_is_refused(self, helpers: working_tree.Helpers) -> None:
         """After close: refused, naming the error."""
         helpers.close()
         assert refusal(helpers.hash_paths, [b"app.py"]) == "git hash-object failed (ValueError)"
@@ -1636,7 +1644,7 @@ class TestHashOne:
         "name", ["x\ny.crlf", "c\rd.txt", '"q".crlf'], ids=["newline", "cr", "leading-quote"]
     )
     def test_is_what_git_hash_object_gives_for_that_path(
-        self, shared: Shared, helpers: capture._Helpers, name: str
+        self, shared: Shared, helpers: working_tree.Helpers, name: str
     ) -> None:
         """The id of the file's bytes as git stores them at that path (attributes apply)."""
         (shared.root / name).write_bytes(b"one\r\ntwo\r\n")
@@ -1647,19 +1655,19 @@ class TestHashOne:
             (shared.root / name).unlink()
         assert expected == blob_hex(b"one\ntwo\n" if name.endswith("crlf") else b"one\r\ntwo\r\n")
 
-    def test_a_file_that_cannot_be_read_is_refused(self, helpers: capture._Helpers) -> None:
+    def test_a_file_that_cannot_be_read_is_refused(self, helpers: working_tree.Helpers) -> None:
         """A listed file gone before it is read: refused."""
         assert refusal(helpers.hash_one, b"gone\n") == UNREADABLE
 
     def test_a_failing_git_is_refused(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """git exiting non-zero: the file could not be hashed."""
         monkeypatch.setattr(helpers, "base", ["git", "--no-such-option"])
         assert refusal(helpers.hash_one, b"app.py") == "a listed file could not be hashed"
 
     def test_garbage_output_is_passed_on_decoded_and_stripped(
-        self, helpers: capture._Helpers, monkeypatch: pytest.MonkeyPatch
+        self, helpers: working_tree.Helpers, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Bytes that are not ASCII become replacement characters, for the caller to refuse."""
         script = r"cat >/dev/null; printf ' \377abc\n'"
@@ -1668,12 +1676,14 @@ class TestHashOne:
 
 
 class TestFileMode:
-    def helpers_for(self, root: Path, env: dict[str, str], setting: str | None) -> capture._Helpers:
+    def helpers_for(
+        self, root: Path, env: dict[str, str], setting: str | None
+    ) -> working_tree.Helpers:
         root.mkdir()
         git(root, "init", "-q", env=env)
         if setting is not None:
             git(root, "config", "core.fileMode", setting, env=env)
-        made = capture._Helpers(["git", f"--work-tree={root}"], str(root), env)
+        made = working_tree.Helpers(["git", f"--work-tree={root}"], str(root), env)
         made.prefetch.join()
         return made
 
@@ -1716,7 +1726,7 @@ class TestHelpersLifecycle:
         (work / "c.txt").write_bytes(b"x\r\ny\r\n")
         split = {**env, "GIT_DIR": str(gitdir / ".git")}
         stored = git(work, "hash-object", "-w", "c.txt", env=split)
-        made = capture._Helpers(["git", f"--work-tree={work}"], str(work), split)
+        made = working_tree.Helpers(["git", f"--work-tree={work}"], str(work), split)
         made.prefetch.join()
         try:
             assert made.read([stored]) == {stored: (stored, b"blob", b"x\ny\n")}
@@ -1733,7 +1743,7 @@ class TestHelpersLifecycle:
         """Kills `__init__` 13, 19 (cat-file's stderr no longer DEVNULL): cat-file's and
         hash-object's stderr never reach the capturing process's own."""
         traced = {**shared.env, "GIT_TRACE": "1"}
-        made = capture._Helpers(shared.base, str(shared.root), traced)
+        made = working_tree.Helpers(shared.base, str(shared.root), traced)
         try:
             made.prefetch.join()
             assert made.read([shared.head_tree])[shared.head_tree][1] == b"tree"
@@ -1760,7 +1770,7 @@ class TestHelpersLifecycle:
         self, shared: Shared, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """After GIT_TIMEOUT the watchdog kills both processes, so nothing can hang on them."""
-        monkeypatch.setattr(capture, "GIT_TIMEOUT", 0.3)
+        monkeypatch.setattr(working_tree, "GIT_TIMEOUT", 0.3)
         made = shared.helpers()
         try:
             made.prefetch.join()
@@ -1770,7 +1780,7 @@ class TestHelpersLifecycle:
         finally:
             made.close()
 
-    def test_threads_do_not_keep_the_process_alive(self, helpers: capture._Helpers) -> None:
+    def test_threads_do_not_keep_the_process_alive(self, helpers: working_tree.Helpers) -> None:
         """The watchdog and the prefetch are daemon threads."""
         assert helpers.timer.daemon is True
         assert isinstance(helpers.prefetch, threading.Thread)
@@ -1805,7 +1815,7 @@ class TestHelpersLifecycle:
 def finish(
     root: Path,
     stdout: bytes,
-    fake: FakeHelpers | capture._Helpers,
+    fake: FakeHelpers | working_tree.Helpers,
     *,
     env: Mapping[str, str] | None = None,
     returncode: int = 0,

@@ -34,7 +34,6 @@ PINNED: dict[str, frozenset[str]] = {
             "cortex.cases.ids",
             "cortex.cases.layout",
             "cortex.cases.ledger",
-            "cortex.cases.lock",
             "cortex.cases.records",
             "cortex.cases.redact",
             "cortex.cases.scrub",

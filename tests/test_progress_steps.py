@@ -24,13 +24,13 @@ def events_of(machine: Machine, call: str, **kwargs: object) -> list[Event]:
     kernel = Kernel(str(machine.repo), machine.env, default_actor="agent-1")
     kernel.progress = Progress(heard.append)
     if call == "share":
-        from cortex.kernel.share import share
+        from cortex.kernel.share import Share, share
 
-        share(kernel, None, all_cases=True, **kwargs)  # type: ignore[arg-type]
+        share(kernel, Share(all_cases=True, **kwargs))  # type: ignore[arg-type]
     elif call == "fetch":
-        from cortex.kernel.share import fetch
+        from cortex.kernel.share import Fetch, fetch
 
-        fetch(kernel, None, all_cases=True, **kwargs)  # type: ignore[arg-type]
+        fetch(kernel, Fetch(all_cases=True, **kwargs))  # type: ignore[arg-type]
     elif call == "reindex":
         from cortex.kernel.recall import reindex
 

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cortex.cases.replica_index import Fence, Origin
-from cortex.kernel.share import hmac_sha256
 from cortex.share.history import Lines, fork_suffix, relation
 from cortex.share.objects import Entry, encode_tree, object_id
 from cortex.share.project import PathMap
+from cortex.share.replica_id import hmac_sha256
 from cortex.share.resolve import State, fold
 
 

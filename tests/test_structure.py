@@ -8,6 +8,9 @@
   other module. Dunders (`__version__`) are public.
 - No cycle of imports, counting those inside functions and under `TYPE_CHECKING`, unless
   docs/design/architecture.md lists the cycle with its reason.
+- No module over 600 lines unless its docstring says why (`Long because: <reason>`): a long
+  module is usually two concerns, and the reader should be told when it is one.
+- One git runner: only `cortex.workspace.git` hands a `git` command line to `subprocess`.
 
 Each rule has a test of the test: a planted violation beside the real tree is reported.
 """
@@ -283,3 +286,96 @@ def test_the_cycle_check_catches_a_planted_cycle() -> None:
     found = unlisted(cycles(graph(modules)), allowed_cycles())
     planted = "cortex.cases.planted_a, cortex.cases.planted_b"
     assert found == [f"import cycle not in docs/design/architecture.md: {planted}"]
+
+
+# Long modules -------------------------------------------------------------------------------
+
+LONGEST = 600
+"""Lines a module may have before its docstring must say why it is that long."""
+REASON = re.compile(r"Long because: \S.{20,}")
+"""A reason is a clause, not a word: `Long because: <why this is one concern>`."""
+
+
+def overlong(modules: Mapping[str, tuple[int, str]]) -> list[str]:
+    """The modules (path -> line count, docstring) over LONGEST lines with no reason given."""
+    return [
+        f"{path}: {lines} lines; cut it along its seams, or say `Long because: <reason>` in its "
+        "docstring"
+        for path, (lines, docstring) in sorted(modules.items())
+        if lines > LONGEST and not REASON.search(docstring)
+    ]
+
+
+def test_no_module_is_long_without_a_reason() -> None:
+    modules = {
+        str(path.relative_to(ROOT)): (
+            len(path.read_text().splitlines()),
+            ast.get_docstring(sources()[module_name(path)]) or "",
+        )
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    assert overlong(modules) == []
+
+
+def test_the_long_module_check_catches_a_planted_module() -> None:
+    """A test of the test: over the line, no reason or a bare word; at the line."""
+    found = overlong(
+        {
+            "cortex/planted.py": (LONGEST + 1, "What it owns."),
+            "cortex/worded.py": (LONGEST + 1, "What it owns.\n\nLong because: reasons."),
+            "cortex/reasoned.py": (LONGEST + 1, "Long because: one protocol, read top to bottom."),
+            "cortex/short.py": (LONGEST, ""),
+            "cortex/cli/parser.py": (LONGEST * 2, ""),
+        }
+    )
+    assert [line.split(":")[0] for line in found] == [
+        "cortex/cli/parser.py",
+        "cortex/planted.py",
+        "cortex/worded.py",
+    ]
+
+
+# One git runner -----------------------------------------------------------------------------
+
+RUNNER = "cortex.workspace.git"
+SUBPROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output"}
+
+
+def git_outside_the_runner(modules: Mapping[str, ast.Module]) -> list[str]:
+    """`subprocess.<call>(["git", ...])` anywhere but the runner, as `module:line`."""
+    found = []
+    for name, tree in sorted(modules.items()):
+        if name == RUNNER:
+            continue
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and node.func.attr in SUBPROCESS_CALLS
+                and node.args
+                and isinstance(node.args[0], ast.List)
+                and node.args[0].elts
+            ):
+                continue
+            first = node.args[0].elts[0]
+            if isinstance(first, ast.Constant) and first.value == "git":
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_git_runs_through_the_one_runner() -> None:
+    """Time bounds and the mapping of a git that never ran are written once (workspace/git.py)."""
+    assert git_outside_the_runner(sources()) == []
+
+
+def test_the_runner_check_catches_a_planted_call() -> None:
+    """A test of the test: a git call planted beside the runner; other programs pass."""
+    modules = dict(sources())
+    modules["cortex.cases.planted"] = ast.parse(
+        "import subprocess\n"
+        "subprocess.run(['git', 'status'], check=False)\n"
+        "subprocess.run(['python', '-c', 'pass'], check=False)\n"
+    )
+    assert git_outside_the_runner(modules) == ["cortex.cases.planted:2"]

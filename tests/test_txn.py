@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli
 
-from cortex.cases import txn as txn_module
+from cortex.cases import recovery
 from cortex.cases.bounds import RAW_BLOB_MAX, SNAPSHOT_MAX
 from cortex.cases.errors import IntegrityError, InvalidInputError
 from cortex.cases.ids import new_id
@@ -98,7 +98,7 @@ class TestJournalChecks:
     def test_replica_lengths(self) -> None:
         """Kills `_replica_lengths_ok` 2-10: a rollback may truncate only an imported
         replica's ledger, and only to the length the committed state records (0 when none)."""
-        ok = txn_module._replica_lengths_ok
+        ok = recovery._replica_lengths_ok
         assert ok(journal("t", replica_ledgers={REPLICA: 5}), {REPLICA: 5})
         assert ok(journal("t", replica_ledgers={REPLICA: 0}), {})
         assert ok(journal("t"), {})
@@ -120,7 +120,7 @@ class TestJournalChecks:
             j: Journal, *, committed: bool = False, replicas: dict[str, int] | None = None
         ) -> str | None:
             try:
-                txn_module._check_journal(
+                recovery._check_journal(
                     j, task, case, committed=committed, replica_lengths=replicas or {}
                 )
             except IntegrityError as exc:

@@ -870,14 +870,14 @@ class TestAfterTheCommitPoint:
         and holds exactly the bytes written; a file that cannot be read, is missing, differs or
         is longer does not."""
         path = tmp_path / "case.json"
-        assert txn_module._holds(str(path), b"{}") is False
+        assert fsio.holds(str(path), b"{}") is False
         path.write_bytes(b"{}")
-        assert txn_module._holds(str(path), b"{}") is True
-        assert txn_module._holds(str(path), b"[]") is False
-        assert txn_module._holds(str(path), b"{") is False  # longer than what was written
+        assert fsio.holds(str(path), b"{}") is True
+        assert fsio.holds(str(path), b"[]") is False
+        assert fsio.holds(str(path), b"{") is False  # longer than what was written
         path.unlink()
         path.mkdir()
-        assert txn_module._holds(str(path), b"{}") is False
+        assert fsio.holds(str(path), b"{}") is False
 
     def test_an_error_releasing_the_lock_never_hides_the_commits_own_error(
         self, store: CaseStore, task: str, monkeypatch: pytest.MonkeyPatch

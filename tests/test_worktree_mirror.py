@@ -13,7 +13,8 @@ from pathlib import Path
 
 from conftest import git
 
-from cortex.workspace.capture import Capture, _mirror, capture
+from cortex.workspace import index_mirror
+from cortex.workspace.capture import Capture, capture
 
 
 def snapshot(git_dir: Path) -> dict[str, tuple[int, int, int, str]]:
@@ -127,7 +128,7 @@ def test_a_new_real_index_gets_a_new_mirror(
 
 def test_the_copy_keeps_the_index_mtime(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
     """git's racy-entry check compares with the index file's mtime: the copy must keep it."""
-    path = _mirror(str(repo), env, str(tmp_path / "mirror"))
+    path = index_mirror.mirror(str(repo), env, str(tmp_path / "mirror"))
     assert path is not None
     real = (repo / ".git" / "index").stat()
     copy = Path(path).stat()

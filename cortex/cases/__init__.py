@@ -10,8 +10,10 @@ The map of this package:
   snapshots), `ids`, `layout` (names and paths in a store), `tree` (tree artifacts' manifests),
   `bounds` (every size and count limit), `digest` (sha256 without OpenSSL), `errors`.
 - Writing it safely: `fsio` (durable file primitives), `lock`, `ledger` (append-only, hash
-  chained), `journal` (what a multi-file commit staged), `txn` (one commit), `store` (where
-  cases live, read and created), `_crash` (named crash points for the crash tests).
+  chained), `journal` (what a multi-file commit staged), `txn` (one commit), `recovery` (the
+  commit a dead writer left, checked and rolled back or finished), `store` (where cases live
+  and how they are read), `creation` (a new case published whole, and idempotency keys),
+  `_crash` (named crash points for the crash tests).
 - Redaction: `redact` (the pipeline), `scrub` (over every string of a record), `escapes` (the
   way back from a redaction to the text as written).
 - Beside the record: `activity` (what the host saw the agent do), `refusals` (commands a case's

@@ -24,6 +24,19 @@ except ImportError:
         from hashlib import sha256
 
 
+def sha1(data: bytes = b"") -> Any:
+    """A new SHA-1 hash object: git's object ids in a SHA-1 repository, not a security digest.
+
+    CPython's own `_sha1`, like its sha256 above, imports in microseconds where `hashlib`
+    loads OpenSSL; it is imported on first use, since most calls never hash a git object.
+    """
+    try:
+        from _sha1 import sha1 as new  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha1 as new
+    return new(data)  # noqa: S324 - git's object ids, not a security digest
+
+
 def sha256_hex(data: bytes) -> str:
     """The hex sha256 of `data`."""
     return str(sha256(data).hexdigest())

@@ -23,6 +23,7 @@ from cortex.cases.records import (
     PhaseChange,
 )
 from cortex.cases.redact import Redactor
+from cortex.cases.scrub import strings
 
 
 class Finding(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
@@ -144,7 +145,7 @@ def audit_secrets(
     offset: int | None = None,
 ) -> None:
     """Warn when stored text still matches a secret pattern (e.g. a literal added later)."""
-    for text in _strings(msgspec.to_builtins(record)):
+    for text in strings(msgspec.to_builtins(record)):
         if redactor.looks_secret(text):
             found.warn(
                 "secret_residue",
@@ -153,13 +154,3 @@ def audit_secrets(
                 offset=offset,
             )
             return
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []

@@ -97,9 +97,11 @@ def _find(txn: Transaction, record_id: str) -> list[tuple[str, int, bytes]]:
     case = txn.case
     candidates = [(LOCAL, (case.ledgers.get("evidence") or LedgerState()).bytes)]
     if "replicas" in case.snapshots:
+        from cortex.cases.recovery import replica_lengths
+
         candidates += [
             (relative, length)
-            for relative, length in sorted(txn._replica_lengths(case).items())  # noqa: SLF001
+            for relative, length in sorted(replica_lengths(txn.store, txn.path, case).items())
             if relative.endswith("/" + LOCAL)
         ]
     copies = []

@@ -3,6 +3,9 @@
 See docs/design/redaction.md for the promise and its limits. Each rule names cheap trigger
 substrings; its regular expression is compiled on first use and run only when a trigger occurs,
 so text without anything secret-looking costs a few substring checks.
+
+Long because: the rules and the order they run in are one pipeline, read top to bottom;
+split, a rule could be read (or changed) without the rules before and after it.
 """
 
 from __future__ import annotations

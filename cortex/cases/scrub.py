@@ -52,6 +52,20 @@ def _walk(
     return value
 
 
+def strings(value: object) -> list[str]:
+    """Every string in a plain value (dict values, list items, depth first).
+
+    For the checks that ask whether any stored text still looks like a secret.
+    """
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    return []
+
+
 def scrub_value(value: Any, redact: Redactor) -> Any:
     """Any data (structs included) as plain values with every string redacted.
 

@@ -1,8 +1,8 @@
-"""The case store: where cases live, how they are read, and how they are created.
+"""The case store: where cases live, how they are read, and the doors writers go through.
 
-Readers here take no lock and write nothing. Writers go through `CaseStore.create` or
-`CaseStore.transaction` (cortex.cases.txn), both of which hold the relevant lock for the whole
-write. The protocol is docs/design/storage.md.
+Readers here take no lock and write nothing. Writers go through `CaseStore.create`
+(cortex.cases.creation) or `CaseStore.transaction` (cortex.cases.txn), both of which hold the
+relevant lock for the whole write. The protocol is docs/design/storage.md.
 """
 
 from __future__ import annotations
@@ -15,44 +15,29 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from cortex.cases import _crash, ledger
-from cortex.cases.bounds import JOURNAL_MAX, SNAPSHOT_MAX
+from cortex.cases import ledger
+from cortex.cases.bounds import SNAPSHOT_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import (
     BusyError,
     IntegrityError,
-    InvalidInputError,
     NotFoundError,
     UnsupportedSchemaError,
 )
 from cortex.cases.fsio import (
-    DIR_MODE,
     TEMP_PREFIX,
-    check_real_dir,
-    fsync_dir,
-    make_private_dirs,
     read_bounded,
-    write_atomic,
-    write_new_file,
 )
-from cortex.cases.ids import check_id, is_id, new_id
+from cortex.cases.ids import is_id
 from cortex.cases.layout import (
     ARCHIVE_DIR,
     BACKUP_PREFIX,
     CASE_FILE,
-    CREATING_PREFIX,
     JOURNAL_FILE,
-    KEYS_DIR,
-    LOCK_FILE,
-    RAW_DIR,
-    REFS_DIR,
-    REMOVING_PREFIX,
     REPLICAS_FILE,
-    STORE_LOCK_FILE,
     case_dir,
     ledger_file,
 )
-from cortex.cases.lock import FileLock
 from cortex.cases.records import (
     LEDGER_TYPES,
     LEDGERS,
@@ -60,7 +45,6 @@ from cortex.cases.records import (
     CaseFile,
     Command,
     Evidence,
-    KeyRecord,
     LedgerRecord,
     LedgerState,
     LineMeta,
@@ -68,19 +52,16 @@ from cortex.cases.records import (
     PhaseChange,
     SchemaProbe,
     Via,
-    case_digest,
     decode,
-    encode,
-    encode_pretty,
 )
 from cortex.cases.redact import Redactor
-from cortex.cases.scrub import scrub
 
 if TYPE_CHECKING:
     from cortex.cases.txn import Transaction
 
 _D = TypeVar("_D", bound=msgspec.Struct)
 _R = TypeVar("_R", bound=Evidence | Command | PhaseChange)
+_V = TypeVar("_V")
 
 
 class SnapshotMovedError(Exception):
@@ -264,14 +245,10 @@ class CaseStore:
         in flight, or a crash between the two) reads the backup instead; if neither matches, the
         commit finished in between, and the reader starts over from case.json.
         """
-        for attempt in range(attempts):
-            case = self.read_case(task_id)
-            try:
-                return self.load_snapshot(case, name, type_)
-            except SnapshotMovedError:
-                time.sleep(0.005 * (attempt + 1))
-        msg = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
-        raise BusyError(msg)
+        busy = f"{name} of {task_id} is being replaced by a concurrent commit; retry"
+        return self._one_revision(
+            task_id, lambda case: self.load_snapshot(case, name, type_), attempts, busy
+        )
 
     def read_view(self, task_id: str, *, attempts: int = 5) -> tuple[CaseFile, dict[str, Any]]:
         """case.json and every auxiliary snapshot it records, all of one revision.
@@ -281,24 +258,36 @@ class CaseStore:
         """
         from cortex.cases.documents import AUX_TYPES
 
+        def view(case: CaseFile) -> tuple[CaseFile, dict[str, Any]]:
+            documents: dict[str, Any] = {
+                name: self.load_snapshot(case, name, type_)
+                for name, type_ in AUX_TYPES.items()
+                if name.removesuffix(".json") in case.snapshots
+            }
+            if "replicas" in case.snapshots:
+                from cortex.cases.replica_index import ReplicaIndex
+
+                documents[REPLICAS_FILE] = self.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
+            return case, documents
+
+        busy = f"case {task_id} is being changed by a concurrent commit; retry"
+        return self._one_revision(task_id, view, attempts, busy)
+
+    def _one_revision(
+        self, task_id: str, read: Callable[[CaseFile], _V], attempts: int, busy: str
+    ) -> _V:
+        """`read` of the committed case.json, started over while a commit moves its snapshots.
+
+        A commit between reading case.json and a snapshot shows as SnapshotMovedError; each
+        retry waits a little longer. After `attempts`, the reader is told to retry (`busy`).
+        """
         for attempt in range(attempts):
             case = self.read_case(task_id)
             try:
-                documents: dict[str, Any] = {
-                    name: self.load_snapshot(case, name, type_)
-                    for name, type_ in AUX_TYPES.items()
-                    if name.removesuffix(".json") in case.snapshots
-                }
-                if "replicas" in case.snapshots:
-                    from cortex.cases.replica_index import ReplicaIndex
-
-                    documents[REPLICAS_FILE] = self.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
+                return read(case)
             except SnapshotMovedError:
                 time.sleep(0.005 * (attempt + 1))
-                continue
-            return case, documents
-        msg = f"case {task_id} is being changed by a concurrent commit; retry"
-        raise BusyError(msg)
+        raise BusyError(busy)
 
     def load_snapshot(self, case: CaseFile, name: str, type_: type[_D]) -> _D | None:
         """The version of `name` that `case` records, from the file or its backup.
@@ -456,207 +445,29 @@ class CaseStore:
     ) -> tuple[CaseFile, bool]:
         """Create a case atomically; with a key, return the existing case on a retry.
 
-        Returns the committed case and whether this call created it. `phases` are the case's
-        first phase lines (by default one, into its initial status). `files` are more files of
-        the new case directory, published with it (a fetch creates a case whole: snapshots,
-        blobs, imported replicas' ledgers; only names the format has are accepted).
+        Returns the committed case and whether this call created it (`cortex.cases.creation`).
         """
-        for relative in files or {}:
-            _check_created_file(relative)
-        started = monotonic_ms()
-        if phases is None:
-            phases = [
-                PhaseChange(
-                    id=new_id("ph"),
-                    timestamp=case.created_at,
-                    to_phase=case.status,
-                    actor=case.actor,
-                )
-            ]
-        # Everything is encoded before anything is written: a refusal (a bound, a secret-looking
-        # identifier, text that cannot be encoded) must leave no key and no half-built case.
-        prepared = self._prepare(case, operation, phases, started, now=now)
-        make_private_dirs(self.root)
-        lock = FileLock(
-            os.path.join(self.root, STORE_LOCK_FILE),
-            timeout=self.lock_timeout,
-            info=self.lock_info(case.actor, operation),
-            what="the case store",
+        from cortex.cases import creation
+
+        return creation.create(
+            self,
+            case,
+            operation=operation,
+            phases=phases,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+            files=files,
+            now=now,
         )
-        with lock:
-            self._remove_stray_creations()
-            if idempotency_key is not None:
-                existing = self._claim_key(idempotency_key, fingerprint, case.id)
-                if existing is not None and self.exists(existing):
-                    return self.read_case(existing), False
-                if existing is not None and self.archived(existing):
-                    msg = (
-                        f"this idempotency key opened {existing}, which is archived: unarchive "
-                        "it (cortex case unarchive), or use a new key"
-                    )
-                    raise InvalidInputError(msg)
-                if existing is not None:
-                    # The key was written but the crash came before the case was published.
-                    prepared = self._prepare(
-                        msgspec.structs.replace(case, id=existing),
-                        operation,
-                        phases,
-                        started,
-                        now=now,
-                    )
-            self._publish_case(*prepared, files=files or {})
-        return prepared[0], True
 
     def lookup_key(self, key: str, fingerprint: str) -> str | None:
         """The case an idempotency key names, if any (a reader: no lock, no write).
 
         A key used for a different request is refused.
         """
-        path = os.path.join(self.root, KEYS_DIR, sha256_hex(key.encode()) + ".json")
-        try:
-            data = read_bounded(path, JOURNAL_MAX)
-        except FileNotFoundError:
-            return None
-        return self._key_target(path, data, fingerprint)
+        from cortex.cases import creation
 
-    def _key_target(self, path: str, data: bytes, fingerprint: str) -> str:
-        try:
-            record = decode(data, KeyRecord)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise IntegrityError(f"{path}: not an idempotency record ({exc})", path=path) from None
-        if record.fingerprint != fingerprint:
-            msg = (
-                "this idempotency key was already used to open a different case "
-                f"({record.task_id}); use a new key for a new request"
-            )
-            raise InvalidInputError(msg)
-        return check_id(record.task_id, "task", what="task id in an idempotency record")
-
-    def _claim_key(self, key: str, fingerprint: str, task_id: str) -> str | None:
-        """Return the case a key already names, or record it for `task_id` and return None."""
-        keys = os.path.join(self.root, KEYS_DIR)
-        check_real_dir(keys)
-        path = os.path.join(keys, sha256_hex(key.encode()) + ".json")
-        try:
-            data = read_bounded(path, JOURNAL_MAX)
-        except FileNotFoundError:
-            make_private_dirs(keys)
-            write_atomic(path, encode(KeyRecord(task_id=task_id, fingerprint=fingerprint)))
-            _crash.point("open.key_written")
-            return None
-        return self._key_target(path, data, fingerprint)
-
-    def _remove_stray_creations(self) -> None:
-        """Remove `.creating-*` directories: under the store lock only a dead writer has one.
-
-        A removal a crash interrupted is finished too, key files first: a retried open must
-        not find a key naming a case that is being removed, and bring it back.
-        """
-        names = os.listdir(self.root)
-        if any(n.startswith(REMOVING_PREFIX) for n in names):
-            from cortex.cases.retention import finish_removals
-
-            finish_removals(self.root)
-        strays = [n for n in names if n.startswith(CREATING_PREFIX)]
-        if not strays:
-            return
-        import shutil  # only needed after a crash
-
-        for name in strays:
-            path = os.path.join(self.root, name)
-            if os.path.islink(path):
-                os.unlink(path)
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-        fsync_dir(self.root)
-
-    def _prepare(
-        self,
-        case: CaseFile,
-        operation: str,
-        phases: list[PhaseChange],
-        started: int,
-        *,
-        now: str | None = None,
-    ) -> tuple[CaseFile, dict[str, bytes], bytes]:
-        """The committed case, each ledger's bytes, and the snapshot: everything to write.
-
-        `now` is the commit's time; by default the case's creation (a fetch creates a case
-        that was opened earlier, elsewhere).
-        """
-        now = now or case.created_at
-        committed, _ = scrub(
-            msgspec.structs.replace(case, revision=1, updated_at=now, ledgers={}), self.redactor
-        )
-        command = Command(
-            id=new_id("cmd"),
-            timestamp=now,
-            actor=case.actor,
-            operation=operation,
-            duration_ms=monotonic_ms() - started,
-            target=case.id,
-            case_digest=case_digest(committed),
-        )
-        ledgers = empty_ledgers(case.id)
-        appends: dict[str, list[LedgerRecord]] = {"phases": list(phases), "commands": [command]}
-        payloads: dict[str, bytes] = {}
-        for name in LEDGERS:
-            records = [scrub(self.arrived(r), self.redactor)[0] for r in appends.get(name, [])]
-            payloads[name], ledgers[name], _ = chain(case.id, name, ledgers[name], records, 1)
-        committed.ledgers = ledgers
-        try:
-            snapshot = encode_pretty(committed)
-        except msgspec.EncodeError as exc:
-            raise InvalidInputError(f"the case cannot be stored: {exc}") from None
-        if len(snapshot) > SNAPSHOT_MAX:
-            msg = f"case snapshot would be {len(snapshot)} bytes, over {SNAPSHOT_MAX}"
-            raise InvalidInputError(msg)
-        return committed, payloads, snapshot
-
-    def _publish_case(
-        self,
-        committed: CaseFile,
-        payloads: dict[str, bytes],
-        snapshot: bytes,
-        *,
-        files: dict[str, bytes],
-    ) -> None:
-        final = case_dir(self.root, committed.id)
-        if os.path.lexists(final):
-            raise IntegrityError(f"{final} already exists", path=final)
-        staging = os.path.join(self.root, CREATING_PREFIX + committed.id)
-        os.mkdir(staging, DIR_MODE)
-        for sub in (RAW_DIR, REFS_DIR):
-            os.mkdir(os.path.join(staging, sub), DIR_MODE)
-        write_new_file(os.path.join(staging, LOCK_FILE), b"", sync=False)
-        for name in LEDGERS:
-            write_new_file(os.path.join(staging, ledger_file(name)), payloads[name])
-        directories = {staging, os.path.join(staging, RAW_DIR)}
-        for relative, data in sorted(files.items()):
-            directory = os.path.dirname(os.path.join(staging, relative))
-            if not os.path.isdir(directory):
-                make_private_dirs(directory)
-                directories.add(os.path.dirname(directory))
-            write_new_file(os.path.join(staging, relative), data)
-            directories.add(directory)
-        write_new_file(os.path.join(staging, CASE_FILE), snapshot)
-        for directory in sorted(directories, reverse=True):
-            fsync_dir(directory)
-        _crash.point("open.staged")
-        os.rename(staging, final)
-        fsync_dir(self.root)
-
-
-def _check_created_file(relative: str) -> None:
-    """Refuse a file name a new case directory cannot hold (see `CaseStore.create`)."""
-    from cortex.cases.journal import journal_entry_ok
-    from cortex.cases.layout import parse_replica_ledger
-    from cortex.cases.records import StagedFile
-
-    probe = StagedFile(staged=TEMP_PREFIX + "probe", final=relative)
-    if parse_replica_ledger(relative) is None and not journal_entry_ok(probe):
-        msg = f"{relative!r} is not a file of the case format"
-        raise ValueError(msg)
+        return creation.lookup_key(self.root, key, fingerprint)
 
 
 def monotonic_ms() -> int:

@@ -2,7 +2,8 @@
 
 Use it as a context manager; leaving the block normally commits, an exception writes nothing
 that readers can see. Every commit also appends the command's audit line, so no mutation can
-skip the audit trail. Steps and crash points follow docs/design/storage.md.
+skip the audit trail. Steps and crash points follow docs/design/storage.md; the journal a dead
+writer left is resolved by `cortex.cases.recovery`, loaded only when there is one.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from cortex.cases.fsio import (
     UnsyncedReplaceError,
     check_real_dir,
     fsync_dir,
+    holds,
     make_private_dirs,
     read_bounded,
     temp_name,
+    unlink_if_present,
     write_atomic,
     write_new_file,
 )
@@ -432,7 +435,7 @@ class Transaction:
         except OSError as exc:
             # A rename can take effect and still fail (network file systems), and the temp
             # file is closed after it: what case.json holds decides whether this committed.
-            if not _holds(path, snapshot):
+            if not holds(path, snapshot):
                 raise
             self.warnings.append(
                 f"committed, but writing case.json ended with an error ({exc.strerror or exc}); "
@@ -512,7 +515,7 @@ class Transaction:
             apply(self.path, journal.forget)
         for entry in journal.files:
             if entry.backup is not None:
-                _unlink_if_present(os.path.join(self.path, entry.backup))
+                unlink_if_present(os.path.join(self.path, entry.backup))
         os.unlink(os.path.join(self.path, JOURNAL_FILE))
         fsync_dir(self.path)
 
@@ -525,8 +528,16 @@ class Transaction:
         """
         journal_path = os.path.join(self.path, JOURNAL_FILE)
         if os.path.lexists(journal_path):
+            from cortex.cases import recovery
+
             journal = decode_journal(read_bounded(journal_path, JOURNAL_MAX), journal_path)
-            self._resolve_journal(journal, case)
+            recovery.resolve(self.store, self.path, self.task_id, journal, case, self.notes)
+            if case.revision >= journal.to_revision:
+                # The commit point was reached: only the clean-up is missing.
+                self._finish(journal)
+                self.notes.append(
+                    f"finished cleaning up the commit of revision {journal.to_revision}"
+                )
         for name in LEDGERS:
             path = os.path.join(self.path, ledger_file(name))
             state = case.ledgers.get(name) or LedgerState()
@@ -543,78 +554,11 @@ class Transaction:
             # Only files (or links) are ours to remove; a directory here is not our debris, and
             # `audit` reports it rather than us deleting what we did not make.
             if not stat.S_ISDIR(os.lstat(full).st_mode):
-                _unlink_if_present(full)
+                unlink_if_present(full)
                 removed += 1
         if removed:
             fsync_dir(self.path)
             self.notes.append(f"removed {removed} temporary file(s) of an interrupted write")
-
-    def _replica_lengths(self, case: CaseFile) -> dict[str, int]:
-        """The committed length of every imported replica's ledger, by its relative path."""
-        from cortex.cases.layout import REPLICAS_FILE, replica_ledger
-        from cortex.cases.replica_index import ReplicaIndex
-
-        if "replicas" not in case.snapshots:
-            return {}
-        try:
-            index = self.store.load_snapshot(case, REPLICAS_FILE, ReplicaIndex)
-        except SnapshotMovedError:
-            msg = f"{REPLICAS_FILE} does not hold the version case.json records"
-            raise IntegrityError(msg, path=os.path.join(self.path, REPLICAS_FILE)) from None
-        if index is None:
-            return {}
-        return {
-            replica_ledger(replica.key, name): state.bytes
-            for replica in index.replicas
-            for name, state in replica.ledgers.items()
-        }
-
-    def _resolve_journal(self, journal: Journal, case: CaseFile) -> None:
-        committed = case.revision >= journal.to_revision
-        needed = journal.replica_ledgers or any(
-            s.ledger.startswith("replicas/") for s in journal.forget
-        )
-        lengths = self._replica_lengths(case) if needed else {}
-        _check_journal(journal, self.task_id, case, committed=committed, replica_lengths=lengths)
-        if committed:
-            # The commit point was reached: only the clean-up is missing.
-            self._finish(journal)
-            self.notes.append(f"finished cleaning up the commit of revision {journal.to_revision}")
-            return
-        for name, length in journal.ledgers.items():
-            path = os.path.join(self.path, ledger_file(name))
-            if os.path.exists(path) and os.path.getsize(path) > length:
-                ledger.truncate(path, length)
-        for relative, length in journal.replica_ledgers.items():
-            path = os.path.join(self.path, relative)
-            check_real_dir(os.path.dirname(path))
-            if relative not in lengths:
-                # No committed replicas.json records it: the interrupted import created it.
-                _remove_new_replica_ledger(path)
-            elif os.path.lexists(path) and os.lstat(path).st_size > length:
-                ledger.truncate(path, length)
-        for entry in reversed(journal.files):
-            final = os.path.join(self.path, entry.final)
-            staged = os.path.join(self.path, entry.staged)
-            check_real_dir(os.path.dirname(final))
-            if entry.backup is not None:
-                backup = os.path.join(self.path, entry.backup)
-                if os.path.lexists(backup):
-                    os.replace(backup, final)
-            elif os.path.lexists(final) and not os.path.lexists(staged):
-                # Published (linked, then the staged name removed): this commit created it, if
-                # it is still the file this commit staged. Anything else is left for `audit`
-                # (a forged or foreign journal must not delete what another commit published).
-                if entry.inode is not None and os.lstat(final).st_ino == entry.inode:
-                    os.unlink(final)
-            elif os.path.lexists(final) and os.path.samefile(final, staged):
-                # Linked but the staged name not yet removed: same inode, created by us.
-                os.unlink(final)
-            _unlink_if_present(staged)
-            fsync_dir(os.path.dirname(final))
-        os.unlink(os.path.join(self.path, JOURNAL_FILE))
-        fsync_dir(self.path)
-        self.notes.append(f"rolled back an interrupted commit of revision {journal.to_revision}")
 
 
 def _content_bytes(case: CaseFile) -> bytes:
@@ -628,109 +572,11 @@ def _immutable_bytes(case: CaseFile) -> bytes:
     return encode([getattr(case, field) for field in IMMUTABLE_FIELDS])
 
 
-def _check_journal(
-    journal: Journal,
-    task_id: str,
-    case: CaseFile,
-    *,
-    committed: bool,
-    replica_lengths: dict[str, int],
-) -> None:
-    """Refuse a journal this protocol could not have written, before it can touch anything.
-
-    Recovery deletes and truncates on the journal's word, so the word is checked against the
-    committed state: a crafted journal must not be able to truncate acknowledged records,
-    unlink a ledger or move the lock file.
-    """
-    problem = None
-    if journal.task_id != task_id or journal.to_revision != journal.from_revision + 1:
-        problem = "it belongs to another case or spans more than one revision"
-    elif not committed and journal.from_revision != case.revision:
-        problem = (
-            f"it starts from revision {journal.from_revision}, not the current {case.revision}"
-        )
-    elif not committed and any(
-        name not in LEDGERS or length != (case.ledgers.get(name) or LedgerState()).bytes
-        for name, length in journal.ledgers.items()
-    ):
-        problem = "its ledger lengths are not the committed ones"
-    elif not committed and not _replica_lengths_ok(journal, replica_lengths):
-        problem = "its imported replicas' ledger lengths are not the committed ones"
-    elif journal.forget and not _forgets_ok(journal, case, replica_lengths):
-        problem = "it names a forget this case's ledgers cannot hold"
-    else:
-        for entry in journal.files:
-            if not journal_entry_ok(entry):
-                problem = f"it names an unexpected file {entry.final!r}"
-                break
-            if (
-                not committed
-                and entry.backup is None
-                and entry.final in AUX_SNAPSHOTS
-                and entry.final.removesuffix(".json") in case.snapshots
-            ):
-                # A commit replacing a snapshot the case records keeps a backup of it; one
-                # said to have created it would have the rollback delete committed data.
-                problem = f"it would remove the committed {entry.final}"
-                break
-    if problem is not None:
-        msg = f"the commit journal of {task_id} cannot be trusted ({problem}); left untouched"
-        raise IntegrityError(msg)
-
-
-def _forgets_ok(journal: Journal, case: CaseFile, replica_lengths: dict[str, int]) -> bool:
-    """Each forget step replaces a range of an evidence ledger of this case, committed."""
-    from cortex.cases.forgetting import step_ok
-
-    evidence = (case.ledgers.get("evidence") or LedgerState()).bytes
-    return all(step_ok(step, evidence, replica_lengths) for step in journal.forget)
-
-
-def _replica_lengths_ok(journal: Journal, committed: dict[str, int]) -> bool:
-    """A rollback truncates replica ledgers only to the lengths the committed state records."""
-    from cortex.cases.layout import parse_replica_ledger
-
-    return all(
-        parse_replica_ledger(relative) is not None and length == committed.get(relative, 0)
-        for relative, length in journal.replica_ledgers.items()
-    )
-
-
 def _shorter(path: str, committed: int) -> bool:
     try:
         return os.lstat(path).st_size < committed
     except FileNotFoundError:
         return committed > 0
-
-
-def _holds(path: str, data: bytes) -> bool:
-    """Whether the file at `path` is exactly `data` (read back when a commit point errs)."""
-    try:
-        return read_bounded(path, len(data)) == data
-    except (OSError, IntegrityError):
-        return False
-
-
-def _remove_new_replica_ledger(path: str) -> None:
-    """Remove a replica ledger an interrupted import created, and its directories if empty."""
-    directory = os.path.dirname(path)
-    _unlink_if_present(path)
-    for folder in (directory, os.path.dirname(directory)):  # replicas/<key>, then replicas/
-        try:
-            os.rmdir(folder)
-        except OSError:
-            # Not empty (another ledger, another replica): what was removed in it stays so.
-            if os.path.isdir(folder):
-                fsync_dir(folder)
-            return
-        fsync_dir(os.path.dirname(folder))
-
-
-def _unlink_if_present(path: str) -> None:
-    try:  # noqa: SIM105 - contextlib costs 0.5 ms to import on the per-call path
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _place(case: CaseFile) -> tuple[str, tuple[str, ...]]:

@@ -13,7 +13,7 @@ The map of this package. Flat, because every call loads them (or they are shared
   and its fencing), `host_session` (the agent host's session a call belongs to), `validate`,
   `refs` (ids as people type them), `provenance` (whether an origin was a person's word).
 - The kernel's side of its neighbours: `recall` (keeping the index current, asking it) and
-  `share` (`case share`, `fetch`, `bundle`, `trailer`).
+  `share` (`case share`, `fetch`, `bundle`).
 
 Grouped by what they do:
 

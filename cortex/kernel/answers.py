@@ -8,6 +8,9 @@ fields, so a key added to an answer without its type fails the tests that valida
 answer of a scripted case against its schema (tests/test_schemas.py, tests/test_mcp.py).
 
 A command without a type here answers with `data` left open (an object); the schema says so.
+
+Long because: it is the table of every command's published answer, a short Struct each;
+split, the schemas would lose the one place a reader checks them against each other.
 """
 
 from __future__ import annotations

@@ -251,17 +251,17 @@ REGISTRY: dict[str, str] = {
     "case.metrics": "cortex.kernel.views.metrics:Metrics:metrics_of",
     "case.sessions": "cortex.kernel.views.sessions:Sessions:list_sessions",
     "case.overview": "cortex.kernel.views.sessions:Nothing:totals",
-    "recall.reindex": "cortex.kernel.recall:Nothing:reindex_all",
-    "recall.rebuild": "cortex.kernel.recall:Rebuild:rebuild_all",
+    "recall.reindex": "cortex.kernel.recall:Nothing:reindex",
+    "recall.rebuild": "cortex.kernel.recall:Rebuild:rebuild",
     "case.prune": "cortex.kernel.retention.archive:Prune:prune_idle",
     "case.rm": "cortex.kernel.retention.archive:Remove:remove_case",
     "case.forget": "cortex.kernel.retention.forget:Forget:forget_record",
     "adopt": "cortex.kernel.host.adopt:Adopt:adopt_store",
     "recall.drop": "cortex.kernel.host.storage:Drop:drop_index",
-    "case.share": "cortex.kernel.share:Share:share_cases",
-    "case.fetch": "cortex.kernel.share:Fetch:fetch_cases",
-    "case.bundle": "cortex.kernel.share:Bundle:bundle_case",
-    "case.trailer": "cortex.kernel.share:Trailer:trailers",
+    "case.share": "cortex.kernel.share:Share:share",
+    "case.fetch": "cortex.kernel.share:Fetch:fetch",
+    "case.bundle": "cortex.kernel.share:Bundle:bundle",
+    "case.trailer": "cortex.kernel.views.trailer:Trailer:trailers",
 }
 """Command (the CLI's dotted name, an envelope's `command`) -> "module:Struct:function".
 

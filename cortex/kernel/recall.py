@@ -6,8 +6,9 @@ committed, so a failure here (or a crash before it) only leaves the index behind
 `cortex recall` reports and `cortex recall reindex` repairs. The commit is never undone and the
 command never fails for it; it answers with a warning.
 
-Also here, because writers need them: the brief at `case open`, the plan's check against
-rejected hypotheses, and finding the decision a contest names.
+Also here, because writers need them: the brief at `case open` and the plan's check against
+rejected hypotheses (the index's side of both is `cortex.recall.advice`), and finding the
+decision a contest names.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.inputs import Input, Nothing
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.progress import Progress
+from cortex.recall.advice import brief_answer, brief_groups, repeats
 from cortex.recall.budget import walk
 from cortex.recall.cards import Card, derive, estimate, shown_line
 from cortex.recall.index import (
@@ -44,11 +46,8 @@ from cortex.recall.index import (
     derived_digest,
     index_path,
 )
-from cortex.recall.terms import content_terms, overlap
+from cortex.recall.terms import content_terms
 from cortex.workspace.freshness import Ref, labels
-
-MATCH_OVERLAP = 0.6
-"""Term overlap (Jaccard, common words left out) at which a hypothesis repeats a rejected one."""
 
 
 def _fail(exc: BaseException) -> str:
@@ -326,7 +325,7 @@ def _build(
     return {"cases": len(reads), "unreadable": problems, "canonical": canonical}
 
 
-def reindex(kernel: Kernel) -> Result:
+def reindex(kernel: Kernel, _given: Nothing | None = None) -> Result:
     """Bring every case the index is behind on up to date (idempotent)."""
     from cortex.recall.manifest import forget, moved, refresh
 
@@ -367,8 +366,9 @@ def reindex(kernel: Kernel) -> Result:
         progress.end()
 
 
-def rebuild(kernel: Kernel, *, verify: bool = False) -> Result:
+def rebuild(kernel: Kernel, given: Rebuild | None = None) -> Result:
     """Derive the whole index again from the case files; with `verify`, compare the digests."""
+    verify = given is not None and given.verify
     covered = stores(kernel)
     progress = kernel.progress or Progress()
     progress.begin("recall.rebuild")
@@ -467,10 +467,6 @@ def shown(kernel: Kernel, hits: Sequence[Hit]) -> list[Card]:
     return cards
 
 
-def _priority(card: Card) -> bool:
-    return (card.kind, card.status) in {("hypothesis", "rejected"), ("decision", "active")}
-
-
 def brief(kernel: Kernel, task_id: str, goal: str) -> tuple[dict[str, Any], list[str]]:
     """At most BRIEF_CARDS_MAX cards of this store within BRIEF_TOKENS, for a new case's goal.
 
@@ -481,7 +477,7 @@ def brief(kernel: Kernel, task_id: str, goal: str) -> tuple[dict[str, Any], list
     try:
         index = open_read(kernel) or _open_write(kernel)
     except (RecallIndexError, CortexError, OSError) as exc:
-        return _brief([], [], 0, "unavailable"), [warning(exc)]
+        return brief_answer([], [], 0, "unavailable"), [warning(exc)]
     try:
         root = current_root(kernel)
         words = content_terms(goal)[:RECALL_TERMS_MAX]
@@ -489,9 +485,9 @@ def brief(kernel: Kernel, task_id: str, goal: str) -> tuple[dict[str, Any], list
             store=root, exclude_task=task_id, exclude_statuses=("superseded", "overturned")
         )
         total, hits = index.best(words, filters, limit=BRIEF_CANDIDATES)
-        groups = _groups(index, root, hits)
+        groups = brief_groups(index, root, hits)
     except RecallIndexError as exc:
-        return _brief([], [], 0, "unavailable"), [warning(exc)]
+        return brief_answer([], [], 0, "unavailable"), [warning(exc)]
     finally:
         index.close()
     flat = [hit for group in groups for hit in group]
@@ -502,63 +498,7 @@ def brief(kernel: Kernel, task_id: str, goal: str) -> tuple[dict[str, Any], list
         BRIEF_TOKENS,
         max_items=BRIEF_CARDS_MAX,
     )
-    return _brief(result.kept, result.skipped, total, "read", tokens=result.tokens), []
-
-
-def _groups(index: Index, root: str, hits: list[Hit]) -> list[list[Hit]]:
-    """Hits in brief order, each contested decision grouped with its open contests."""
-    first = [hit for hit in hits if _priority(hit.card)]
-    rest = [hit for hit in hits if not _priority(hit.card)]
-    groups: list[list[Hit]] = []
-    placed: set[str] = set()
-    for hit in [*first, *rest]:
-        card = hit.card
-        if card.id in placed:
-            continue
-        if card.kind == "evidence" and card.status == "contest":
-            decision = _contested(index, root, card)
-            if decision is None or decision.card.id in placed:
-                continue  # its decision is superseded, overturned or already shown
-            hit = decision  # noqa: PLW2901 - the pair is led by its decision
-        group = [hit]
-        placed.add(hit.card.id)
-        if hit.card.kind == "decision" and "[contested]" in hit.card.labels:
-            for contest in _contests(index, root, hit.card.id):
-                if contest.card.id not in placed:
-                    group.append(contest)
-                    placed.add(contest.card.id)
-        groups.append(group)
-    return groups
-
-
-def _contested(index: Index, root: str, contest: Card) -> Hit | None:
-    target = contest.contests or ""
-    for hit in index.by_ids([target]).get(target, []):
-        if hit.store == root and hit.card.status == "active":
-            return hit
-    return None
-
-
-def _contests(index: Index, root: str, decision_id: str) -> list[Hit]:
-    ids = index.open_contests(root, decision_id)
-    found = index.by_ids(ids)
-    return [hit for i in ids for hit in found.get(i, []) if hit.store == root]
-
-
-def _brief(
-    kept: list[Card], skipped: list[Card], total: int | None, index: str, *, tokens: int = 0
-) -> dict[str, Any]:
-    return {
-        "cards": kept,
-        "returned": len(kept),
-        "considered": total,
-        "tokens": tokens,
-        "budget": BRIEF_TOKENS,
-        "skipped": len(skipped),
-        "skippedIds": [card.id for card in skipped],
-        "truncated": bool(skipped),
-        "index": index,
-    }
+    return brief_answer(result.kept, result.skipped, total, "read", tokens=result.tokens), []
 
 
 def rejected_matches(kernel: Kernel, task_id: str, statements: Sequence[str]) -> list[Any]:
@@ -569,26 +509,12 @@ def rejected_matches(kernel: Kernel, task_id: str, statements: Sequence[str]) ->
         return []  # a damaged index only costs the warning it would give
     if index is None:
         return []
-    found: list[Any] = []
     try:
-        filters = Filters(
-            store=current_root(kernel),
-            exclude_task=task_id,
-            kinds=("hypothesis",),
-            statuses=("rejected",),
-        )
-        for number, statement in enumerate(statements, 1):
-            words = content_terms(statement)[:RECALL_TERMS_MAX]
-            _, hits = index.search(words, filters, limit=10)
-            for hit in hits:
-                similarity = overlap(words, content_terms(hit.card.title))
-                if similarity >= MATCH_OVERLAP:
-                    found.append((number, similarity, hit))
+        return repeats(index, current_root(kernel), task_id, statements)
     except RecallIndexError:
         return []
     finally:
         index.close()
-    return found
 
 
 def catch_up(kernel: Kernel) -> Index:
@@ -671,13 +597,3 @@ class Rebuild(Input):
     """The input of `recall rebuild`."""
 
     verify: bool = False
-
-
-def reindex_all(kernel: Kernel, _given: Nothing) -> Result:
-    """`reindex` for the empty input."""
-    return reindex(kernel)
-
-
-def rebuild_all(kernel: Kernel, given: Rebuild) -> Result:
-    """`rebuild` for one input."""
-    return rebuild(kernel, verify=given.verify)

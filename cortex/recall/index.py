@@ -11,6 +11,10 @@ part of the file name, so a file is only ever written by the engine it was made 
 Readers open the file read-only (`mode=ro`) and write nothing; writers take SQLite's write lock
 for the whole update (`BEGIN IMMEDIATE`). Errors of SQLite never leave this module: they become
 `RecallIndexError`, which callers turn into a warning or an answer.
+
+Long because: it is one class over one SQLite connection, whose schema, write transaction and
+two search engines share its statements and its error mapping, and the only module that loads
+`sqlite3`.
 """
 
 from __future__ import annotations

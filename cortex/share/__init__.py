@@ -6,9 +6,13 @@ write (`share`, `fetch`, `bundle`) are the kernel's (`cortex.kernel.share`). Imp
 submodule you need; the package itself stays empty.
 
 - `format` (the shared tree's paths and `head.json`), `git` (running git), `objects` (git trees
-  in memory), `errors`;
-- leaving: `export` (what would leave, checked first), `project` (what each record becomes on
-  its way out), `publish` (an export to a commit on `refs/cortex/cases/<id>`);
+  in memory), `errors`, `replica_id` (this state root's replica id and its key);
+- leaving: `leaving` (what an export reads, its detect pass, the snapshots as they leave),
+  `export` (what would leave, checked first), `project` (what each record becomes on its way
+  out), `publish` (an export to a commit on `refs/cortex/cases/<id>`);
 - arriving: `remote` (push, fetch, list, bundles), `fetched` (a fetched tree, checked),
-  `history` (replica histories compared), `resolve` (which state is in force).
+  `history` (replica histories compared), `resolve` (which state is in force), `intake` (where
+  a fetch lands, the state it would adopt, checked), `merge` (an import folded into the case: a
+  new case built whole, or lines, replicas and an adopted state staged in the kernel's
+  transaction).
 """

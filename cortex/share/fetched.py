@@ -30,6 +30,7 @@ from cortex.cases.records import (
 from cortex.cases.redact import Redactor
 from cortex.cases.replica_index import LocalSync, ReplicaIndex
 from cortex.cases.replicas import ShareMeta, check_chain, line_hash, parse
+from cortex.cases.scrub import strings
 from cortex.cases.tree import decode_manifest
 from cortex.share.format import (
     FORMAT,
@@ -457,23 +458,13 @@ def _check_local_rules(redactor: Redactor, record: LedgerRecord, line: bytes, ta
     from cortex.share.errors import SecretFoundError
 
     del line
-    for text in _strings(msgspec.to_builtins(record)):
+    for text in strings(msgspec.to_builtins(record)):
         if redactor.looks_secret(text):
             msg = (
                 f"the fetched case {task_id} holds text this machine's redaction rules call "
                 f"secret, in {record.id}; nothing was imported"
             )
             raise SecretFoundError(msg, [record.id])
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def _blobs(

@@ -1,6 +1,7 @@
 """Running git: argv lists, no shell, bounded time, a fixed identity for the commits we make.
 
-Every git process Cortex starts for sharing goes through `Git.run`. The environment is the
+Every git process Cortex starts for sharing goes through `Git.run` (and so through the one
+runner, `cortex.workspace.git`). The environment is the
 caller's (credentials, config) with prompts off and messages in English (they are parsed), and
 every commit Cortex makes has the author and committer `Cortex <cortex@invalid>`, so no user
 name, e-mail or host name is in a shared object.
@@ -16,6 +17,7 @@ from typing import IO, Self
 
 from cortex.cases.bounds import SHARE_GIT_TIMEOUT, SHARE_OBJECT_MAX
 from cortex.share.errors import GitFailedError
+from cortex.workspace.git import GitNotRunError, run_git, spawn_git
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Cortex",
@@ -51,19 +53,11 @@ class Git:
         env = {**self.env, **IDENTITY} if identity else self.env
         self.spawned += 1
         try:
-            proc = subprocess.run(
-                ["git", *args],
-                cwd=self.root,
-                env=env,
-                input=stdin,
-                stdin=None if stdin is not None else subprocess.DEVNULL,
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise GitFailedError(f"git {args[0]} ran for more than {self.timeout:g} s") from None
-        except OSError as exc:
+            proc = run_git(["git", *args], cwd=self.root, env=env, timeout=self.timeout, data=stdin)
+        except GitNotRunError as exc:
+            if exc.timed_out:
+                msg = f"git {args[0]} ran for more than {self.timeout:g} s"
+                raise GitFailedError(msg) from None
             raise GitFailedError(f"git cannot be run ({exc.strerror})") from None
         if check and proc.returncode != 0:
             raise GitFailedError(f"git {args[0]} failed: {message(proc.stderr)}")
@@ -110,13 +104,8 @@ class CatFile:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
             self._git.spawned += 1
-            self._proc = subprocess.Popen(
-                ["git", "cat-file", "--batch"],
-                cwd=self._git.root,
-                env=self._git.env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
+            self._proc = spawn_git(
+                ["git", "cat-file", "--batch"], cwd=self._git.root, env=self._git.env, feed=True
             )
         return self._proc
 

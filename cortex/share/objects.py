@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from cortex.cases.digest import sha256_hex
+from cortex.cases.digest import sha1, sha256_hex
 from cortex.cases.fsio import make_private_dirs
 from cortex.share.errors import GitFailedError
 from cortex.share.git import CatFile, Git
@@ -44,16 +44,7 @@ def object_id(kind: str, data: bytes, algo: str) -> str:
     header = f"{kind} {len(data)}\0".encode()
     if algo == "sha256":
         return sha256_hex(header + data)
-    return _sha1(header + data)
-
-
-def _sha1(data: bytes) -> str:
-    # CPython's own sha1 imports in microseconds; hashlib loads OpenSSL (cortex/cases/digest.py).
-    try:
-        from _sha1 import sha1  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - other interpreters
-        from hashlib import sha1
-    return str(sha1(data).hexdigest())  # noqa: S324 - git's object ids, not a security digest
+    return str(sha1(header + data).hexdigest())
 
 
 def encode_tree(entries: dict[str, Entry]) -> bytes:

@@ -53,6 +53,19 @@ ADOPTED_FIELDS = tuple(f for f in CONTENT_FIELDS if f not in ("acceptance_criter
 """What an adoption copies (the immutable fields are the same on every replica already)."""
 
 
+def machine_paths(
+    workspace: str, common_dir: str | None, cases: str, state: str, home: str | None
+) -> PathMap:
+    """This machine's absolute paths that never leave it, and their placeholders."""
+    pairs = [(workspace, "<workspace>")]
+    if common_dir:
+        pairs.append((os.path.dirname(common_dir), "<workspace>"))
+    pairs += [(cases, "<cases>"), (state, "<state>")]
+    if home and os.path.isabs(home) and home.rstrip("/"):
+        pairs.append((home, "<home>"))
+    return PathMap(pairs)
+
+
 class PathMap:
     """The sharing machine's absolute paths, and the placeholders they become."""
 

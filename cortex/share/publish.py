@@ -18,7 +18,7 @@ from cortex.cases.bounds import SHARE_CASE_MAX, SHARE_REPLICAS_MAX
 from cortex.cases.layout import is_replica_key
 from cortex.share import export as export_module
 from cortex.share.errors import GitFailedError, SecretFoundError, ShareTooLargeError
-from cortex.share.export import Context, Exported, Previous
+from cortex.share.export import Exported, Previous
 from cortex.share.format import (
     BLOBS,
     HEAD,
@@ -34,6 +34,7 @@ from cortex.share.format import (
 )
 from cortex.share.git import CatFile, Git
 from cortex.share.history import Shared, fork_suffix, relation
+from cortex.share.leaving import Context
 from cortex.share.objects import BLOB, Entry, Reader, Tree, Writer, algorithm, object_id
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, NamedTuple
 
 from cortex.cases.bounds import SHARE_BUNDLE_MAX, SHARE_PR_CASES_MAX, SHARE_PR_COMMITS_MAX
 from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError, InvalidInputError
 from cortex.share.errors import RemoteRefusedError, RemoteUnavailableError
-from cortex.share.format import REF_PREFIX, valid_task
+from cortex.share.format import REF_PREFIX, ref, tracking, valid_task
 from cortex.share.git import Git, message
 
 PushStatus = Literal["ok", "uptodate", "behind", "refused"]
@@ -124,6 +124,25 @@ def fetch(
     return absent
 
 
+def declined(
+    remote: str, first: str, verdicts: Mapping[str, PushResult], refused: list[str]
+) -> RemoteRefusedError:
+    """The error of a push the remote declined (`first` is the first ref it declined)."""
+    return RemoteRefusedError(
+        f"{remote} declined {first} {verdicts[first].reason}: hosts that accept only branches "
+        "and tags, and read-only tokens (a fork's pull request), cannot take case refs; "
+        "hand the case over as a bundle instead",
+        refused,
+    )
+
+
+def fetch_tracking(git: Git, remote: str, task_ids: Sequence[str]) -> None:
+    """Fetch these cases of `remote` into their tracking refs (each from its known tip)."""
+    pairs = [(ref(i), tracking(remote, i)) for i in task_ids]
+    tips = existing(git, [d for _, d in pairs])
+    fetch(git, remote, pairs, tips=tips)
+
+
 def existing(git: Git, names: Sequence[str]) -> list[str]:
     """Which of these local refs exist (one process)."""
     if not names:
@@ -178,6 +197,19 @@ def pr_cases(git: Git, base: str, head: str) -> tuple[list[str], list[str]]:
 def bundle_create(git: Git, path: str, refs: Sequence[str]) -> None:
     """Write a bundle of these refs (git writes it through a lock file: whole or absent)."""
     git.run(["bundle", "create", "--quiet", path, *refs])
+
+
+def write_bundle(git: Git, target: str, refs: Sequence[str]) -> list[str]:
+    """Write a bundle of these refs at `target`, verified before it takes the name; its heads."""
+    temporary = f"{target}.cortex-{os.getpid()}.bundle"
+    try:
+        bundle_create(git, temporary, refs)
+        heads = bundle_heads(git, temporary)
+        os.replace(temporary, target)
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+    return heads
 
 
 def bundle_heads(git: Git, path: str) -> list[str]:

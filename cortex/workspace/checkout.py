@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 
 from cortex.cases.bounds import REVIEW_CHECKOUT_TIMEOUT
 from cortex.cases.fsio import make_private_dirs
+from cortex.workspace.git import GitNotRunError, run_git
 
 
 class CheckoutError(Exception):
@@ -41,7 +41,7 @@ def clean_checkout(root: str, env: Mapping[str, str], commit: str, parent: str) 
             if failure is not None:
                 remove(target)
                 raise CheckoutError(failure)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except GitNotRunError as exc:
         remove(target)
         raise CheckoutError(f"git could not check out {commit[:12]}: {exc}") from None
     return target
@@ -49,15 +49,7 @@ def clean_checkout(root: str, env: Mapping[str, str], commit: str, parent: str) 
 
 def _run(name: str, argv: list[str], cwd: str, env: Mapping[str, str]) -> str | None:
     """Run one git step; why it failed, or None."""
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=REVIEW_CHECKOUT_TIMEOUT,
-        check=False,
-    )
+    proc = run_git(argv, cwd=cwd, env=env, timeout=REVIEW_CHECKOUT_TIMEOUT)
     if proc.returncode == 0:
         return None
     text = proc.stderr.decode("utf-8", "replace").strip().splitlines()

@@ -10,8 +10,9 @@ wrote change the working tree. Read-only: `GIT_OPTIONAL_LOCKS=0` keeps git from 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
+
+from cortex.workspace.git import READ_ONLY, GitNotRunError, run_git
 
 GIT_TIMEOUT = 30.0
 
@@ -36,16 +37,8 @@ def uncommitted(root: str, env: Mapping[str, str], paths: Sequence[str]) -> set[
         *paths,
     ]
     try:
-        proc = subprocess.run(
-            argv,
-            cwd=root,
-            env={**env, "GIT_OPTIONAL_LOCKS": "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = run_git(argv, cwd=root, env={**env, **READ_ONLY}, timeout=GIT_TIMEOUT)
+    except GitNotRunError:
         return None
     if proc.returncode != 0:
         return None

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from cortex.cases.bounds import FRESHNESS_FILE_MAX, FRESHNESS_PATHS_MAX
+from cortex.cases.digest import sha1
 
 GIT_TIMEOUT = 10.0
 _HEX = frozenset("0123456789abcdef")
@@ -71,18 +72,10 @@ def blob_id(root: str, path: str) -> str | None:
         data = b"".join(chunks)
     else:
         return None
-    digest = _sha1()(b"blob %d\0" % len(data))  # git's object id, not a secret
+    # `sha1` loads its module when called: `status` reads HEAD here on every call, no blob.
+    digest = sha1(b"blob %d\0" % len(data))  # git's object id, not a secret
     digest.update(data)
     return str(digest.hexdigest())
-
-
-def _sha1() -> Any:
-    """SHA-1, imported when a blob is hashed: `status` reads HEAD here on every call, no blob."""
-    try:
-        from _sha1 import sha1  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - other interpreters
-        from hashlib import sha1
-    return sha1
 
 
 def _read_small(path: str) -> str | None:
@@ -167,19 +160,11 @@ def head_commit(root: str) -> str | None:
 
 def _git(argv: list[str], root: str, env: Mapping[str, str]) -> tuple[int, bytes] | None:
     """(exit status, stdout) of a read-only git command; None when git cannot be run."""
-    import subprocess
+    from cortex.workspace.git import READ_ONLY, GitNotRunError, run_git
 
     try:
-        proc = subprocess.run(
-            ["git", *argv],
-            cwd=root,
-            env={**env, "GIT_OPTIONAL_LOCKS": "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        proc = run_git(["git", *argv], cwd=root, env={**env, **READ_ONLY}, timeout=GIT_TIMEOUT)
+    except GitNotRunError:
         return None
     return proc.returncode, proc.stdout
 

@@ -47,22 +47,15 @@ def _git(
     argv: Sequence[str], root: str, env: Mapping[str, str], data: bytes | None = None
 ) -> bytes | None:
     """The output of a read-only git command, or None when it cannot run or fails."""
-    import subprocess
+    from cortex.workspace.git import READ_ONLY, git_output
 
-    try:
-        proc = subprocess.run(
-            ["git", *argv],
-            cwd=root,
-            env={**env, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
-            input=data,
-            stdin=subprocess.DEVNULL if data is None else None,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+    return git_output(
+        ["git", *argv],
+        cwd=root,
+        env={**env, **READ_ONLY, "LC_ALL": "C"},
+        timeout=GIT_TIMEOUT,
+        data=data,
+    )
 
 
 def is_object_id(text: str | None) -> bool:

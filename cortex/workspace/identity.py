@@ -212,10 +212,10 @@ def _common_dir(git_dir: str) -> str | None:
 
 
 def _discover_with_git(start: str, env: Mapping[str, str]) -> tuple[str, str] | None:
-    import subprocess
+    from cortex.workspace.git import GitNotRunError, run_git
 
     try:
-        proc = subprocess.run(
+        proc = run_git(
             [
                 "git",
                 "rev-parse",
@@ -227,12 +227,11 @@ def _discover_with_git(start: str, env: Mapping[str, str]) -> tuple[str, str] | 
                 "--show-toplevel",
             ],
             cwd=start,
-            env=dict(env),
-            capture_output=True,
+            env=env,
             timeout=GIT_TIMEOUT,
-            check=False,
+            stdin="inherited",
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except GitNotRunError:
         return None
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 4:
@@ -252,17 +251,10 @@ def git_head(root: str, env: Mapping[str, str]) -> tuple[str | None, str | None,
 
     Used once per case (at open), so it asks git rather than reading refs by hand.
     """
-    import subprocess
+    from cortex.workspace.git import GitNotRunError, run_git
 
     def run(*args: str) -> str | None:
-        proc = subprocess.run(
-            ["git", *args],
-            cwd=root,
-            env=dict(env),
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
+        proc = run_git(["git", *args], cwd=root, env=env, timeout=GIT_TIMEOUT, stdin="inherited")
         if proc.returncode != 0:
             return None
         return proc.stdout.decode("utf-8", "surrogateescape").strip() or None
@@ -270,8 +262,8 @@ def git_head(root: str, env: Mapping[str, str]) -> tuple[str | None, str | None,
     try:
         branch = run("symbolic-ref", "-q", "--short", "HEAD")
         commit = run("rev-parse", "-q", "--verify", "HEAD^{commit}")
-    except FileNotFoundError:
-        return None, None, "git is not installed: branch and commit were not recorded"
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except GitNotRunError as exc:
+        if exc.missing:
+            return None, None, "git is not installed: branch and commit were not recorded"
         return None, None, f"git failed ({exc}): branch and commit were not recorded"
     return branch, commit, None

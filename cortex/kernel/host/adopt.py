@@ -118,19 +118,17 @@ def _holds(kernel: Kernel, commits: set[str]) -> bool:
     """Whether this repository has any of `commits` (one `git cat-file --batch-check`)."""
     if kernel.workspace.kind != "git":
         return False
-    import subprocess
+    from cortex.workspace.git import GitNotRunError, run_git
 
     try:
-        proc = subprocess.run(
+        proc = run_git(
             ["git", "cat-file", "--batch-check=%(objecttype)"],
             cwd=kernel.workspace.root,
-            env=dict(kernel.env),
-            input="".join(f"{commit}\n" for commit in sorted(commits)).encode(),
-            capture_output=True,
+            env=kernel.env,
             timeout=30,
-            check=False,
+            data="".join(f"{commit}\n" for commit in sorted(commits)).encode(),
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except GitNotRunError:
         return False
     return b"commit" in proc.stdout.split()
 

@@ -152,13 +152,11 @@ def _finish(checks: list[Check]) -> Result:
 
 
 def _git(env: Mapping[str, str]) -> Check:
-    import subprocess
+    from cortex.workspace.git import GitNotRunError, run_git
 
     try:
-        proc = subprocess.run(
-            ["git", "--version"], env=dict(env), capture_output=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = run_git(["git", "--version"], cwd=None, env=env, timeout=10, stdin="inherited")
+    except GitNotRunError as exc:
         return Check(
             name="git",
             status="fail",

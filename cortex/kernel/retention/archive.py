@@ -261,19 +261,18 @@ def _sharing(kernel: Kernel, workspace: str, task_id: str) -> tuple[list[str], l
 
     if not os.path.isdir(workspace):
         return [], []
-    import subprocess
+    from cortex.workspace.git import GitNotRunError, run_git
 
     patterns = [ref(task_id), f"refs/cortex-remotes/*/cases/{task_id}"]
     try:
-        proc = subprocess.run(
+        proc = run_git(
             ["git", "for-each-ref", "--format=%(refname)", *patterns],
             cwd=workspace,
-            env=dict(kernel.env),
-            capture_output=True,
+            env=kernel.env,
             timeout=30,
-            check=False,
+            stdin="inherited",
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except GitNotRunError:
         return [], []
     if proc.returncode != 0:
         return [], []
@@ -292,20 +291,19 @@ def _sharing(kernel: Kernel, workspace: str, task_id: str) -> tuple[list[str], l
 
 
 def _delete_refs(kernel: Kernel, workspace: str, refs: list[str]) -> list[str]:
-    import subprocess
+    from cortex.workspace.git import GitNotRunError, run_git
 
     warnings = []
     for name in refs:
         try:
-            proc = subprocess.run(
+            proc = run_git(
                 ["git", "update-ref", "-d", name],
                 cwd=workspace,
-                env=dict(kernel.env),
-                capture_output=True,
+                env=kernel.env,
                 timeout=30,
-                check=False,
+                stdin="inherited",
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except GitNotRunError as exc:
             warnings.append(f"{name} was not deleted ({exc})")
             continue
         if proc.returncode != 0:

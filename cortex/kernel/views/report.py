@@ -34,10 +34,10 @@ from cortex.cases.bounds import (
     REPORT_PREVIEWS_MAX,
     REPORT_TIMELINE_MAX,
 )
-from cortex.cases.documents import Batch, Decisions, Hypotheses, Plan, Receipt, Verification
+from cortex.cases.documents import Batch, Decisions, Hypotheses, Receipt, Verification
 from cortex.cases.errors import ArgumentError, CortexError
 from cortex.cases.layout import ledger_file
-from cortex.cases.ledger import line_hash, parse_line, tail_lines
+from cortex.cases.ledger import parse_line, tail_lines
 from cortex.cases.records import (
     LEDGER_TYPES,
     LEDGERS,
@@ -50,7 +50,8 @@ from cortex.cases.store import CaseStore
 from cortex.kernel import provenance
 from cortex.kernel.envelope import Data
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.views.handoff.read import decision_views, redact_all
+from cortex.kernel.views import report_files
+from cortex.kernel.views.handoff.read import decision_views, plan_view, redact_all
 from cortex.kernel.views.timeline.cards import (
     KINDS,
     Context,
@@ -178,7 +179,7 @@ def gather(
         "receipts": _receipts(verification, assessment, findings),
         "earlierBatches": _earlier(verification),
         "criteria": [{"id": c.id, "statement": c.statement} for c in case.acceptance_criteria],
-        "plan": _plan(documents.get("plan.json")),
+        "plan": plan_view(documents.get("plan.json")),
         "hypotheses": _hypotheses(documents.get("hypotheses.json")),
         "decisions": decision_views(decisions, found),
         "evidence": {
@@ -188,8 +189,8 @@ def gather(
             ],
         },
         "timeline": _timeline(store, case, documents, verification, standing),
-        "previews": _previews(kernel, store, case, verification, assessment, records),
-        "integrity": _integrity(kernel, store, case, documents, full_audit=full_audit),
+        "previews": report_files.previews(kernel, store, case, verification, assessment, records),
+        "integrity": report_files.integrity(kernel, store, case, documents, full_audit=full_audit),
     }
     from cortex.kernel.views.claims import observed
 
@@ -468,21 +469,6 @@ def _earlier(verification: Verification | None) -> list[Data]:
     ]
 
 
-def _plan(plan: Plan | None) -> Data | None:
-    if plan is None:
-        return None
-    return {
-        "planRevision": plan.plan_revision,
-        "createdAt": plan.created_at,
-        "actor": plan.actor,
-        "reason": plan.reason,
-        "changeBoundary": msgspec.to_builtins(plan.change_boundary),
-        "verificationRequired": list(plan.verification_required),
-        "uncertainty": plan.uncertainty,
-        "evidenceId": plan.evidence_id,
-    }
-
-
 def _hypotheses(doc: Hypotheses | None) -> list[Data]:
     """The current plan's hypotheses (retired ones are counted by the face)."""
     if doc is None:
@@ -565,120 +551,4 @@ def _timeline(
         "total": total,
         "kinds": list(KINDS),
         "entries": [card(entry, context) for entry in shown],
-    }
-
-
-def _previews(  # noqa: PLR0917 - one report's whole context, passed on once
-    kernel: Kernel,
-    store: CaseStore,
-    case: CaseFile,
-    verification: Verification | None,
-    assessment: Any,
-    records: list[Evidence],
-) -> Data:
-    """Bounded, redacted previews: the latest batch's outputs (failed first), then evidence."""
-    from cortex.kernel.views.artifact import preview_cited
-
-    current = {v.id for v in assessment.receipts}
-    receipts = [r for r in (verification.receipts if verification else []) if r.id in current]
-    receipts.sort(key=lambda r: (r.status != "failed", r.id))
-    cited: list[tuple[str, str, bool]] = [
-        (r.artifact, r.id, r.sensitive) for r in receipts if r.artifact is not None
-    ]
-    cited += [
-        (r.raw_ref, r.id, r.sensitivity == "sensitive")
-        for r in reversed(records)
-        if r.raw_ref is not None
-    ]
-    seen: set[str] = set()
-    unique = [c for c in cited if not (c[0] in seen or seen.add(c[0]))]  # type: ignore[func-returns-value]
-    items: list[Data] = []
-    for ref, source, sensitive in unique[:REPORT_PREVIEWS_MAX]:
-        item: Data = {"ref": ref, "source": source, "state": "shown", "content": None}
-        if sensitive:
-            item["state"] = "sensitive"
-            items.append(item)
-            continue
-        try:
-            result = preview_cited(
-                kernel, store.case_path(case.id), case.id, ref, limit=REPORT_PREVIEW_BYTES
-            ).data
-        except CortexError as exc:
-            item["state"] = "binary" if "binary" in exc.message else "unreadable"
-            items.append(item)
-            continue
-        if result.get("kind") == "directory":
-            item.update(state="directory", files=result["count"])
-        elif result.get("sensitive"):
-            item["state"] = "sensitive"
-        else:
-            item.update(
-                content=result["content"], size=result["size"], truncated=result["truncated"]
-            )
-        items.append(item)
-    return {"cited": len(unique), "items": items}
-
-
-def _integrity(
-    kernel: Kernel,
-    store: CaseStore,
-    case: CaseFile,
-    documents: dict[str, Any],
-    *,
-    full_audit: bool,
-) -> Data:
-    """Chain heads (checked against the files), the audit, replicas, debris."""
-    path = store.case_path(case.id)
-    ledgers: list[Data] = []
-    for name in LEDGERS:
-        state = case.ledgers.get(name) or LedgerState()
-        last = tail_lines(os.path.join(path, ledger_file(name)), state.bytes, 1)
-        ok = (not last and state.count == 0) or (bool(last) and line_hash(last[0]) == state.tip)
-        ledgers.append(
-            {
-                "name": name,
-                "count": state.count,
-                "bytes": state.bytes,
-                "head": state.tip,
-                "headOk": ok,
-            }
-        )
-    lines = sum(item["count"] for item in ledgers)
-    audit: Data
-    if full_audit or lines <= REPORT_AUDIT_LINES:
-        from cortex.cases.integrity import audit_case
-        from cortex.cases.layout import case_dir
-
-        report = audit_case(case_dir(store.root, case.id), case.id, kernel.redactor)
-        audit = {
-            "ran": True,
-            "ok": report.ok,
-            "errors": len(report.errors),
-            "warnings": len(report.warnings),
-            "findings": [msgspec.to_builtins(f) for f in (report.errors + report.warnings)[:20]],
-            "reason": None,
-        }
-    else:
-        audit = {
-            "ran": False,
-            "ok": None,
-            "errors": 0,
-            "warnings": 0,
-            "findings": [],
-            "reason": (
-                f"the case holds {lines} committed ledger lines, more than the "
-                f"{REPORT_AUDIT_LINES} a report audits unasked"
-            ),
-        }
-    index = documents.get("replicas.json")
-    replicas = None
-    if index is not None:
-        from cortex.cases.replicas import origins
-
-        replicas = origins(index)
-    return {
-        "ledgers": ledgers,
-        "audit": audit,
-        "replicas": replicas,
-        "warnings": store.debris(case),
     }

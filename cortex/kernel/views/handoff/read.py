@@ -46,7 +46,7 @@ def gather(kernel: Kernel, store: CaseStore, case: CaseFile, documents: dict[str
         "children": children,
         "moreChildren": more_children,
         "acceptanceCriteria": msgspec.to_builtins(case.acceptance_criteria),
-        "plan": _plan(plan),
+        "plan": plan_view(plan),
         "hypotheses": [_hypothesis(h) for h in hypotheses.hypotheses if not h.retired],
         "retiredHypotheses": sum(1 for h in hypotheses.hypotheses if h.retired),
         "verification": _verification(kernel, case, documents.get("verification.json")),
@@ -157,7 +157,8 @@ def _children(store: CaseStore, case: CaseFile) -> tuple[list[Data], int]:
     return shown, max(len(case.child_task_ids) - HANDOFF_CHILDREN_MAX, 0)
 
 
-def _plan(plan: Plan | None) -> Data | None:
+def plan_view(plan: Plan | None) -> Data | None:
+    """The plan as handoff and report show it (None before the first plan)."""
     if plan is None:
         return None
     return {
