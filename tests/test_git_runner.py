@@ -44,16 +44,15 @@ def test_data_is_the_command_input(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
-@pytest.mark.parametrize(("stdin", "expected"), [("closed", b""), ("inherited", b"kept\n")])
-def test_without_data_the_input_is_closed_or_inherited(
-    tmp_path: Path, stdin: str, expected: bytes
+def test_without_data_the_input_is_closed_and_the_callers_input_is_left_whole(
+    tmp_path: Path,
 ) -> None:
-    """`inherited` is for the callers that always left git the caller's own input."""
+    """Under `cortex serve` the process's input is the MCP stream: git must not read a byte."""
     script = (
         "import sys\n"
         "from cortex.workspace.git import run_git\n"
-        f"done = run_git(['cat'], cwd='.', env={ENV!r}, timeout=30, stdin={stdin!r})\n"
-        "sys.stdout.buffer.write(done.stdout)\n"
+        f"done = run_git(['cat'], cwd='.', env={ENV!r}, timeout=30)\n"
+        "sys.stdout.buffer.write(done.stdout + b'|' + sys.stdin.buffer.read())\n"
     )
     child = subprocess.run(
         [sys.executable, "-c", script],
@@ -64,7 +63,7 @@ def test_without_data_the_input_is_closed_or_inherited(
         env=ENV,
     )
     assert child.returncode == 0, child.stderr
-    assert child.stdout == expected
+    assert child.stdout == b"|kept\n"
 
 
 def test_a_missing_program_is_told_apart_with_the_systems_words(tmp_path: Path) -> None:

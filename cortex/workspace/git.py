@@ -16,7 +16,7 @@ bound. `subprocess` is imported inside the functions: the modules on the per-cal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import subprocess
@@ -56,19 +56,16 @@ def run_git(
     env: Mapping[str, str],
     timeout: float,
     data: bytes | None = None,
-    stdin: Literal["closed", "inherited"] = "closed",
 ) -> subprocess.CompletedProcess[bytes]:
     """Run `argv` (`git` and its arguments) to its end, its output captured; `data` is its input.
 
-    Without `data` git's input is closed, or, for the callers that always left it so,
-    `inherited`. Raises GitNotRunError when git cannot start or outlives `timeout`.
+    Without `data` git's input is closed, never inherited: under `cortex serve` this process's
+    input is the MCP stream, and a byte git read from it would be a request lost.
+    Raises GitNotRunError when git cannot start or outlives `timeout`.
     """
     import subprocess
 
-    if data is not None:
-        given: int | None = None
-    else:
-        given = subprocess.DEVNULL if stdin == "closed" else None
+    given = None if data is not None else subprocess.DEVNULL
     try:
         return subprocess.run(
             argv,

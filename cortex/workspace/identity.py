@@ -229,7 +229,6 @@ def _discover_with_git(start: str, env: Mapping[str, str]) -> tuple[str, str] | 
             cwd=start,
             env=env,
             timeout=GIT_TIMEOUT,
-            stdin="inherited",
         )
     except GitNotRunError:
         return None
@@ -254,7 +253,7 @@ def git_head(root: str, env: Mapping[str, str]) -> tuple[str | None, str | None,
     from cortex.workspace.git import GitNotRunError, run_git
 
     def run(*args: str) -> str | None:
-        proc = run_git(["git", *args], cwd=root, env=env, timeout=GIT_TIMEOUT, stdin="inherited")
+        proc = run_git(["git", *args], cwd=root, env=env, timeout=GIT_TIMEOUT)
         if proc.returncode != 0:
             return None
         return proc.stdout.decode("utf-8", "surrogateescape").strip() or None

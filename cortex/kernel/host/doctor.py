@@ -155,7 +155,7 @@ def _git(env: Mapping[str, str]) -> Check:
     from cortex.workspace.git import GitNotRunError, run_git
 
     try:
-        proc = run_git(["git", "--version"], cwd=None, env=env, timeout=10, stdin="inherited")
+        proc = run_git(["git", "--version"], cwd=None, env=env, timeout=10)
     except GitNotRunError as exc:
         return Check(
             name="git",

@@ -270,7 +270,6 @@ def _sharing(kernel: Kernel, workspace: str, task_id: str) -> tuple[list[str], l
             cwd=workspace,
             env=kernel.env,
             timeout=30,
-            stdin="inherited",
         )
     except GitNotRunError:
         return [], []
@@ -301,7 +300,6 @@ def _delete_refs(kernel: Kernel, workspace: str, refs: list[str]) -> list[str]:
                 cwd=workspace,
                 env=kernel.env,
                 timeout=30,
-                stdin="inherited",
             )
         except GitNotRunError as exc:
             warnings.append(f"{name} was not deleted ({exc})")
