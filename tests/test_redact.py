@@ -671,6 +671,8 @@ PATHOLOGICAL = {
     # Command-line credentials: every tool name starts a scan to its command's end.
     "curl_option_run": ("curl -" * 21_846)[:131_072],
     "mysql_names": ("mysql -p" * 16_384)[:131_072],
+    # An option cluster of `u`s: each one could start curl's user scan again (issue 27's attack).
+    "curl_u_cluster": "curl -" + "u" * 131_066,
 }
 
 

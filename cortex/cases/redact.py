@@ -349,8 +349,10 @@ def _build_command_patterns() -> tuple[
     options = {
         # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`) and
         # `--user`: the password goes, the user stays. Without a `:` curl prompts: nothing to mask.
+        # The cluster ends at its first `u`: were the letters before it allowed to be `u`s too,
+        # `-uuu...` would retry the user scan after each one (quadratic: 55 s for 128 KiB).
         "curl": re.compile(
-            option + r"(?:-[A-Za-z]*u[ \t]*|--user(?:=|[ \t]+))(?P<q>['\"]?)[^\s:'\"]*:)"
+            option + r"(?:-[A-Za-tv-z]*u[ \t]*|--user(?:=|[ \t]+))(?P<q>['\"]?)[^\s:'\"]*:)"
             r"(?P<pw>[^\s'\"]+)"
         ),
         # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
