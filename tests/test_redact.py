@@ -1721,3 +1721,49 @@ def test_command_line_credentials_are_masked(command: str, expected: str) -> Non
 )
 def test_command_lines_without_credentials_are_kept(command: str) -> None:
     assert Redactor()(command) == command
+
+
+# Attack on step 5 (issue 27): a password is one shell word, whatever its quoting.
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # A quote after the `:` was not a password character: all of it was kept.
+        ('curl -u admin:"{pw}" x.invalid', "curl -u admin:{r} x.invalid"),
+        ("curl -u admin:'{pw} two' x.invalid", "curl -u admin:{r} x.invalid"),
+        ("curl -u '':{pw} x.invalid", "curl -u '':{r} x.invalid"),
+        # A space, `|`, `;` or `&` inside the quotes is the password's: only its start was masked.
+        ("curl -u 'admin:a {pw}' x.invalid", "curl -u 'admin:{r}' x.invalid"),
+        ('curl -u "admin:a {pw}" x.invalid', 'curl -u "admin:{r}" x.invalid'),
+        ("curl -u 'admin:a|{pw}' x.invalid; echo ok", "curl -u 'admin:{r}' x.invalid; echo ok"),
+        ("curl --user 'admin:a;{pw}' x.invalid", "curl --user 'admin:{r}' x.invalid"),
+        ("curl -u 'admin:a&&{pw}' x.invalid", "curl -u 'admin:{r}' x.invalid"),
+        # Quoted and bare parts joined make one word.
+        ("curl -u admin:'a'{pw} x.invalid", "curl -u admin:{r} x.invalid"),
+        ("curl -u \"admin:a\"'{pw}' x.invalid", 'curl -u "admin:{r}" x.invalid'),
+        ("sshpass -p 'a'\"{pw}\" ssh h", "sshpass -p {r} ssh h"),
+        ("mysql -p'a'\"{pw}\" app", "mysql -p{r} app"),
+        # The shell's own reading is kept: an unquoted `|` ends the command.
+        ("curl -u admin:{pw}|tee log", "curl -u admin:{r}|tee log"),
+        ("bash -c 'curl -u admin:{pw} x.invalid'", "bash -c 'curl -u admin:{r} x.invalid'"),
+    ],
+)
+def test_a_command_line_password_is_masked_whatever_its_quoting(
+    command: str, expected: str
+) -> None:
+    command = command.format(pw=_CLI_PASSWORD)
+    masked = Redactor()(command)
+    assert masked == expected.format(r=REDACTED)
+    assert Redactor()(masked) == masked
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "curl -u 'fake-user:' https://x.invalid",  # an empty password
+        "curl -d 'a|b' x.invalid | docker run -u 1000:1000 img",
+        'curl -H "X: a | docker run -u 1000:1000 img',  # an unclosed quote is one character
+        "curl -sS -o 'out file.json' https://x.invalid:8443/a",
+    ],
+)
+def test_quoting_in_command_lines_without_credentials_is_kept(command: str) -> None:
+    assert Redactor()(command) == command

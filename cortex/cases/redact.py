@@ -342,24 +342,47 @@ def _build_command_patterns() -> tuple[
     tool = re.compile(
         r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b"
     )
-    # A command ends at a pipe, `;`, `&` or a line break: its options are looked for up to there.
-    command_end = re.compile(r"[\n|;&]")
+    # A command ends at a pipe, `;`, `&` or a line break outside quotes: its options are looked
+    # for up to there (`-u 'admin:a|b'` is one command). A quote never closed is one character.
+    command = re.compile(r"""(?:[^\n|;&'"]|'[^'\n]*'|"[^"\n]*"|['"])*""")
+    # One shell word: quoted and bare parts joined (`'a'"b"c`). A quote the command's end cuts
+    # (the next tool named inside it) runs to that end: its rest is masked, not kept.
+    word = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
     option = r"(?<![\w-])(?P<head>"
-    quoted_or_word = r")(?P<pw>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)"
     options = {
         # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`) and
         # `--user`: the password goes, the user stays. Without a `:` curl prompts: nothing to mask.
         # The cluster ends at its first `u`: were the letters before it allowed to be `u`s too,
         # `-uuu...` would retry the user scan after each one (quadratic: 55 s for 128 KiB).
         "curl": re.compile(
-            option + r"(?:-[A-Za-tv-z]*u[ \t]*|--user(?:=|[ \t]+))(?P<q>['\"]?)[^\s:'\"]*:)"
-            r"(?P<pw>[^\s'\"]+)"
+            option + r"(?:-[A-Za-tv-z]*u[ \t]*|--user(?:=|[ \t]+)))(?P<word>" + word + ")"
         ),
         # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
-        "mysql": re.compile(option + "-p" + quoted_or_word),
-        "sshpass": re.compile(option + r"-p[ \t]*" + quoted_or_word),
+        "mysql": re.compile(option + "-p)(?P<pw>" + word + ")"),
+        "sshpass": re.compile(option + r"-p[ \t]*)(?P<pw>" + word + ")"),
     }
-    return tool, command_end, options
+    return tool, command, options
+
+
+def _mask_option(found: re.Match[str]) -> str:
+    """The option with its password masked: all of it, or for curl what follows the user's `:`."""
+    if "word" not in found.re.groupindex:
+        return found["head"] + REDACTED
+    word = found["word"]
+    colon = word.find(":")  # curl splits at the first one: a user name holds none
+    if colon < 0 or colon == len(word) - 1:
+        return found[0]  # no password (curl asks for it) or an empty one
+    # A quote opened before the `:` (`'user:pass'`) closes after the password: it is closed
+    # again, so the masked text stays balanced and what follows is read as before.
+    open_quote = ""
+    for char in word[:colon]:
+        if char == open_quote:
+            open_quote = ""
+        elif not open_quote and char in "'\"":
+            open_quote = char
+    if word[colon + 1 :] == open_quote:
+        return found[0]  # `-u 'user:'`: an empty password
+    return found["head"] + word[: colon + 1] + REDACTED + open_quote
 
 
 def redact_command_credentials(text: str) -> str:
@@ -370,17 +393,16 @@ def redact_command_credentials(text: str) -> str:
     low = text.lower()
     if not any(trigger in low for trigger in _COMMAND_TRIGGERS):
         return text
-    tool, command_end, options = _command_patterns()
+    tool, command, options = _command_patterns()
     parts: list[str] = []
     done = 0
     found = tool.search(text)
     while found:
         # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
         after = tool.search(text, found.end())
-        stop = command_end.search(text, found.end(), after.start() if after else len(text))
-        end = stop.start() if stop else after.start() if after else len(text)
-        option = options[found.lastgroup or "curl"]
-        masked = option.sub(lambda m: m["head"] + REDACTED, text[found.end() : end])
+        span = command.match(text, found.end(), after.start() if after else len(text))
+        end = span.end() if span else found.end()
+        masked = options[found.lastgroup or "curl"].sub(_mask_option, text[found.end() : end])
         parts += (text[done : found.end()], masked)
         done = end
         found = after
