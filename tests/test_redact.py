@@ -1767,3 +1767,30 @@ def test_a_command_line_password_is_masked_whatever_its_quoting(
 )
 def test_quoting_in_command_lines_without_credentials_is_kept(command: str) -> None:
     assert Redactor()(command) == command
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # A case-insensitive disk (macOS, Windows) runs `CURL` or `curl.EXE` as curl.
+        ("CURL -u admin:{pw} x.invalid", "CURL -u admin:{r} x.invalid"),
+        ("Curl.EXE --user admin:{pw} x.invalid", "Curl.EXE --user admin:{r} x.invalid"),
+        ("MySQL -uroot -p{pw} app", "MySQL -uroot -p{r} app"),
+        ("SSHPASS -p {pw} ssh h", "SSHPASS -p {r} ssh h"),
+        # The proxy's credentials take the same USER:PASSWORD.
+        ("curl -U proxy:{pw} x.invalid", "curl -U proxy:{r} x.invalid"),
+        ("curl -sU proxy:{pw} x.invalid", "curl -sU proxy:{r} x.invalid"),
+        ("curl --proxy-user proxy:{pw} x.invalid", "curl --proxy-user proxy:{r} x.invalid"),
+        ("curl --proxy-user=proxy:{pw} x.invalid", "curl --proxy-user=proxy:{r} x.invalid"),
+    ],
+)
+def test_command_line_passwords_in_any_case_and_for_the_proxy_are_masked(
+    command: str, expected: str
+) -> None:
+    masked = Redactor()(command.format(pw=_CLI_PASSWORD))
+    assert masked == expected.format(r=REDACTED)
+
+
+def test_a_proxy_user_without_a_password_is_kept() -> None:
+    for command in ("curl -U proxy x.invalid", "curl -sU proxy x.invalid", "CURL -X GET x"):
+        assert Redactor()(command) == command

@@ -339,8 +339,10 @@ def _command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], dict[str, re.
 def _build_command_patterns() -> tuple[
     re.Pattern[str], re.Pattern[str], dict[str, re.Pattern[str]]
 ]:
+    # Any case: macOS and Windows find `CURL` or `curl.EXE` on a case-insensitive disk.
     tool = re.compile(
-        r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b"
+        r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b",
+        re.IGNORECASE,
     )
     # A command ends at a pipe, `;`, `&` or a line break outside quotes: its options are looked
     # for up to there (`-u 'admin:a|b'` is one command). A quote never closed is one character.
@@ -350,12 +352,14 @@ def _build_command_patterns() -> tuple[
     word = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
     option = r"(?<![\w-])(?P<head>"
     options = {
-        # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`) and
-        # `--user`: the password goes, the user stays. Without a `:` curl prompts: nothing to mask.
-        # The cluster ends at its first `u`: were the letters before it allowed to be `u`s too,
-        # `-uuu...` would retry the user scan after each one (quadratic: 55 s for 128 KiB).
+        # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`), `--user`,
+        # and the proxy's `-U`/`--proxy-user`: the password goes, the user stays. Without a `:`
+        # curl prompts: nothing to mask. The cluster ends at its first `u` or `U`: were the
+        # letters before it allowed to be one too, `-uuu...` would retry the user scan after
+        # each (quadratic: 55 s for 128 KiB).
         "curl": re.compile(
-            option + r"(?:-[A-Za-tv-z]*u[ \t]*|--user(?:=|[ \t]+)))(?P<word>" + word + ")"
+            option + r"(?:-[A-TV-Za-tv-z]*[uU][ \t]*|--(?:proxy-)?user(?:=|[ \t]+)))"
+            r"(?P<word>" + word + ")"
         ),
         # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
         "mysql": re.compile(option + "-p)(?P<pw>" + word + ")"),
