@@ -512,3 +512,29 @@ def test_an_mcp_review_runs_no_command_even_when_the_base_accepts_only_reproduce
     assert runs.read_text().count("ran") == 1  # nothing ran
     assert verdict(cli("review", "--base", "main"))["verdict"] == "approve"
     assert runs.read_text().count("ran") == 2  # the gate reproduced it
+
+
+def test_a_base_requirement_no_plan_can_name_is_a_configuration_error(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """`require = ["Not A Verifier"]` refused every case for good, with a plan command that fails.
+
+    The name, newlines and terminal controls included, also went into every problem's message.
+    """
+    configure_verifiers(repo, env, {"unit": CHECK})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["command:unit", "Not A\\nVerifier\\u001b[2J"]\n')
+    git(repo, "commit", "-q", "-am", "require a name no plan holds", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    configure_verifiers(repo, env, {"unit": CHECK})  # the branch's own file must parse
+    task = ready_to_verify(cli)
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
+    out = cli("review", "--base", "main")
+    assert out.code == 4, out.stdout
+    assert out.error_code == "config_error"
+    message = out.envelope["error"]["message"]
+    assert "review.require" in message
+    assert "\x1b" not in message
+    assert "Verifier" not in message

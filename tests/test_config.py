@@ -82,6 +82,9 @@ class TestFailClosed:
             ("[review]\nrequire = ['']\n", "review.require"),
             ("[review]\nrequire = [1]\n", "review.require"),
             ("[review]\nrequire = [" + "'a'," * 33 + "]\n", "review.require"),
+            # Names no plan can hold (issue 27's attack): every case would be refused for good.
+            ("[review]\nrequire = ['Not A Verifier']\n", "review.require"),
+            ("[review]\nrequire = ['command:lint\\n\\u001b[2J']\n", "review.require"),
         ],
     )
     def test_repo_file_errors_name_the_file_and_key(

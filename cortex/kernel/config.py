@@ -33,7 +33,7 @@ from cortex.cases.errors import IntegrityError
 from cortex.cases.fsio import read_bounded
 from cortex.cases.state_dir import state_dir
 from cortex.kernel.errors import ConfigError
-from cortex.verifiers.config import VERIFIER_KEYS, VERIFIER_KINDS, VerifierConfig
+from cortex.verifiers.config import REQUIREMENT, VERIFIER_KEYS, VERIFIER_KINDS, VerifierConfig
 
 SourceKind = Literal["global", "pyproject", "repo", "env"]
 
@@ -375,9 +375,14 @@ def review_require(source: str, review: dict[str, Any]) -> tuple[str, ...]:
     if (
         not isinstance(value, list)
         or len(value) > REVIEW_REQUIRE_MAX
-        or not all(isinstance(item, str) and 0 < len(item) <= 200 for item in value)
+        # Each a name a plan can hold: any other could never be included, so every case would
+        # be refused with a `plan --verify` that itself is refused.
+        or not all(isinstance(item, str) and REQUIREMENT.fullmatch(item) for item in value)
     ):
-        msg = f'must be a list of at most {REVIEW_REQUIRE_MAX} requirements: ["command:lint"]'
+        msg = (
+            f"must be a list of at most {REVIEW_REQUIRE_MAX} verifier names as plan --verify "
+            'takes them: ["command:lint"]'
+        )
         raise ConfigError(source, "review.require", msg)
     return tuple(dict.fromkeys(value))
 

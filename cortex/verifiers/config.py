@@ -6,6 +6,7 @@ here, beside the protocol, so a verifier (built in or a plugin) never imports th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -17,6 +18,8 @@ VerifierKind = Literal["unit_test", "build", "lint", "terminal_run"]
 VERIFIER_KINDS: tuple[VerifierKind, ...] = ("unit_test", "build", "lint", "terminal_run")
 VERIFIER_KEYS = ("argv", "timeout", "kind")
 """The keys a `[verifiers.NAME]` table may hold."""
+REQUIREMENT = re.compile(r"[a-z][a-z0-9_-]{0,63}(?::[A-Za-z0-9][A-Za-z0-9._-]{0,127})?")
+"""What a plan's `--verify` may name (`pytest`, `scope`, `command:unit`), matched whole."""
 
 
 class VerifierConfig(msgspec.Struct, kw_only=True, frozen=True):

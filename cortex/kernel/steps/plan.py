@@ -8,7 +8,6 @@ whole plan (so earlier plans stay readable in the chained ledger), the phase and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -37,8 +36,7 @@ from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.inputs import Actor, Expect, HypothesisArg, Input, LeaseToken, TaskId
 from cortex.kernel.kernel import Kernel
 from cortex.kernel.lease import require_lease_holder
-
-_VERIFIER = re.compile(r"[a-z][a-z0-9_-]{0,63}(?::[A-Za-z0-9][A-Za-z0-9._-]{0,127})?")
+from cortex.verifiers.config import REQUIREMENT
 
 
 class _Draft(msgspec.Struct):
@@ -117,7 +115,7 @@ def _verifiers(names: list[str]) -> list[str]:
     if len(names) > VERIFIERS_MAX:
         raise InvalidInputError(f"at most {VERIFIERS_MAX} verifiers")
     for name in names:
-        if not _VERIFIER.fullmatch(name):
+        if not REQUIREMENT.fullmatch(name):
             msg = f"{{verify}} {name!r} is not a verifier name (like pytest, scope or command:unit)"
             raise ArgumentError(msg, "verify")
     return list(dict.fromkeys(names))
