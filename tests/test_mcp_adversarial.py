@@ -1852,3 +1852,39 @@ def test_sigkill_at_random_moments_leaves_the_old_or_the_new_file(
             assert hooks.read_bytes() == new_hooks
     assert outcomes["old"], outcomes
     assert outcomes["new"], outcomes
+
+
+@pytest.mark.process
+def test_a_git_the_server_runs_never_reads_the_request_stream(
+    served: dict[str, str], repo: Path, tmp_path: Path
+) -> None:
+    """Under `cortex serve` stdin is the MCP stream: a git that inherited it could take a request.
+
+    The `git` first on PATH reads a line of its input before running the real git; opening a
+    case runs it (`git_head`). The next request, sent while that git waits, must be answered.
+    """
+    real = shutil.which("git", path=served["PATH"])
+    assert real is not None
+    stolen = tmp_path / "stolen.txt"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\nif IFS= read -r line; then printf "%s\\n" "$line" >> {stolen}; fi\n'
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    env = {**served, "PATH": f"{wrapper.parent}{os.pathsep}{served['PATH']}"}
+    with raw_server(repo, env, tmp_path) as s:
+        opening = s.start_call("cortex_open_task", {"goal": "Fix the login redirect"})
+        time.sleep(1.0)  # the open's git is running (and would be waiting on its input)
+        listing = s.request("tools/list", {})
+        opened = s.wait_for(opening, 60)
+        assert opened is not None, stderr_text(tmp_path)
+        assert s.wait_for(listing, 30) is not None, "a request was lost"
+        assert s.finish() == 0
+    assert not stolen.exists(), stolen.read_text()
+    # A git left waiting on its input is killed at its deadline: the case then knows no commit.
+    envelope, _ = envelope_of(opened)
+    workspace = envelope["data"]["workspace"]
+    assert (workspace["branch"], envelope["data"]["warnings"]) == ("main", []), workspace
+    assert workspace["commitBefore"], workspace
