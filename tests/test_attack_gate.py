@@ -538,3 +538,39 @@ def test_a_base_requirement_no_plan_can_name_is_a_configuration_error(
     assert "review.require" in message
     assert "\x1b" not in message
     assert "Verifier" not in message
+
+
+def test_a_pass_by_acknowledgement_is_named_in_the_verdict(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The base requires scope; the branch edits outside its boundary and acknowledges the drift.
+
+    The assessment counts an acknowledged pass as a pass and promises every surface names it:
+    the verdict read as a plain pass, in every mode, with nothing about the acknowledgement.
+    """
+    configure_verifiers(repo, env, {"unit": CHECK})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["scope"]\n')
+    git(repo, "commit", "-q", "-am", "require scope", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli, verify=("command:unit", "scope"))
+    (repo / "app.py").write_text("print('fixed')\n")
+    (repo / "billing.py").write_text("print('outside the boundary')\n")
+    git(repo, "add", "billing.py", env=env)
+    assert cli("case", "verify", task).envelope["data"]["assessment"]["status"] == "failed"
+    out = cli("case", "verify", task, "--ack-drift")
+    assert out.envelope["data"]["assessment"]["status"] == "verified", out.stdout
+    assert cli("case", "complete", task, "--outcome", "fixed", "--actor", "agent-1").code == 0
+    git(repo, "commit", "-q", "-am", f"change\n\nCortex-Case: {task}", env=env)
+    for args in ((), ("--reproduce",)):
+        data = verdict(cli("review", "--base", "main", *args))
+        # A flag for the reviewer, as the assessment counts it: the verdict itself stands.
+        assert data["verdict"] == "approve", (args, data["problems"])
+        named = [w for w in data["warnings"] if "acknowledgement" in w]
+        assert named, (args, data["warnings"])
+        assert task in named[0]
+        assert "scope (drift)" in named[0]
+        assert "[review] require" in named[0]
+        shown = cli("review", "--base", "main", *args, human=True).stdout
+        assert "acknowledgement" in shown, args

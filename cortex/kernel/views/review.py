@@ -335,6 +335,14 @@ class Judge:
             problems.append({"code": "no_proof", "message": reasons})
         elif assessment.status == "partial":
             problems.append({"code": "partial", "message": reasons})
+        if assessment.acknowledged:
+            # Counted as a pass, but the case's own word, not its verifier's: say so.
+            required = [a for a in assessment.acknowledged if a.split()[0] in self.base.require]
+            self.warnings.append(
+                f"{case.id}: passed only by acknowledgement: {', '.join(assessment.acknowledged)}"
+                " (the case accepted it on record; no verifier approved it)"
+                + (", and the base branch's [review] require names it" if required else "")
+            )
         problems += _decision_problems(kernel, store, case, decisions)
         untrusted = gate.untrusted(found, self.level)
         if untrusted is not None and assessment.status != "unverified":
