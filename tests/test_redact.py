@@ -1242,6 +1242,26 @@ class TestClip:
         assert "FAKEkeyline" not in shown
         assert shown.startswith("tail of a key:")
 
+    def test_a_huge_text_costs_no_more_than_its_kept_part(self) -> None:
+        """An MCP argument has no size bound: clip redacted all of it (8 MiB took 10 s).
+
+        Only what can reach the kept part is read: the cut and a look-ahead past it.
+        """
+        text = PATHOLOGICAL["secrets_in_one_escaped_string"] * 64
+        started = time.perf_counter()
+        redact.clip(text, 80)
+        assert time.perf_counter() - started < 2.0
+        # What lies past the look-ahead is still shown as cut.
+        far = "<private>" + "x " * redact.CLIP_LOOK_AHEAD + "tail"
+        assert redact.clip(far, 50) == "[PRIVATE]..."
+
+    def test_a_key_tail_within_the_look_ahead_is_still_masked(self) -> None:
+        body = "FAKEkeyline" + "0" * 53
+        tail = f"tail of a key:\n{body}\n" + f"{'0' * 64}\n" * 200 + "-----END RSA PRIVATE KEY-----"
+        shown = redact.clip(tail + " padding" * 100_000, 100)
+        assert "FAKEkeyline" not in shown
+        assert shown.startswith("tail of a key:")
+
     def test_one_long_word_is_dropped(self) -> None:
         """A value without any space, longer than the limit, is shown as `...` only."""
         assert redact.clip("x" * 30, 10) == "..."

@@ -700,6 +700,11 @@ def _always(_text: str) -> bool:
 # Quoting cut values -----------------------------------------------------------------------
 
 
+CLIP_LOOK_AHEAD = 64 * 1024
+"""How far past its cut `clip` reads for what makes the kept part a secret: more than a PEM
+block of the largest RSA key (16384 bits: about 13 KiB)."""
+
+
 def clip(text: str, limit: int) -> str:
     """`text` in at most `limit` characters, ending in `...` when it had to be cut.
 
@@ -711,12 +716,22 @@ def clip(text: str, limit: int) -> str:
         return text
     # A secret known only by what lies past the cut (a PEM block's END line, the second half of
     # a continued line) is masked before cutting: cut first, its first part is kept unrecognised.
-    text = Redactor()(text)
-    if len(text) <= limit:
+    # Only a look-ahead past the cut is read: the whole of a text with no size bound (an MCP
+    # argument quoted in an error) cost seconds per MiB.
+    window = text[: limit + CLIP_LOOK_AHEAD]
+    if len(window) < len(text):
+        # The look-ahead ends between words too: a word it would split is left out whole.
+        start = len(window)
+        while start and not window[start - 1].isspace():
+            start -= 1
+        window = window[:start]
+    whole = len(window) == len(text)
+    text = Redactor()(window)
+    if whole and len(text) <= limit:
         return text
     end = max(limit - 3, 0)
     head = text[:end]
-    if head and not head[-1].isspace() and not text[end].isspace():
+    if len(text) > end and head and not head[-1].isspace() and not text[end].isspace():
         head = head[: len(head) - len(head.split()[-1])]
     return head + "..."
 
