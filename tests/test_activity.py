@@ -121,6 +121,33 @@ def test_a_secret_in_a_command_reaches_no_file(
             assert SECRET.encode() not in path.read_bytes(), path
 
 
+PASSWORD = "FAKEpw" + "Q7z" * 6
+"""A made-up password: no token shape, known only by where the command puts it."""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"curl -fsS -u 'deploy:a {PASSWORD}|b' https://x.invalid | jq .",
+        f'CURL --user deploy:"{PASSWORD}" https://x.invalid',
+        f"sshpass -p 'a'\"{PASSWORD}\" ssh deploy@host.invalid",
+        f"cd db && mysql -uroot -p'{PASSWORD}' app < seed.sql",
+    ],
+)
+def test_a_password_in_a_tools_own_syntax_reaches_no_file(
+    changing: str, env: dict[str, str], repo: Path, command: str
+) -> None:
+    """Issue 27's attack on step 5 through the hook that records every Bash command."""
+    hook("PostToolUse", env, repo, tool_name="Bash", tool_input={"command": command},
+         tool_response={"stdout": "", "stderr": ""})  # fmt: skip
+    [call] = records(env, changing)
+    assert call.command is not None
+    assert "[REDACTED]" in call.command
+    for path in Path(env["CORTEX_STATE_DIR"]).rglob("*"):
+        if path.is_file():
+            assert PASSWORD.encode() not in path.read_bytes(), path
+
+
 def test_an_edit_outside_the_boundary_is_warned_about_once(
     changing: str, env: dict[str, str], repo: Path
 ) -> None:
