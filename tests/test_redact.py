@@ -1814,3 +1814,18 @@ def test_command_line_passwords_in_any_case_and_for_the_proxy_are_masked(
 def test_a_proxy_user_without_a_password_is_kept() -> None:
     for command in ("curl -U proxy x.invalid", "curl -sU proxy x.invalid", "CURL -X GET x"):
         assert Redactor()(command) == command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # The value of an option that takes one, attached: not a user, whatever its letters.
+        "curl -duser:1 https://x.invalid",
+        "curl -dUser:1 https://x.invalid",
+        "curl -Hx-user:1 https://x.invalid",
+        "curl -ouser:out.json https://x.invalid",
+        "curl -XPUT -Tuser:file https://x.invalid",
+    ],
+)
+def test_an_attached_value_that_begins_with_u_is_not_a_curl_user(command: str) -> None:
+    assert Redactor()(command) == command

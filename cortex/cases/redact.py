@@ -354,11 +354,13 @@ def _build_command_patterns() -> tuple[
     options = {
         # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`), `--user`,
         # and the proxy's `-U`/`--proxy-user`: the password goes, the user stays. Without a `:`
-        # curl prompts: nothing to mask. The cluster ends at its first `u` or `U`: were the
-        # letters before it allowed to be one too, `-uuu...` would retry the user scan after
-        # each (quadratic: 55 s for 128 KiB).
+        # curl prompts: nothing to mask. Before the `u` a cluster holds only curl's flags that
+        # take no value (after `-d` the rest is the data: `-duser:1`); neither `u` nor `U` is
+        # one, so a cluster is read once (`-uuu...` retried the scan after each u: quadratic,
+        # 55 s for 128 KiB).
         "curl": re.compile(
-            option + r"(?:-[A-TV-Za-tv-z]*[uU][ \t]*|--(?:proxy-)?user(?:=|[ \t]+)))"
+            option
+            + r"(?:-[0-46aBfgGiIjJklLMnNOpqRsSvVZ#]*[uU][ \t]*|--(?:proxy-)?user(?:=|[ \t]+)))"
             r"(?P<word>" + word + ")"
         ),
         # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
