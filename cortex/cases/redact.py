@@ -331,14 +331,15 @@ def redact_credentials(text: str) -> str:
 _COMMAND_TRIGGERS = ("curl", "mysql", "mariadb", "sshpass")
 
 
+_Options = dict[str, re.Pattern[str]]
+
+
 @cache
-def _command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], dict[str, re.Pattern[str]]]:
+def _command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Options, _Options]:
     return _build_command_patterns()
 
 
-def _build_command_patterns() -> tuple[
-    re.Pattern[str], re.Pattern[str], dict[str, re.Pattern[str]]
-]:
+def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Options, _Options]:
     # Any case: macOS and Windows find `CURL` or `curl.EXE` on a case-insensitive disk.
     tool = re.compile(
         r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b",
@@ -347,27 +348,38 @@ def _build_command_patterns() -> tuple[
     # A command ends at a pipe, `;`, `&` or a line break outside quotes: its options are looked
     # for up to there (`-u 'admin:a|b'` is one command). A quote never closed is one character.
     command = re.compile(r"""(?:[^\n|;&'"]|'[^'\n]*'|"[^"\n]*"|['"])*""")
-    # One shell word: quoted and bare parts joined (`'a'"b"c`). A quote the command's end cuts
-    # (the next tool named inside it) runs to that end: its rest is masked, not kept.
-    word = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
-    option = r"(?<![\w-])(?P<head>"
-    options = {
-        # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`), `--user`,
-        # and the proxy's `-U`/`--proxy-user`: the password goes, the user stays. Without a `:`
-        # curl prompts: nothing to mask. Before the `u` a cluster holds only curl's flags that
-        # take no value (after `-d` the rest is the data: `-duser:1`); neither `u` nor `U` is
-        # one, so a cluster is read once (`-uuu...` retried the scan after each u: quadratic,
-        # 55 s for 128 KiB).
-        "curl": re.compile(
-            option
-            + r"(?:-[0-46aBfgGiIjJklLMnNOpqRsSvVZ#]*[uU][ \t]*|--(?:proxy-)?user(?:=|[ \t]+)))"
-            r"(?P<word>" + word + ")"
-        ),
-        # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
-        "mysql": re.compile(option + "-p)(?P<pw>" + word + ")"),
-        "sshpass": re.compile(option + r"-p[ \t]*)(?P<pw>" + word + ")"),
-    }
-    return tool, command, options
+    # One shell word: quoted and bare parts joined (`'a'"b"c`). A quote never closed ends it
+    # (`bash -c "mysql -ppw"`: the quote is the outer string's), but where the next tool's name
+    # cut the command (`-u 'u:a curl b'`) it runs to the cut: the rest is masked, not kept.
+    closed = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"])+"""
+    cut = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
+
+    def options(word: str) -> _Options:
+        option = r"(?<![\w-])(?P<head>"
+        return {
+            # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`),
+            # `--user`, and the proxy's `-U`/`--proxy-user`: the password goes, the user stays.
+            # Without a `:` curl prompts: nothing to mask. Before the `u` a cluster holds only
+            # curl's flags that take no value (after `-d` the rest is the data: `-duser:1`);
+            # neither `u` nor `U` is one, so a cluster is read once (`-uuu...` retried the scan
+            # after each u: quadratic, 55 s for 128 KiB).
+            "curl": re.compile(
+                option
+                + r"(?:-[0-46aBfgGiIjJklLMnNOpqRsSvVZ#]*[uU][ \t]*|--(?:proxy-)?user(?:=|[ \t]+)))"
+                r"(?P<word>" + word + ")"
+            ),
+            # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
+            "mysql": re.compile(option + "-p)(?P<pw>" + word + ")"),
+            # sshpass reads its options up to the command it runs: `ssh -p 22` after it is a
+            # port. Before `-p` come only its other options (`-f FILE`, `-d FD`, `-P PROMPT`,
+            # `-e`, `-v`), each matched once and for all.
+            "sshpass": re.compile(
+                r"\A(?P<head>(?:[ \t]+(?:-[fdP][ \t]*" + word + r"|-[evhV]+))*+[ \t]+-p[ \t]*)"
+                r"(?P<pw>" + word + ")"
+            ),
+        }
+
+    return tool, command, options(closed), options(cut)
 
 
 def _mask_option(found: re.Match[str]) -> str:
@@ -399,15 +411,17 @@ def redact_command_credentials(text: str) -> str:
     low = text.lower()
     if not any(trigger in low for trigger in _COMMAND_TRIGGERS):
         return text
-    tool, command, options = _command_patterns()
+    tool, command, closed, cut = _command_patterns()
     parts: list[str] = []
     done = 0
     found = tool.search(text)
     while found:
         # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
         after = tool.search(text, found.end())
-        span = command.match(text, found.end(), after.start() if after else len(text))
+        bound = after.start() if after else len(text)
+        span = command.match(text, found.end(), bound)
         end = span.end() if span else found.end()
+        options = cut if end == bound and after else closed
         masked = options[found.lastgroup or "curl"].sub(_mask_option, text[found.end() : end])
         parts += (text[done : found.end()], masked)
         done = end
