@@ -574,3 +574,30 @@ def test_a_pass_by_acknowledgement_is_named_in_the_verdict(
         assert "[review] require" in named[0]
         shown = cli("review", "--base", "main", *args, human=True).stdout
         assert "acknowledgement" in shown, args
+
+
+def test_a_required_verifier_only_the_branch_defines_is_not_proof(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The base requires `command:lint` but defines no lint; the branch defines it as `true`."""
+    configure_verifiers(repo, env, {"unit": CHECK})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["command:lint"]\n')
+    git(repo, "commit", "-q", "-am", "require a lint the base does not define", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('\n[verifiers.lint]\nargv = ["true"]\n')
+    git(repo, "commit", "-q", "-am", "the branch's own lint", env=env)
+    task = ready_to_verify(cli, verify=("command:unit", "command:lint"))
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
+    for args, code in (
+        ((), "verifier_redefined"),
+        (("--reproduce",), "not_reproduced"),
+        (("--accept", "any"), "verifier_redefined"),
+    ):
+        data = verdict(cli("review", "--base", "main", *args))
+        assert data["verdict"] == "needs_verification", args
+        assert codes(data) == [code], args
+        assert [r["requirement"] for r in data["redefined"]] == ["command:lint"], args
