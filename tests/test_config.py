@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import Cli, git
 
-from cortex.kernel.config import load_config, state_root
+from cortex.kernel.config import committed, load_config, state_root
 from cortex.kernel.errors import ConfigError
 
 
@@ -293,3 +293,24 @@ class TestRepoLocalStore:
         )
         task = Cli(env, repo).open()
         assert (tmp_path / "mine" / task).is_dir()
+
+
+def test_the_base_s_require_lists_of_both_files_are_joined() -> None:
+    """An empty `require` in cortex.toml does not drop what pyproject.toml requires (issue 27)."""
+    found = committed(
+        {
+            "pyproject.toml": b'[tool.cortex.review]\nrequire = ["command:lint", "pytest"]\n',
+            "cortex.toml": b'[review]\nrequire = []\naccept = "remote"\n',
+        },
+        "base 0123456789ab",
+    )
+    assert found.require == ("command:lint", "pytest")
+    assert found.accept == "remote"
+    joined = committed(
+        {
+            "pyproject.toml": b'[tool.cortex.review]\nrequire = ["command:lint"]\n',
+            "cortex.toml": b'[review]\nrequire = ["scope", "command:lint"]\n',
+        },
+        "base 0123456789ab",
+    )
+    assert joined.require == ("command:lint", "scope")
