@@ -674,6 +674,7 @@ PATHOLOGICAL = {
     # An option cluster of `u`s: each one could start curl's user scan again (issue 27's attack).
     "curl_u_cluster": "curl -" + "u" * 131_066,
     "sshpass_options": ("sshpass" + " -P 'x" * 21_846)[:131_072],
+    "sshpass_argv_list": ("sshpass" + '", "-P", "x' * 13_108)[:131_072],
 }
 
 
@@ -1861,3 +1862,32 @@ def test_sshpass_options_and_an_outer_quote_are_read_as_the_shell_reads_them(
 def test_a_password_holding_a_tool_name_is_masked_whole() -> None:
     masked = Redactor()(f"curl -u 'deploy:a curl {_CLI_PASSWORD}' https://x.invalid")
     assert _CLI_PASSWORD not in masked
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["curl", "-u", "deploy:{pw}", "https://x.invalid"],
+        ["curl", "-fsSu", "deploy:{pw}", "https://x.invalid"],
+        ["curl", "--user", "deploy:{pw}"],
+        ["sshpass", "-p", "{pw}", "ssh", "-p", "2222", "h"],
+        ["sshpass", "-v", "-P", "Pass:", "-p", "{pw}", "ssh", "h"],
+    ],
+)
+def test_a_command_line_written_as_a_list_keeps_no_password(argv: list[str]) -> None:
+    """An argv list (a verifier's argv, a JSON log, CalledProcessError's message) is one form."""
+    argv = [arg.format(pw=_CLI_PASSWORD) for arg in argv]
+    for written in (
+        str(argv),
+        json.dumps(argv),
+        f"Command '{argv}' returned non-zero exit status 1",
+    ):
+        masked = Redactor()(written)
+        assert _CLI_PASSWORD not in masked, written
+        assert masked == written.replace(_CLI_PASSWORD, REDACTED)
+
+
+def test_an_argv_list_without_a_password_is_kept() -> None:
+    for argv in (["curl", "-u", "deploy", "x"], ["sshpass", "-f", "pw.txt", "ssh", "-p", "22"]):
+        for written in (str(argv), json.dumps(argv)):
+            assert Redactor()(written) == written

@@ -354,8 +354,14 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
     closed = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"])+"""
     cut = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
 
+    # An argv written as a list (`['curl', '-u', 'u:pw']`, a JSON array, a traceback's
+    # command): an element ends at its quote, and the next begins after `', '`.
+    element = r"""['"],[ \t]*['"]"""
+
     def options(word: str) -> _Options:
         option = r"(?<![\w-])(?P<head>"
+        value = r"(?(list)[^'\"\n]*|" + word + ")"
+        gap = r"(?:" + element + r"|[ \t]+)"
         return {
             # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`),
             # `--user`, and the proxy's `-U`/`--proxy-user`: the password goes, the user stays.
@@ -364,9 +370,8 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
             # neither `u` nor `U` is one, so a cluster is read once (`-uuu...` retried the scan
             # after each u: quadratic, 55 s for 128 KiB).
             "curl": re.compile(
-                option
-                + r"(?:-[0-46aBfgGiIjJklLMnNOpqRsSvVZ#]*[uU][ \t]*|--(?:proxy-)?user(?:=|[ \t]+)))"
-                r"(?P<word>" + word + ")"
+                option + r"(?:-[0-46aBfgGiIjJklLMnNOpqRsSvVZ#]*[uU]|--(?:proxy-)?user)"
+                r"(?:(?P<list>" + element + r")|=|[ \t]*))(?P<word>" + value + ")"
             ),
             # mysql's password is attached to `-p`; `-p NAME` prompts, NAME being the database.
             "mysql": re.compile(option + "-p)(?P<pw>" + word + ")"),
@@ -374,8 +379,18 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
             # port. Before `-p` come only its other options (`-f FILE`, `-d FD`, `-P PROMPT`,
             # `-e`, `-v`), each matched once and for all.
             "sshpass": re.compile(
-                r"\A(?P<head>(?:[ \t]+(?:-[fdP][ \t]*" + word + r"|-[evhV]+))*+[ \t]+-p[ \t]*)"
-                r"(?P<pw>" + word + ")"
+                r"\A(?P<head>(?:"
+                + gap
+                + r"(?:-[fdP](?:"
+                + element
+                + r"[^'\"\n]*|[ \t]*"
+                + word
+                + r")|-[evhV]+))*+"
+                + gap
+                + r"-p(?:(?P<list>"
+                + element
+                + r")|[ \t]*))"
+                r"(?P<pw>" + value + ")"
             ),
         }
 
