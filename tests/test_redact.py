@@ -675,6 +675,7 @@ PATHOLOGICAL = {
     "curl_u_cluster": "curl -" + "u" * 131_066,
     "sshpass_options": ("sshpass" + " -P 'x" * 21_846)[:131_072],
     "sshpass_argv_list": ("sshpass" + '", "-P", "x' * 13_108)[:131_072],
+    "sshpass_variables": ("SSHPASS='" * 14_564)[:131_072],
 }
 
 
@@ -1891,3 +1892,20 @@ def test_an_argv_list_without_a_password_is_kept() -> None:
     for argv in (["curl", "-u", "deploy", "x"], ["sshpass", "-f", "pw.txt", "ssh", "-p", "22"]):
         for written in (str(argv), json.dumps(argv)):
             assert Redactor()(written) == written
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # `sshpass -e` reads the password from the environment variable named SSHPASS.
+        ("SSHPASS={pw} sshpass -e ssh h", "SSHPASS={r} sshpass -e ssh h"),
+        ("export SSHPASS='a {pw}'; sshpass -e scp a h:", "export SSHPASS={r}; sshpass -e scp a h:"),
+        ("env SSHPASS={pw} sshpass -e ssh h", "env SSHPASS={r} sshpass -e ssh h"),
+        # Not the variable: a version pin, another variable.
+        ("apt-get install -y sshpass=1.09-1", "apt-get install -y sshpass=1.09-1"),
+        ("MY_SSHPASS=x sshpass -f f ssh h", "MY_SSHPASS=x sshpass -f f ssh h"),
+    ],
+)
+def test_the_sshpass_variable_is_masked(command: str, expected: str) -> None:
+    masked = Redactor()(command.format(pw=_CLI_PASSWORD))
+    assert masked == expected.format(r=REDACTED)

@@ -418,14 +418,24 @@ def _mask_option(found: re.Match[str]) -> str:
     return found["head"] + word[: colon + 1] + REDACTED + open_quote
 
 
+@cache
+def _sshpass_variable() -> re.Pattern[str]:
+    # `sshpass -e` reads the password from $SSHPASS, set before it (`SSHPASS=pw sshpass -e`,
+    # `export SSHPASS=pw`): its name exactly, as the environment spells it, so a version pin
+    # (`apt-get install sshpass=1.09-1`) is kept.
+    return re.compile(r"""(?<![\w-])(?P<head>SSHPASS=)(?:'[^'\n]*'|"[^"\n]*"|[^\s'";&|])+""")
+
+
 def redact_command_credentials(text: str) -> str:
-    """Mask passwords given as `curl -u USER:PASSWORD`, `mysql -pPASSWORD`, `sshpass -p PASSWORD`.
+    """Mask the passwords of `curl -u U:PW`, `mysql -pPW`, `sshpass -p PW` and `SSHPASS=PW`.
 
     Each command is scanned once, from its tool's name to its end, so the cost stays linear.
     """
     low = text.lower()
     if not any(trigger in low for trigger in _COMMAND_TRIGGERS):
         return text
+    if "SSHPASS=" in text:
+        text = _sshpass_variable().sub(lambda m: m["head"] + REDACTED, text)
     tool, command, closed, cut = _command_patterns()
     parts: list[str] = []
     done = 0
