@@ -221,6 +221,32 @@ def test_a_plan_that_leaves_out_a_verifier_the_base_requires_is_not_approved(
         assert f"cortex case plan {task} --verify command:lint" in data["problems"][0]["message"]
 
 
+def test_the_machines_global_require_adds_to_the_base_s_never_removes(
+    repo: Path, env: dict[str, str], cli: Cli
+) -> None:
+    """The gate's operator may require more than the base commit, never less."""
+    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write('[review]\nrequire = ["command:lint"]\n')
+    git(repo, "commit", "-q", "-am", "require lint", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    task = ready_to_verify(cli, verify=("command:unit",))
+    (repo / "app.py").write_text("print('fixed')\n")
+    finish(cli, repo, env, task)
+    config = Path(env["XDG_CONFIG_HOME"]) / "cortex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    said = {}
+    for listed in ('["command:unit", "command:slow"]', "[]"):
+        config.write_text(f"[review]\nrequire = {listed}\n")
+        data = verdict(cli("review", "--base", "main"))
+        assert codes(data) == ["required_missing"], listed
+        said[listed] = data["problems"][0]["message"]
+    named = "[review] require names command:lint (base branch), command:slow (global config"
+    assert said['["command:unit", "command:slow"]'].startswith(named)
+    assert said["[]"].startswith("[review] require names command:lint (base branch), which")
+
+
 def test_a_requirement_only_the_branch_adds_is_not_the_gate_s(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:

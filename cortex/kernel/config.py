@@ -428,6 +428,15 @@ def committed(files: Mapping[str, bytes | None], label: str) -> Committed:
     return Committed(verifiers=verifiers, accept=accept, require=tuple(dict.fromkeys(require)))
 
 
+def global_review_require(env: Mapping[str, str]) -> tuple[str, ...]:
+    """`[review] require` of the global configuration file: what this machine's gate adds."""
+    path = global_config_path(env)
+    table = None if path is None else _read_toml(path, table_path=None)
+    if path is None or table is None or not isinstance(table.get("review"), dict):
+        return ()
+    return review_require(path, table["review"])
+
+
 def global_review_accept(env: Mapping[str, str]) -> str | None:
     """`[review] accept` of the global configuration file, if it says."""
     path = global_config_path(env)

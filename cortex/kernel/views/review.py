@@ -93,6 +93,7 @@ def review(
         level=rule["accept"],
         base=base_config,
         head=head_config,
+        require=_required(kernel, base_config),
         head_commit=head_commit,
         tree=tree,
         fork=fork,
@@ -214,6 +215,16 @@ def _claims(
     return claims, seen
 
 
+def _required(kernel: Kernel, base: Any) -> dict[str, str]:
+    """What every case's plan must include: the base commit's list, then this machine's."""
+    from cortex.kernel.config import global_review_require
+
+    found = dict.fromkeys(base.require, "base branch")
+    for name in global_review_require(kernel.env):
+        found.setdefault(name, "global configuration")
+    return found
+
+
 class Judge:
     """Judges each claiming case against the head commit (steps 3 to 8 of the design)."""
 
@@ -225,6 +236,7 @@ class Judge:
         level: str,
         base: Any,
         head: Any,
+        require: dict[str, str],
         head_commit: str,
         tree: str | None,
         fork: str,
@@ -236,6 +248,8 @@ class Judge:
         self.level = level
         self.base = base
         self.head = head
+        self.require = require
+        """Each name every case's plan must include -> who requires it (base, global)."""
         self.head_commit = head_commit
         self.tree = tree
         self.fork = fork
@@ -337,11 +351,11 @@ class Judge:
             problems.append({"code": "partial", "message": reasons})
         if assessment.acknowledged:
             # Counted as a pass, but the case's own word, not its verifier's: say so.
-            required = [a for a in assessment.acknowledged if a.split()[0] in self.base.require]
+            required = [a for a in assessment.acknowledged if a.split()[0] in self.require]
             self.warnings.append(
                 f"{case.id}: passed only by acknowledgement: {', '.join(assessment.acknowledged)}"
                 " (the case accepted it on record; no verifier approved it)"
-                + (", and the base branch's [review] require names it" if required else "")
+                + (", and [review] require names it" if required else "")
             )
         problems += _decision_problems(kernel, store, case, decisions)
         untrusted = gate.untrusted(found, self.level)
@@ -385,16 +399,17 @@ class Judge:
                 "it was recorded); only the base and head definitions were compared"
             )
         required = list(case.verification_required)
-        left_out = [name for name in self.base.require if name not in required]
+        left_out = [name for name in self.require if name not in required]
         if left_out:
-            # The base branch, not the case's own plan, says what must have run.
+            # The base branch (and this machine's gate), not the case's own plan, say what must
+            # have run.
+            named = ", ".join(f"{name} ({self.require[name]})" for name in left_out)
             entry["problems"].append(
                 {
                     "code": "required_missing",
                     "message": (
-                        f"the base branch's [review] require names {', '.join(left_out)}, "
-                        f"which the case's plan leaves out: cortex case plan {task_id} "
-                        f"--verify {left_out[0]}, then verify"
+                        f"[review] require names {named}, which the case's plan leaves out: "
+                        f"cortex case plan {task_id} --verify {left_out[0]}, then verify"
                     ),
                 }
             )
