@@ -5,9 +5,10 @@ cases that claim them (their `Cortex-Case:` trailers, and the cases opened on th
 its fork point or after it), and each case judged by `assess` against the head commit as a
 clean checkout, so a receipt counts exactly when the verified code is the code at `head`.
 
-Read-only, and it never runs a verifier or talks to a remote: CI fetches the cases first
-(`cortex case fetch --pr N`). Anything but `approve` is a refusal (exit 5) whose `data` holds
-the whole verdict, as `audit` keeps its report.
+Read-only, and it never talks to a remote: CI fetches the cases first (`cortex case fetch
+--pr N`). It runs verifiers only to reproduce (`--reproduce`, or a base that accepts only
+reproduced proof), and never through MCP. Anything but `approve` is a refusal (exit 5) whose
+`data` holds the whole verdict, as `audit` keeps its report.
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ def review(
 
     data = redact_all(data, kernel.redactor)
     if fmt == "md":
+        from cortex.kernel.views.review_summary import markdown
+
         data["document"] = markdown(data)
     if verdict != "approve":
         raise ReviewError(verdict, data["summary"], data)
@@ -493,86 +496,6 @@ def _summary(verdict: str, cases: list[Data], problems: list[Data]) -> str:
     where = f"{first['taskId']}: " if first.get("taskId") else ""
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"{verdict}: {where}{first['code']}: {first['message']}{more}"
-
-
-def _origin(provenance: Data | None) -> str:
-    """Where a case's proof came from, in a word or two (`local`, `remote, reproduced`)."""
-    if provenance is None or provenance["origin"] is None:
-        return "-"
-    words = [provenance["origin"]]
-    if provenance["source"]:
-        words.append(provenance["source"])
-    if provenance["reproduced"]:
-        words.append("reproduced")
-    return ", ".join(words)
-
-
-def _named(ref: str, commit: str) -> str:
-    from cortex.kernel.views.markdown import code
-
-    return code(commit) if ref == commit else f"{code(ref)} at {code(commit)}"
-
-
-def markdown(data: Data) -> str:
-    """The verdict as a Markdown summary for `$GITHUB_STEP_SUMMARY` (verdict first)."""
-    from cortex.kernel.views.markdown import code, inline
-
-    head, base = data["head"], data["base"]
-    lines = [
-        f"## Cortex review: **{inline(data['verdict'])}**",
-        "",
-        inline(data["summary"]),
-        "",
-        (f"- Head: {_named(head['ref'], head['commit'])}, tree {code(head['tree'] or 'unknown')}"),
-        (
-            f"- Base: {_named(base['ref'], base['commit'])}; merge base "
-            f"{code(data['mergeBase'])}; {data['commits']} commit(s)"
-        ),
-        (
-            f"- Policy: accepts {code(data['policy']['accept'])} proof (set by "
-            f"{inline(data['policy']['from'])})"
-        ),
-        "",
-    ]
-    if data["cases"]:
-        lines += [
-            "| case | claimed by | phase | verdict | proof from | code |",
-            "|---|---|---|---|---|---|",
-        ]
-        for case in data["cases"]:
-            cells = [
-                code(case["taskId"]),
-                inline(", ".join(case["claimedBy"])),
-                inline(case["phase"] or "missing"),
-                inline(case["assessment"] or "-"),
-                inline(_origin(case["provenance"])),
-                inline(case["currency"] or "-"),
-            ]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        lines.append("")
-    if data["problems"]:
-        lines += ["Problems:", ""]
-        for problem in data["problems"]:
-            where = f"{code(problem['taskId'])} " if problem.get("taskId") else ""
-            lines.append(f"- {where}{code(problem['code'])}: {inline(problem['message'])}")
-        lines.append("")
-    if data["seen"]:
-        lines += ["Other open cases of the branch (not judged):", ""]
-        lines += [
-            f"- {code(s['taskId'])} ({inline(s['phase'])}): {inline(s['goal'] or '')}"
-            for s in data["seen"]
-        ]
-        lines.append("")
-    flagged = [(c["taskId"], f) for c in data["cases"] for f in (c.get("observed") or {}).get(
-        "flags", [])]  # fmt: skip
-    if flagged:
-        lines += ["Observed by the agent's host, against its claims:", ""]
-        lines += [
-            f"- {code(task)} {code(f['kind'])}: {inline(f['message'])}" for task, f in flagged
-        ]
-        lines.append("")
-    lines += [f"- Warning: {inline(w)}" for w in data["warnings"]]
-    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 class Review(Input):
