@@ -1,6 +1,6 @@
 """The timeline's answers for a case whose ledgers are all time-ordered, without a full scan.
 
-Each function returns exactly what its counterpart in `timeline.py` returns from streaming
+Each function returns exactly what its counterpart in `page.py` returns from streaming
 every entry (tests compare the two on the same cases), but reads only: the snapshot entries
 (decisions, batches, receipts: small and already in memory), a binary search per ledger for
 each time boundary, byte counts for exact totals, and the few lines it shows.
