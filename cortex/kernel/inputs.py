@@ -31,7 +31,6 @@ from cortex.cases.bounds import (
     STUDIO_REFRESH_MAX,
     STUDIO_REFRESH_MIN,
     STUDIO_ROWS_MAX,
-    TIMELINE_AROUND_DEFAULT,
     TIMELINE_LIMIT_DEFAULT,
 )
 from cortex.cases.records import Confidence, EvidenceKind, Mode, Origin, Risk, Surface
@@ -46,8 +45,6 @@ LIST_LIMIT = LIST_LIMIT_DEFAULT
 """`case list`: cases per answer."""
 TIMELINE_LIMIT = TIMELINE_LIMIT_DEFAULT
 """`case timeline`: entries per page."""
-TIMELINE_AROUND = TIMELINE_AROUND_DEFAULT
-"""`case timeline --anchor`: entries before and after the anchor."""
 SESSIONS_LIMIT = SESSIONS_LIMIT_DEFAULT
 """`case sessions`: cases per answer."""
 PREVIEW_BYTES = PREVIEW_DEFAULT
