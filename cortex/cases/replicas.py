@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from cortex.cases import ledger
-from cortex.cases.digest import sha256_hex
 from cortex.cases.errors import IntegrityError
 from cortex.cases.layout import REPLICAS_FILE, ledger_file, replica_ledger
 from cortex.cases.records import (
@@ -303,8 +302,3 @@ def origins(index: ReplicaIndex | None) -> dict[str, Any] | None:
         },
         "forks": [r.key for r in index.replicas if r.forked],
     }
-
-
-def sha256_line(line: bytes) -> str:
-    """The sha256 of a stored line (what a stub's `share.line` records)."""
-    return sha256_hex(line)

@@ -15,11 +15,6 @@ from cortex.kernel.envelope import Data
 from cortex.screen.ink import Console, Text
 
 
-def card_line(card: Data) -> str:
-    """The line of one card (the same text `estTokens` counts)."""
-    return " ".join([card["id"], card["text"], *card["labels"]])
-
-
 def _card(console: Console, card: Data, indent: str = "") -> None:
     line = Text(indent) + Text(card["id"], style="bold") + Text(" " + card["text"])
     for label in card["labels"]:

@@ -27,8 +27,6 @@ from contextlib import contextmanager, suppress
 from itertools import pairwise
 from typing import Any, NamedTuple
 
-import msgspec
-
 from cortex.cases.digest import sha256_hex
 from cortex.cases.fsio import make_private_dirs
 from cortex.cases.records import decode, encode
@@ -900,13 +898,3 @@ def history(
         label = "[contested]" if resolution is None else f"(resolved: {resolution.outcome})"
         states[dispute.evidence] = ("contest", [label])
     return states
-
-
-def decode_card(blob: bytes) -> Card:
-    """A stored card."""
-    return decode(blob, Card)
-
-
-def card_bytes(card: Card) -> bytes:
-    """A card as stored."""
-    return encode(msgspec.structs.replace(card, score=None))

@@ -9,7 +9,6 @@ name, e-mail or host name is in a shared object.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -170,8 +169,3 @@ def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     if proc.stdin is None or proc.stdout is None:
         raise GitFailedError("git cat-file has no pipes")
     return proc.stdin, proc.stdout
-
-
-def is_repository(root: str) -> bool:
-    """Whether `root` has a `.git` (directory or file): sharing needs a repository."""
-    return os.path.lexists(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, "HEAD"))

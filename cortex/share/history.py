@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Literal, Protocol
 
 from cortex.cases import ledger
-from cortex.cases.bounds import SHARE_SEGMENT_LINES
 from cortex.cases.records import LEDGER_TYPES
 from cortex.cases.replicas import line_hash, parse
 from cortex.share.format import LEDGER_NAMES, Head, LedgerHead
@@ -137,8 +136,3 @@ def fork_suffix(kept: History, other: History) -> str:
         if low < b:  # `other` has a line `kept` lacks or holds otherwise
             return other.hash_at(name, low + 1)[:8]
     return other.hash_at("commands", other.count("commands"))[:8]
-
-
-def segment_of(n: int) -> int:
-    """The index of the sealed segment holding line `n` (1-based), if sealed."""
-    return (n - 1) // SHARE_SEGMENT_LINES
