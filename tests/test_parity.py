@@ -311,6 +311,23 @@ def test_each_cli_only_option_exists(entry: tuple[str, str]) -> None:
     assert dest in _cli_arguments(cmd)
 
 
+@pytest.mark.parametrize("entry", sorted(NOT_ON_CLI))
+def test_each_field_the_cli_leaves_out_is_a_field_no_option_fills(entry: tuple[str, str]) -> None:
+    """A stale exemption would hide drift: the field must exist and the CLI must lack it."""
+    command, field = entry
+    assert field in use_case(command)[0].__struct_fields__
+    cmd = next(c for c in COMMANDS if c.name == command)
+    assert ALIASES.get(field, field) not in _cli_arguments(cmd)
+
+
+@pytest.mark.parametrize("entry", sorted(ONLY_CLI))
+def test_each_cli_only_option_fills_no_field(entry: tuple[str, str]) -> None:
+    """An option that became a field must leave ONLY_CLI, or its exemption hides nothing."""
+    command, dest = entry
+    fields = use_case(command)[0].__struct_fields__
+    assert all(ALIASES.get(field, field) != dest for field in fields)
+
+
 def test_global_options_are_the_faces_own() -> None:
     """--json and --quiet are how the CLI prints; --workspace is where it runs, on every tool."""
     assert [opt.dest for opt in GLOBAL] == ["json", "workspace", "quiet"]
