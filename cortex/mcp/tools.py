@@ -3,9 +3,10 @@
 A tool runs the use case the kernel registers for its command (`cortex.kernel.inputs.REGISTRY`),
 the same one the CLI runs, and answers with the same envelope (its `command` is the CLI's dotted
 name), so the two surfaces cannot drift apart. A tool's arguments are its use case's input
-struct, less what this face withholds (`WITHHELD`), plus `workspace`; the schemas are generated
-from them. This module does not import the MCP SDK, so the table can be checked without a
-server; the session's own state (the lease tokens it holds) is `cortex.mcp.session`.
+struct, less what this face withholds (`WITHHELD`, `WITHHELD_BY_COMMAND`), plus `workspace`;
+the schemas are generated from them. This module does not import the MCP SDK, so the table can
+be checked without a server; the session's own state (the lease tokens it holds) is
+`cortex.mcp.session`.
 
 What is deliberately not a tool: answering a decision (a person's act; agents ask, people
 answer), `case trust` (approving a command must happen at a terminal), and the set-up commands.
@@ -290,6 +291,8 @@ TOOLS: tuple[Tool, ...] = (
 BY_NAME = {tool.name: tool for tool in TOOLS}
 BY_COMMAND = {tool.command: tool for tool in TOOLS}
 
+# The same table as WITHHELD: a field withheld on every tool is named in a message by its reason
+# (a refusal about the lease token says the server holds it). A new WITHHELD entry is spelled so.
 UNSPOKEN: dict[str, str] = WITHHELD
 """Kernel arguments no tool takes, named in messages by what stands for them here."""
 
