@@ -5,7 +5,7 @@ function takes `(kernel, input)`. This module holds what those structs share: th
 annotated scalars (`TaskId`, `Actor`, `Expect`), the object forms of a hypothesis, an option and
 a claim, the defaults of optional arguments, and `REGISTRY`, the command name -> struct and
 function table both faces call through (docs/design/inputs.md). It imports msgspec and the case
-format's bounds only: every call loads it.
+format's bounds and literal types only: every call loads it.
 
 The CLI's grammar shows the defaults in `--help`, the MCP server publishes them in its input
 schemas, and the use cases apply them when an in-process caller leaves an argument out, so a
