@@ -10,12 +10,13 @@ deliberately lacks is listed here with its reason; anything else is drift.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec
 import pytest
 
-from cortex.cli.commands import HANDLERS
+from cortex.cli.commands import CONFIRMS, HANDLERS
 from cortex.cli.grammar import COMMANDS, GLOBAL, Cmd, Opt
 from cortex.cli.render import _RENDERERS
 from cortex.kernel.inputs import ALIASES, REGISTRY, TaskOnly, use_case
@@ -326,6 +327,19 @@ def test_each_cli_only_option_fills_no_field(entry: tuple[str, str]) -> None:
     command, dest = entry
     fields = use_case(command)[0].__struct_fields__
     assert all(ALIASES.get(field, field) != dest for field in fields)
+
+
+def test_the_cli_asks_for_every_use_case_that_takes_a_confirmation() -> None:
+    """A use case with a `confirm` keyword is a person's act: the CLI must have a question for it
+    in CONFIRMS (the keyword has no default, so the call fails without one), and no tool serves
+    it (the MCP face never passes one)."""
+    asking = {
+        command
+        for command in REGISTRY
+        if "confirm" in inspect.signature(use_case(command)[1]).parameters
+    }
+    assert sorted(asking) == sorted(CONFIRMS)
+    assert sorted(asking & {tool.command for tool in TOOLS}) == []
 
 
 def test_global_options_are_the_faces_own() -> None:
