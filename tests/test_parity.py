@@ -43,7 +43,6 @@ NOT_SERVED = {
     "case.decision.list": "status carries the pending decision an agent needs",
     "case.lease.renew": "begin_change renews the caller's own lease",
     "case.lease.release": "complete and abort release the lease",
-    "case.resolve": "served as cortex_resolve",
     "case.audit": "an integrity check for people and CI, run from a shell",
     "case.attest": "a statement for CI to sign, produced from a shell",
     "case.trust": "approving a command must happen at a terminal",
@@ -300,7 +299,7 @@ def test_every_command_is_served_or_says_why_not() -> None:
     served = {tool.command for tool in TOOLS}
     names = {cmd.name for cmd in COMMANDS}
     assert sorted(names - served - set(NOT_SERVED)) == []
-    stale = sorted(set(NOT_SERVED) & served - {"case.resolve"})
+    stale = sorted(set(NOT_SERVED) & served)
     assert stale == [], "served now: remove from NOT_SERVED"
     assert sorted(set(NOT_SERVED) - names) == []
 
