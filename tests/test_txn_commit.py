@@ -5,7 +5,9 @@ the audit line's fields, the clock's floor, snapshot references and backups, sna
 byte for byte, imported replicas' ledgers, fences, the refusals with their messages, and the
 warnings of a commit whose last step failed. Bounds are shrunk (monkeypatched) so that each is
 met exactly. A test written for a mutant names it in its docstring (`function` number: the
-change); docs/testing.md has the module's mutation score.
+change); docs/testing.md has the module's mutation score. `_resolve_journal` and
+`_replica_lengths` are the names and numbers of the run before issue 31 moved them to
+cortex/cases/recovery.py (`resolve`, `replica_lengths`), whose mutants are numbered anew.
 """
 
 from __future__ import annotations

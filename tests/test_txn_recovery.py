@@ -1,5 +1,5 @@
-"""cortex/cases/txn.py's recovery, in process: a writer stopped at each step of a commit, and
-the next writer's clean-up, file by file.
+"""A commit's recovery, in process: a writer stopped at each step of a commit (cortex/cases/txn.py),
+and the next writer's clean-up (cortex/cases/recovery.py), file by file.
 
 The crash tests (tests/test_crash.py, tests/test_share_crash.py) SIGKILL real processes; a
 mutation run cannot see those children run a mutant, so here the same stops happen in the test
@@ -7,8 +7,10 @@ process: the armed crash point raises `Died`, and the undo a failed write would 
 off, since a killed process runs nothing. What is left on disk is then what a SIGKILL leaves (a
 temp file `write_atomic` would have removed aside), and the next transaction must roll it back
 or finish it. Each test pins the exact files and the exact notes recovery leaves in the audit
-line, so that a mutation run of txn.py (docs/testing.md) sees every branch. A test written for a
-mutant names it in its docstring (`function` number: the change).
+line, so that a mutation run of txn.py and recovery.py (docs/testing.md) sees every branch. A
+test written for a mutant names it in its docstring (`function` number: the change);
+`_resolve_journal` is the name, and its numbers those, of the run before issue 31 moved it to
+recovery.py as `resolve`.
 """
 
 from __future__ import annotations
