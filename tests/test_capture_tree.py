@@ -1,14 +1,14 @@
 """The tree-id path of the workspace capture, one behaviour at a time (verification.md §1.1).
 
-`cortex/workspace/capture.py` names the working state's git tree: HEAD's tree with every path
-`git status` lists as `git add -A` would store it. The end-to-end proof that the answer is git's
-is `tests/test_tree_equivalence.py` (hypothesis against `git add -A && git write-tree`); this file
-pins each step on its own and fast, so a mutation run can use it:
+`cortex/workspace/working_tree.py` names the working state's git tree for the capture: HEAD's
+tree with every path `git status` lists as `git add -A` would store it. The end-to-end proof
+that the answer is git's is `tests/test_tree_equivalence.py` (hypothesis against `git add -A &&
+git write-tree`); this file pins each step on its own and fast, so a mutation run can use it:
 
 - the planning functions (`_ordinary`, `_work_tree_entry`, `_hidden`, `_safer_crlf`,
-  `_working_tree`) over hand-built status records and a fake `_Helpers` that answers from an
+  `working_tree_id`) over hand-built status records and a fake `Helpers` that answers from an
   in-memory store of real git-format objects and records every call;
-- `_Helpers` itself against a small real repository (`git cat-file --batch` and
+- `Helpers` itself against a small real repository (`git cat-file --batch` and
   `git hash-object --stdin-paths`), with fakes only to inject faults (a dead process, a pipe
   that answers garbage, a hung hasher);
 - `_finish`'s tree part through `capture.capture` on tiny real repositories, with git's own
@@ -76,7 +76,7 @@ def _bounded_git(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(working_tree, "GIT_TIMEOUT", 10.0)
 
 
-# -- an in-memory object store and a fake `_Helpers` -------------------------------------------
+# -- an in-memory object store and a fake `Helpers` --------------------------------------------
 
 
 class Store:
@@ -126,7 +126,7 @@ class Store:
 
 
 class FakeHelpers:
-    """Stands in for `_Helpers`: answers from a `Store` and records every call, in order."""
+    """Stands in for `Helpers`: answers from a `Store` and records every call, in order."""
 
     def __init__(
         self,
@@ -378,7 +378,7 @@ class TestHashed:
 
 class TestSeenAndPlan:
     def test_a_fresh_seen_is_empty(self) -> None:
-        """`_Seen` starts with empty collections and no feed."""
+        """`Seen` starts with empty collections and no feed."""
         seen = working_tree.Seen()
         assert seen.records == []
         assert seen.hidden == []
@@ -951,7 +951,7 @@ class TestSaferCrlf:
         assert fake.calls == [("read", sorted({good, bad}))]
 
 
-# -- the whole plan: _working_tree --------------------------------------------------------------
+# -- the whole plan: working_tree_id -----------------------------------------------------------
 
 
 def dirty(world: World) -> tuple[working_tree.Seen, dict[bytes, bytes], dict[bytes, Entry | None]]:
@@ -1166,12 +1166,12 @@ class TestWorkingTree:
         assert message == f"the tree {world.lib_tree} could not be read"
 
 
-# -- a small real repository for _Helpers ------------------------------------------------------
+# -- a small real repository for Helpers -------------------------------------------------------
 
 
 @dataclass
 class Shared:
-    """A committed repository the _Helpers tests only read (one per module)."""
+    """A committed repository the Helpers tests only read (one per module)."""
 
     root: Path
     env: dict[str, str]
