@@ -3,9 +3,9 @@
 Every registered use case declares one input struct (`cortex.kernel.inputs.REGISTRY`). Each of
 its fields must be a CLI option (or positional argument) of the command, through the one alias
 table, of the same kind, with the same default and requiredness; and an argument of the MCP tool
-of the same type and default, unless the MCP face withholds it (`cortex.mcp.tools.WITHHELD`,
-with its reason). Every CLI option and every MCP argument must fill a field. What one face
-deliberately lacks is listed here with its reason; anything else is drift.
+of the same type and default, unless the MCP face withholds it (`cortex.mcp.tools.WITHHELD`
+or `WITHHELD_BY_COMMAND`, with its reason). Every CLI option and every MCP argument must fill a
+field. What one face deliberately lacks is listed here with its reason; anything else is drift.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""cortex/cases/txn.py's checks on what a caller stages, and on a journal before recovery trusts
-it, each on its own.
+"""cortex/cases/txn.py's checks on what a caller stages, and cortex/cases/recovery.py's on a
+journal before it trusts it, each on its own.
 
 The store, crash and adversarial tests commit whole cases (and kill writers); here the guards a
 commit runs before it writes anything are pinned one by one, with their messages, so that a
-mutation run of txn.py (docs/testing.md) sees them. A test written for a mutant that survived
-names it in its docstring (`function` number: the change).
+mutation run of txn.py or recovery.py (docs/testing.md) sees them. A test written for a mutant
+that survived names it in its docstring (`function` number: the change; for `_check_journal`
+and `_replica_lengths_ok`, the number of the run before issue 31 moved them to recovery.py).
 """
 
 from __future__ import annotations
