@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from cortex.cases.bounds import CARD_PATHS_MAX, CARD_TEXT_MAX, CARD_TITLE_MAX
-from cortex.cases.records import CaseFile, Evidence, encode
+from cortex.cases.records import CaseFile, Evidence
 from cortex.recall.notable import notable
 from cortex.recall.terms import joined, terms
 
@@ -101,16 +101,6 @@ class Derived(msgspec.Struct):
     cards: list[Card]
     contests: list[Contest]
     closings: list[Closing]
-
-    def digest_source(self) -> bytes:
-        """The canonical bytes of this contribution (cards in id order, relations sorted)."""
-        return encode(
-            [
-                sorted(self.cards, key=lambda card: card.id),
-                sorted(self.contests, key=lambda contest: contest.evidence),
-                sorted(self.closings, key=lambda closing: closing.evidence),
-            ]
-        )
 
 
 def line(text: str, limit: int) -> str:

@@ -97,11 +97,6 @@ class OrderedLedger:
         record = parse_line(line, LEDGER_TYPES[self.name], where=f"{self.file} byte {start}")
         return ledger_entry(self.name, record)
 
-    def _matches(self, start: int) -> bool:
-        if self.needle is None:
-            return True
-        return self.view.find(self.needle, start, self._end(start)) >= 0
-
     # Searching ---------------------------------------------------------------------------
 
     def at_time(self, moment: str | None, *, after: bool = False) -> int:
