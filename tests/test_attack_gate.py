@@ -201,16 +201,23 @@ def test_a_symlink_out_of_the_tree_and_a_submodule_in_the_head_commit_reach_noth
 LINT = [sys.executable, "-c", "import sys; sys.exit('TODO' in open('app.py').read())"]
 
 
+def branch_requiring(
+    repo: Path, env: dict[str, str], verifiers: dict[str, list[str]], require: str
+) -> None:
+    """Commit `verifiers` and `[review] require = <require>` on main; go on in a branch."""
+    configure_verifiers(repo, env, verifiers)
+    with (repo / "cortex.toml").open("a") as toml:
+        toml.write(f"[review]\nrequire = {require}\n")
+    git(repo, "commit", "-q", "-am", f"require {require}", env=env)
+    env["CORTEX_APPROVE_COMMANDS"] = "1"
+    git(repo, "checkout", "-q", "-b", "feature", env=env)
+
+
 def test_a_plan_that_leaves_out_a_verifier_the_base_requires_is_not_approved(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:
     """`[review] require` of the base commit, not the case's plan, says what must have run."""
-    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["command:lint"]\n')
-    git(repo, "commit", "-q", "-am", "require lint", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK, "lint": LINT}, '["command:lint"]')
     task = ready_to_verify(cli, verify=("command:unit",))
     (repo / "app.py").write_text("print('fixed')  # TODO\n")  # fails the base's lint
     finish(cli, repo, env, task)
@@ -225,12 +232,7 @@ def test_the_machines_global_require_adds_to_the_base_s_never_removes(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:
     """The gate's operator may require more than the base commit, never less."""
-    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["command:lint"]\n')
-    git(repo, "commit", "-q", "-am", "require lint", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK, "lint": LINT}, '["command:lint"]')
     task = ready_to_verify(cli, verify=("command:unit",))
     (repo / "app.py").write_text("print('fixed')\n")
     finish(cli, repo, env, task)
@@ -251,12 +253,7 @@ def test_a_requirement_only_the_branch_adds_is_not_the_gate_s(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:
     """A branch cannot lift the base's list by editing its own cortex.toml."""
-    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["command:lint"]\n')
-    git(repo, "commit", "-q", "-am", "require lint", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK, "lint": LINT}, '["command:lint"]')
     configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})  # drops [review] on the branch
     task = ready_to_verify(cli, verify=("command:unit",))
     (repo / "app.py").write_text("print('fixed')\n")
@@ -267,12 +264,7 @@ def test_a_requirement_only_the_branch_adds_is_not_the_gate_s(
 def test_a_case_whose_plan_includes_what_the_base_requires_is_approved(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:
-    configure_verifiers(repo, env, {"unit": CHECK, "lint": LINT})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["command:lint"]\n')
-    git(repo, "commit", "-q", "-am", "require lint", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK, "lint": LINT}, '["command:lint"]')
     task = ready_to_verify(cli, verify=("command:unit", "command:lint"))
     (repo / "app.py").write_text("print('fixed')\n")
     finish(cli, repo, env, task)
@@ -547,12 +539,7 @@ def test_a_base_requirement_no_plan_can_name_is_a_configuration_error(
 
     The name, newlines and terminal controls included, also went into every problem's message.
     """
-    configure_verifiers(repo, env, {"unit": CHECK})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["command:unit", "Not A\\nVerifier\\u001b[2J"]\n')
-    git(repo, "commit", "-q", "-am", "require a name no plan holds", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK}, '["command:unit", "Not A\\nVerifier\\u001b[2J"]')
     configure_verifiers(repo, env, {"unit": CHECK})  # the branch's own file must parse
     task = ready_to_verify(cli)
     (repo / "app.py").write_text("print('fixed')\n")
@@ -574,12 +561,7 @@ def test_a_pass_by_acknowledgement_is_named_in_the_verdict(
     The assessment counts an acknowledged pass as a pass and promises every surface names it:
     the verdict read as a plain pass, in every mode, with nothing about the acknowledgement.
     """
-    configure_verifiers(repo, env, {"unit": CHECK})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["scope"]\n')
-    git(repo, "commit", "-q", "-am", "require scope", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK}, '["scope"]')
     task = ready_to_verify(cli, verify=("command:unit", "scope"))
     (repo / "app.py").write_text("print('fixed')\n")
     (repo / "billing.py").write_text("print('outside the boundary')\n")
@@ -606,12 +588,7 @@ def test_a_required_verifier_only_the_branch_defines_is_not_proof(
     repo: Path, env: dict[str, str], cli: Cli
 ) -> None:
     """The base requires `command:lint` but defines no lint; the branch defines it as `true`."""
-    configure_verifiers(repo, env, {"unit": CHECK})
-    with (repo / "cortex.toml").open("a") as toml:
-        toml.write('[review]\nrequire = ["command:lint"]\n')
-    git(repo, "commit", "-q", "-am", "require a lint the base does not define", env=env)
-    env["CORTEX_APPROVE_COMMANDS"] = "1"
-    git(repo, "checkout", "-q", "-b", "feature", env=env)
+    branch_requiring(repo, env, {"unit": CHECK}, '["command:lint"]')
     with (repo / "cortex.toml").open("a") as toml:
         toml.write('\n[verifiers.lint]\nargv = ["true"]\n')
     git(repo, "commit", "-q", "-am", "the branch's own lint", env=env)
