@@ -221,3 +221,47 @@ def test_text_into_a_pipe_loads_no_rich(cli: Cli, task: str, argv: list[str]) ->
     assert "cortex.main" in loaded
     drawn = sorted(name for name in loaded if name == "rich" or name.startswith("rich."))
     assert drawn == [], f"rich loaded by {by.get(drawn[0]) if drawn else ''}"
+
+
+LAUNCH_PROBE = """
+import io, sys
+sys.argv = ["cortex", *ARGV]
+from cortex.launch import entrypoint
+sys.stdout = io.StringIO()
+code = entrypoint()
+sys.stdout = sys.__stdout__
+print(code, sorted(name for name in ("typing_extensions", "inspect", "ast") if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["case", "status", "TASK", "--json"], ["case", "evidence", "add", "TASK", "--claim", "x"]],
+)
+def test_the_console_script_loads_msgspec_without_typing_extensions(
+    cli: Cli, task: str, argv: list[str]
+) -> None:
+    """msgspec takes typing_extensions (with inspect, ast, dis) when it is installed, about 10 ms
+    a process; on Python 3.11 typing's own hints serve every type Cortex declares."""
+    probe = LAUNCH_PROBE.replace("ARGV", repr([task if w == "TASK" else w for w in argv]))
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cli.cwd, env=cli.env, capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().split() == ["0", "[]"]
+
+
+def test_typing_extensions_still_imports_after_the_launch(cli: Cli) -> None:
+    """The block lasts only for msgspec's own import: a face that needs typing_extensions later
+    in the same process (the MCP SDK, the board) still gets it."""
+    probe = (
+        "import sys\nsys.argv = ['cortex', 'case', 'list', '--json']\nfrom cortex import launch\n"
+        "import io\nsys.stdout = io.StringIO()\ncode = launch.entrypoint()\n"
+        "sys.stdout = sys.__stdout__\nassert 'typing_extensions' not in sys.modules\n"
+        "import typing_extensions\nprint(code, typing_extensions.__name__)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cli.cwd, env=cli.env, capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode().split() == ["0", "typing_extensions"]
