@@ -22,7 +22,7 @@ import msgspec
 
 from cortex.cases.digest import sha256
 from cortex.cases.redact import clip
-from cortex.workspace import index_mirror, working_tree
+from cortex.workspace import git_settings, index_mirror, working_tree
 from cortex.workspace.git import READ_ONLY, GitNotRunError, git_output, run_git, spawn_git
 from cortex.workspace.working_tree import (
     CHUNK,
@@ -94,6 +94,8 @@ class Capture(msgspec.Struct, kw_only=True):
     head_tree: str | None = None
     """HEAD's own tree id; equal to `tree` when nothing is uncommitted."""
     tree_reason: str | None = None
+    settings: str | None = None
+    """The state of git's settings files when the capture began (`git_settings.identity`)."""
 
     @property
     def bound(self) -> bool:
@@ -117,12 +119,17 @@ def capture(
     mirror_dir: str | None = None,
     refresh: bool = True,
     depth: int = 0,
+    same_as: Capture | None = None,
 ) -> Capture:
     """Capture the workspace at `root`; `exclude` is a directory (the case store) to leave out.
 
     With `mirror_dir`, git works on a private copy of the index kept there (`index_mirror`),
     which it may refresh; `.git` is still never written. Without `refresh` (readers), an
     existing copy is used as it is and nothing at all is written.
+
+    `same_as` is an earlier capture (verify's W0): when this one's digest and git's settings
+    equal its, its tree id is taken instead of rebuilt (verification.md §3); otherwise, and
+    always for what is returned, this is a capture like any other.
     """
     import subprocess
 
@@ -134,6 +141,9 @@ def capture(
         if bare:
             return Capture(reason="the workspace is a bare repository: there is no work tree")
         return Capture(reason="the workspace is not a git repository")
+    settings = git_settings.identity(root, env)
+    if same_as is not None and (same_as.tree is None or same_as.settings != settings):
+        same_as = None
     git_env = dict(env)
     # The work tree is the case's, whatever core.worktree or GIT_WORK_TREE say.
     base = ["git", f"--work-tree={root}", *_PINNED]
@@ -154,8 +164,10 @@ def capture(
             [*base, "ls-files", "-v", "-z"], cwd=root, env={**git_env, **READ_ONLY}, feed=False
         )
         try:
-            # Started now, so their start-up (and HEAD's tree, read meanwhile) overlaps status.
-            helpers = Helpers(base, root, {**git_env, **READ_ONLY})
+            # Started now, so their start-up (and HEAD's tree, read meanwhile) overlaps status;
+            # not when the tree id will probably be W0's (they start later if it is not).
+            if same_as is None:
+                helpers = Helpers(base, root, {**git_env, **READ_ONLY})
             proc = run_git([*base, *_STATUS], cwd=root, env=git_env, timeout=GIT_TIMEOUT)
             flags, _ = listing.communicate(timeout=GIT_TIMEOUT)
         finally:
@@ -164,8 +176,9 @@ def capture(
                 listing.wait()
         if (proc.returncode != 0 or listing.returncode != 0) and mirror is not None:
             # Whatever the copy could not do (a split index, say), git on the real index can.
-            helpers.close()
-            return capture(root, env, exclude=exclude, depth=depth)
+            if helpers is not None:
+                helpers.close()
+            return capture(root, env, exclude=exclude, depth=depth, same_as=same_as)
     except GitNotRunError as exc:
         if helpers is not None:
             helpers.close()
@@ -175,11 +188,12 @@ def capture(
             helpers.close()
         return _not_run(exc)
     try:
-        return _finish(
+        taken = _finish(
             proc,
             listed=listing.returncode,
             flags=flags,
             helpers=helpers,
+            same_as=same_as,
             base=base,
             root=root,
             env=env,
@@ -189,7 +203,10 @@ def capture(
             started=started,
         )
     finally:
-        helpers.close()
+        if helpers is not None:
+            helpers.close()
+    taken.settings = settings
+    return taken
 
 
 def _not_run(exc: OSError | subprocess.TimeoutExpired) -> Capture:
@@ -206,7 +223,7 @@ def _finish(
     *,
     listed: int | None,
     flags: bytes,
-    helpers: Helpers,
+    helpers: Helpers | None,
     base: list[str],
     root: str,
     env: Mapping[str, str],
@@ -214,6 +231,7 @@ def _finish(
     exclude: str | None,
     depth: int,
     started: float,
+    same_as: Capture | None = None,
 ) -> Capture:
     """The capture for a finished `git status` (and `ls-files -v`), with its tree id."""
     if proc.returncode != 0 or listed != 0:
@@ -231,7 +249,7 @@ def _finish(
             return Capture(reason="git ls-files failed on entries git status does not look at")
         hidden = [(path, tag + b" " + staged.get(path, b"? ?")) for path, tag in hidden]
     seen = Seen()
-    seen.feed = helpers.feed
+    seen.feed = helpers.feed if helpers is not None else None
     try:
         result = digest_status(
             proc.stdout, root, exclude=exclude, env=env, depth=depth, hidden=hidden, seen=seen
@@ -240,13 +258,11 @@ def _finish(
         if depth:
             raise
         return Capture(reason=str(exc))
-    if result.head is not None and result.head != "unborn":
-        try:
-            tree, head_tree = working_tree.working_tree_id(seen, result.head, helpers)
-        except NoTreeError as exc:
-            result.tree_reason = str(exc)[:500]
-        else:
-            result.tree, result.head_tree = tree, head_tree
+    if same_as is not None and (result.head, result.digest) == (same_as.head, same_as.digest):
+        # Everything the tree id is a function of is as it was (verification.md §3).
+        result.tree, result.head_tree = same_as.tree, same_as.head_tree
+    elif result.head is not None and result.head != "unborn":
+        _tree_id(result, seen, helpers=helpers, base=base, root=root, git_env=git_env)
     else:
         result.tree_reason = "the repository has no commit yet"
     result.seconds = round(time.monotonic() - started, 4)
@@ -257,6 +273,31 @@ def _finish(
             "`git update-index --refresh` (or any plain `git status`) once to make it fast again"
         )
     return result
+
+
+def _tree_id(
+    result: Capture,
+    seen: Seen,
+    *,
+    helpers: Helpers | None,
+    base: list[str],
+    root: str,
+    git_env: Mapping[str, str],
+) -> None:
+    """Set the capture's tree id (or why there is none), starting the helpers if W1 had not."""
+    assert result.head is not None  # noqa: S101 - the caller checked
+    own = None
+    try:
+        if helpers is None:
+            helpers = own = Helpers(base, root, {**git_env, **READ_ONLY})
+        result.tree, result.head_tree = working_tree.working_tree_id(seen, result.head, helpers)
+    except NoTreeError as exc:
+        result.tree_reason = str(exc)[:500]
+    except (GitNotRunError, OSError) as exc:
+        result.tree_reason = f"git cat-file or hash-object could not start ({exc})"[:500]
+    finally:
+        if own is not None:
+            own.close()
 
 
 def _any_flag(listing: bytes) -> bool:

@@ -14,11 +14,13 @@ from cortex.kernel.kernel import Kernel
 from cortex.workspace.capture import Capture, capture, committed_changes
 
 
-def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capture:
+def live_capture(
+    kernel: Kernel, case: CaseFile, *, writer: bool = True, same_as: Capture | None = None
+) -> Capture:
     """The workspace as it is now, for the case's own workspace (or why it cannot be bound).
 
     Writers keep the index mirror fresh; readers (`writer=False`) use it only if it is already
-    there, and write nothing.
+    there, and write nothing. `same_as`: see `capture`.
     """
     if case.workspace.kind != "git":
         return Capture(reason="the workspace is not a git repository")
@@ -32,6 +34,7 @@ def live_capture(kernel: Kernel, case: CaseFile, *, writer: bool = True) -> Capt
         exclude=kernel.cases_root,
         mirror_dir=mirror,
         refresh=writer,
+        same_as=same_as,
     )
 
 

@@ -326,7 +326,7 @@ def verify(
         require_lease_holder(
             txn, who, kernel, doing="verify", required=case.mode == "change", token=lease_token
         )
-        end = live_capture(kernel, txn.case)
+        end = live_capture(kernel, txn.case, same_as=start)
         reasons = _binding_reasons(start, end, case.revision, txn.case.revision)
         if _plan_digest(txn.case) != _plan_digest(case):
             reasons.append("the plan changed during the run")
