@@ -154,6 +154,15 @@ def per_call(current: Path, baseline: Path, runs: int) -> list[str]:
                 envs["this tree"],
             ),
             "floor: status": ([py, str(HERE / "floor_status.py"), str(case_dir)], env),
+            # The same floors with msgspec loaded as the console script loads it.
+            "lean floor: evidence add": (
+                [py, str(HERE / "floor_evidence_add.py"), str(floor_dir), "x"],
+                {**envs["this tree"], "BENCH_LEAN_MSGSPEC": "1"},
+            ),
+            "lean floor: status": (
+                [py, str(HERE / "floor_status.py"), str(case_dir)],
+                {**env, "BENCH_LEAN_MSGSPEC": "1"},
+            ),
         }
         for label, python in builds.items():
             cortex, task, build_env = str(python.parent / "cortex"), tasks[label], envs[label]
@@ -181,6 +190,8 @@ def per_call(current: Path, baseline: Path, runs: int) -> list[str]:
     for name, values in samples.items():
         label, _, what = name.partition(": ")
         floor = floors.get(what)
+        if label == "lean floor":
+            floor = f"floor: {what}"
         ratio = f"{medians[name] / medians[floor]:.2f}" if floor else "1.00"
         versus = ""
         if label == "this tree":
@@ -188,6 +199,17 @@ def per_call(current: Path, baseline: Path, runs: int) -> list[str]:
         lines.append(f"| {name} | {medians[name]:.1f} | {p90(values):.1f} | {ratio} | {versus} |")
     text, json_ = medians["this tree: status (text, a pipe)"], medians["this tree: status --json"]
     lines += ["", f"Text into a pipe / `--json`, `status`, this tree: **{text / json_:.2f}**."]
+    lean = [
+        f"{what} {medians[f'this tree: {what} --json'] / medians[f'lean floor: {what}']:.2f}"
+        for what in ("evidence add", "status")
+    ]
+    lines += [
+        "",
+        (
+            "This tree against the floors with msgspec loaded as the console script loads it "
+            f"(without typing_extensions): {', '.join(lean)}."
+        ),
+    ]
     return lines
 
 
