@@ -64,21 +64,41 @@ def run_git(
     Raises GitNotRunError when git cannot start or outlives `timeout`.
     """
     import subprocess
+    import threading
 
-    given = None if data is not None else subprocess.DEVNULL
     try:
-        return subprocess.run(
+        proc = subprocess.Popen(
             argv,
             cwd=cwd,
             env=dict(env),
-            input=data,
-            stdin=given,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
+            stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         raise GitNotRunError(exc) from None
+    # A watchdog, not `communicate(timeout=...)`: with a timeout, Popen polls for the exit with
+    # sleeps that overshoot it by up to a millisecond, on every git a capture runs.
+    expired: list[bool] = []
+
+    def expire() -> None:
+        if proc.poll() is None:
+            expired.append(True)
+            proc.kill()
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        stdout, stderr = proc.communicate(data)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:  # an exception (an interrupt) while git ran: do not leave it
+            proc.kill()
+            proc.wait()
+    if expired:
+        raise GitNotRunError(subprocess.TimeoutExpired(argv, timeout, stdout, stderr))
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def git_output(
