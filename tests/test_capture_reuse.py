@@ -10,8 +10,10 @@ taken (the helpers refuse to start).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Cli, configure_verifiers, git, ready_to_verify
@@ -138,3 +140,121 @@ def test_a_verifier_that_changes_a_setting_unbinds_its_batch(
     assert batch["binding"] == "unbound", out.stdout
     reasons = batch["reasons"]
     assert any(reason.startswith("the tree id changed during the run") for reason in reasons)
+
+
+# -- W1 and the index's hidden entries -------------------------------------------------------
+# `git ls-files -v` names the entries git status does not look at (assume-unchanged,
+# skip-worktree), whose files the digest reads itself. W1 reuses W0's list only when it reads the
+# same private index file, unchanged, before and after its status.
+
+
+def mirrored(repo: Path, env: dict[str, str], mirror: Path, **options: object) -> Capture:
+    return capture(str(repo), env, mirror_dir=str(mirror), **options)  # type: ignore[arg-type]
+
+
+def settle(repo: Path) -> None:
+    """Every work-tree file 10 s old."""
+    past = time.time_ns() - 10_000_000_000
+    for path in repo.rglob("*"):
+        if ".git" not in path.parts and path.is_file():
+            os.utime(path, ns=(past, past))
+
+
+def steady_repo(repo: Path, env: dict[str, str]) -> None:
+    """`prepare`'s state, with every index entry older than the index that records it.
+
+    git rewrites an index holding a "racy" entry (a file as new as the index, to the second)
+    at every status, and W1 then rightly lists it again; a real repository is rarely racy.
+    """
+    prepare(repo)
+    (repo / "lib.py").write_text("VALUE = 1\n")
+    settle(repo)
+    git(repo, "add", "lib.py", env=env)
+    git(repo, "commit", "-q", "-m", "lib", env=env)
+    git(repo, "add", "app.py", env=env)  # its entry then records the settled time too
+
+
+def steady_capture(repo: Path, env: dict[str, str], mirror: Path) -> Capture:
+    """A capture after which git stopped saving its refreshed copy of the index."""
+    for _ in range(5):
+        taken = mirrored(repo, env, mirror)
+        if taken.index is not None:
+            assert taken.tree is not None, taken.tree_reason
+            return taken
+    raise AssertionError("git saved the index copy at every capture")
+
+
+def refuse(*_args: object, **_kwargs: object) -> None:
+    raise AssertionError("the end capture listed the index again")
+
+
+def test_the_same_index_is_not_listed_again(
+    repo: Path, env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steady_repo(repo, env)
+    git(repo, "update-index", "--assume-unchanged", "lib.py", env=env)
+    first = steady_capture(repo, env, tmp_path / "mirror")
+    assert [path for path, _ in first.hidden] == [b"lib.py"]
+    monkeypatch.setattr(capture_module, "spawn_git", refuse)
+    again = mirrored(repo, env, tmp_path / "mirror", same_as=first)
+    assert fields(again) == fields(first)
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    edited = mirrored(repo, env, tmp_path / "mirror", same_as=first)
+    assert edited.digest != first.digest, "an edit to a hidden entry's file must count"
+
+
+def _hide_in_the_real_index(repo: Path, env: dict[str, str], _mirror: Path) -> None:
+    git(repo, "update-index", "--assume-unchanged", "lib.py", env=env)
+
+
+def _hide_in_the_mirror(repo: Path, env: dict[str, str], mirror: Path) -> None:
+    """The private copy itself edited (its name, which follows the real index, unchanged)."""
+    (copy,) = [p for p in mirror.iterdir() if p.name.startswith("index-")]
+    hidden = {**env, "GIT_INDEX_FILE": str(copy)}
+    git(repo, "update-index", "--assume-unchanged", "lib.py", env=hidden)
+
+
+@pytest.mark.parametrize("hide", [_hide_in_the_real_index, _hide_in_the_mirror])
+def test_an_entry_hidden_between_the_captures_is_listed(
+    repo: Path,
+    env: dict[str, str],
+    tmp_path: Path,
+    hide: Callable[[Path, dict[str, str], Path], None],
+) -> None:
+    """Hidden after W0, then edited: status no longer lists the file, so only a fresh listing
+    of the hidden entries puts the edit in W1's digest."""
+    steady_repo(repo, env)
+    mirror = tmp_path / "mirror"
+    first = steady_capture(repo, env, mirror)
+    assert first.hidden == []
+    hide(repo, env, mirror)
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    again = mirrored(repo, env, mirror, same_as=first)
+    fresh = mirrored(repo, env, mirror)
+    assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)
+
+
+def test_an_entry_hidden_while_w1_runs_is_listed(
+    repo: Path, env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy edited after W1 chose to reuse W0's list but before its status read the copy:
+    W1 must see that the copy changed under it, and list it after all."""
+    steady_repo(repo, env)
+    mirror = tmp_path / "mirror"
+    first = steady_capture(repo, env, mirror)
+    from cortex.workspace.git import run_git as real_run
+
+    def meanwhile(argv: list[str], **options: Any) -> Any:
+        if "status" in argv:
+            _hide_in_the_mirror(repo, env, mirror)
+            (repo / "lib.py").write_text("VALUE = 2\n")
+        return real_run(argv, **options)
+
+    monkeypatch.setattr(capture_module, "spawn_git", refuse)
+    monkeypatch.setattr(capture_module, "run_git", meanwhile)
+    again = mirrored(repo, env, mirror, same_as=first)
+    monkeypatch.undo()
+    fresh = mirrored(repo, env, mirror)
+    assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)

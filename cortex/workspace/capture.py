@@ -96,6 +96,10 @@ class Capture(msgspec.Struct, kw_only=True):
     tree_reason: str | None = None
     settings: str | None = None
     """The state of git's settings files when the capture began (`git_settings.identity`)."""
+    index: str | None = None
+    """The private index copy git read, and its state when the capture ended (`_index_state`)."""
+    hidden: list[tuple[bytes, bytes]] = msgspec.field(default_factory=list)
+    """The entries git status does not look at, as `digest_status` takes them."""
 
     @property
     def bound(self) -> bool:
@@ -159,22 +163,41 @@ def capture(
         git_env["GIT_OPTIONAL_LOCKS"] = "0"
         base.insert(1, "--no-optional-locks")
     helpers: Helpers | None = None
+    # W0's list of hidden entries serves when git reads the same index copy, unchanged, before
+    # and after this status (verification.md §3); otherwise `ls-files -v` lists them again.
+    index_before = _index_state(mirror)
+    known = same_as.hidden if same_as is not None and same_as.index == index_before else None
     try:
-        listing = spawn_git(
-            [*base, "ls-files", "-v", "-z"], cwd=root, env={**git_env, **READ_ONLY}, feed=False
-        )
+        listing = None
+        if known is None:
+            listing = spawn_git(
+                [*base, "ls-files", "-v", "-z"], cwd=root, env={**git_env, **READ_ONLY}, feed=False
+            )
         try:
             # Started now, so their start-up (and HEAD's tree, read meanwhile) overlaps status;
             # not when the tree id will probably be W0's (they start later if it is not).
             if same_as is None:
                 helpers = Helpers(base, root, {**git_env, **READ_ONLY})
             proc = run_git([*base, *_STATUS], cwd=root, env=git_env, timeout=GIT_TIMEOUT)
-            flags, _ = listing.communicate(timeout=GIT_TIMEOUT)
+            if listing is not None:
+                flags, _ = listing.communicate(timeout=GIT_TIMEOUT)
+                listed = listing.returncode
+            elif _index_state(mirror) == index_before:
+                flags, listed = b"", 0
+            else:
+                known = None
+                again = run_git(
+                    [*base, "ls-files", "-v", "-z"],
+                    cwd=root,
+                    env={**git_env, **READ_ONLY},
+                    timeout=GIT_TIMEOUT,
+                )
+                flags, listed = again.stdout, again.returncode
         finally:
-            if listing.poll() is None:
+            if listing is not None and listing.poll() is None:
                 listing.kill()
                 listing.wait()
-        if (proc.returncode != 0 or listing.returncode != 0) and mirror is not None:
+        if (proc.returncode != 0 or listed != 0) and mirror is not None:
             # Whatever the copy could not do (a split index, say), git on the real index can.
             if helpers is not None:
                 helpers.close()
@@ -190,8 +213,9 @@ def capture(
     try:
         taken = _finish(
             proc,
-            listed=listing.returncode,
+            listed=listed,
             flags=flags,
+            known=known,
             helpers=helpers,
             same_as=same_as,
             base=base,
@@ -206,7 +230,23 @@ def capture(
         if helpers is not None:
             helpers.close()
     taken.settings = settings
+    after = _index_state(mirror)
+    # Only a copy git did not save again during this capture is offered to the next one: one
+    # that git rewrites at every status (racy entries) would make W1 list it after its status,
+    # not beside it, which is slower than listing it anyway.
+    taken.index = after if after == index_before else None
     return taken
+
+
+def _index_state(path: str | None) -> str | None:
+    """The index copy at `path` and its identity (inode, size, mtime, ctime), or None."""
+    if path is None:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return f"{path}|{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
 def _not_run(exc: OSError | subprocess.TimeoutExpired) -> Capture:
@@ -232,6 +272,7 @@ def _finish(
     depth: int,
     started: float,
     same_as: Capture | None = None,
+    known: list[tuple[bytes, bytes]] | None = None,
 ) -> Capture:
     """The capture for a finished `git status` (and `ls-files -v`), with its tree id."""
     if proc.returncode != 0 or listed != 0:
@@ -241,10 +282,11 @@ def _finish(
             return Capture(reason="the workspace is not a git repository")
         return Capture(reason=f"git status failed: {detail[:300]}")
     hidden = []
-    if _any_flag(flags):
+    if known is not None:
+        hidden = known
+    elif _any_flag(flags):
         hidden = [(m.group(2), m.group(1)) for m in _FLAGGED.finditer(flags)]
-    if hidden:
-        staged = _staged_entries(base, root, git_env)
+        staged = _staged_entries(base, root, git_env) if hidden else {}
         if staged is None:
             return Capture(reason="git ls-files failed on entries git status does not look at")
         hidden = [(path, tag + b" " + staged.get(path, b"? ?")) for path, tag in hidden]
@@ -258,6 +300,7 @@ def _finish(
         if depth:
             raise
         return Capture(reason=str(exc))
+    result.hidden = hidden
     if same_as is not None and (result.head, result.digest) == (same_as.head, same_as.digest):
         # Everything the tree id is a function of is as it was (verification.md §3).
         result.tree, result.head_tree = same_as.tree, same_as.head_tree
