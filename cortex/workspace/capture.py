@@ -95,7 +95,8 @@ class Capture(msgspec.Struct, kw_only=True):
     """HEAD's own tree id; equal to `tree` when nothing is uncommitted."""
     tree_reason: str | None = None
     settings: str | None = None
-    """The state of git's settings files when the capture began (`git_settings.identity`)."""
+    """The state of git's settings files when the capture began (`git_settings.identity`) and
+    of the `.gitattributes` above its listed paths; None when it cannot be named."""
 
     @property
     def bound(self) -> bool:
@@ -142,7 +143,12 @@ def capture(
             return Capture(reason="the workspace is a bare repository: there is no work tree")
         return Capture(reason="the workspace is not a git repository")
     settings = git_settings.identity(root, env)
-    if same_as is not None and (same_as.tree is None or same_as.settings != settings):
+    if same_as is not None and (
+        same_as.tree is None
+        or settings is None
+        or same_as.settings is None
+        or not same_as.settings.startswith(settings + "|")
+    ):
         same_as = None
     git_env = dict(env)
     # The work tree is the case's, whatever core.worktree or GIT_WORK_TREE say.
@@ -201,11 +207,11 @@ def capture(
             exclude=exclude,
             depth=depth,
             started=started,
+            settings=settings,
         )
     finally:
         if helpers is not None:
             helpers.close()
-    taken.settings = settings
     return taken
 
 
@@ -232,6 +238,7 @@ def _finish(
     depth: int,
     started: float,
     same_as: Capture | None = None,
+    settings: str | None = None,
 ) -> Capture:
     """The capture for a finished `git status` (and `ls-files -v`), with its tree id."""
     if proc.returncode != 0 or listed != 0:
@@ -258,7 +265,14 @@ def _finish(
         if depth:
             raise
         return Capture(reason=str(exc))
-    if same_as is not None and (result.head, result.digest) == (same_as.head, same_as.digest):
+    if settings is not None:
+        # Known only now that status has listed the paths whose attributes count.
+        result.settings = settings + "|" + _attributes_identity(root, seen)
+    if (
+        same_as is not None
+        and result.settings == same_as.settings
+        and (result.head, result.digest) == (same_as.head, same_as.digest)
+    ):
         # Everything the tree id is a function of is as it was (verification.md §3).
         result.tree, result.head_tree = same_as.tree, same_as.head_tree
     elif result.head is not None and result.head != "unborn":
@@ -298,6 +312,31 @@ def _tree_id(
     finally:
         if own is not None:
             own.close()
+
+
+def _attributes_identity(root: str, seen: Seen) -> str:
+    """The state of the `.gitattributes` in every folder above a listed path (or '-').
+
+    git applies such a file whatever `.gitignore` says, and status does not list an ignored
+    one, so the digest may never read it: a new or edited one must still change the identity.
+    Only listed paths matter, as only they are hashed; a listed `.gitattributes` is also in the
+    digest. `lstat`: git reads no symlinked `.gitattributes`, and replacing one is a new inode.
+    """
+    folders = {b""}
+    for path, _fields in (*seen.records, *seen.hidden):
+        names = path.rstrip(b"/").split(b"/")[:-1]
+        for end in range(1, len(names) + 1):
+            folders.add(b"/".join(names[:end]) + b"/")
+    base = os.fsencode(root)
+    parts: list[str] = []
+    for folder in sorted(folders):
+        try:
+            info = os.lstat(os.path.join(base, folder + b".gitattributes"))
+        except OSError:
+            continue  # absent (or its folder is): a file that appears adds an entry
+        stamp = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+        parts.append(folder.decode("utf-8", "backslashreplace") + "=" + stamp)
+    return ";".join(parts)
 
 
 def _any_flag(listing: bytes) -> bool:

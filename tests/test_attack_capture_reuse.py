@@ -1,0 +1,199 @@
+"""Attacks on the end capture's reuse of the start capture's tree id (verification.md §3).
+
+Each test changes something between W0 and W1 that alters the tree id `git add -A` would give
+while the digest and the stat identity of the plain settings files stay as they were, and then
+requires W1 (`same_as=W0`) to give exactly what a fresh capture gives. Every test first checks
+that the change does alter a fresh capture's tree id, so it can fail. Real git, real files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import Cli, configure_verifiers, git, ready_to_verify
+from verify_kit import approve, edit
+
+from cortex.workspace.capture import Capture, capture
+
+Change = Callable[[Path, dict[str, str]], None]
+
+
+def crlf_file(repo: Path) -> None:
+    """An untracked CRLF text file: its blob depends on line-ending settings and attributes."""
+    (repo / "notes.txt").write_bytes(b"one\r\ntwo\r\n")
+
+
+def fields(taken: Capture) -> tuple[object, ...]:
+    return (taken.head, taken.digest, taken.tree, taken.head_tree, taken.tree_reason)
+
+
+def reuse_after(repo: Path, env: dict[str, str], change: Change) -> None:
+    """W0, `change`, then W1 with W0 given: W1 must be what a fresh capture is."""
+    first = capture(str(repo), env)
+    assert first.tree is not None, first.tree_reason
+    change(repo, env)
+    fresh = capture(str(repo), env)
+    assert fresh.digest == first.digest, "the attack must leave the digest alone"
+    assert fresh.tree != first.tree, "the change must matter to the tree id, or this proves nothing"
+    assert fields(capture(str(repo), env, same_as=first)) == fields(fresh)
+
+
+def written_tree(repo: Path, env: dict[str, str], scratch: Path) -> str:
+    """What `git add -A && git write-tree` gives, on a copy of the index (.git stays as it is)."""
+    index = scratch / "index"
+    shutil.copyfile(repo / ".git" / "index", index)
+    private = {**env, "GIT_INDEX_FILE": str(index)}
+    git(repo, "add", "-A", env=private)
+    return git(repo, "write-tree", env=private)
+
+
+def test_a_file_pulled_in_by_include_path_is_watched(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """include.path names a file outside every listed settings file; a verifier edits it."""
+    crlf_file(repo)
+    extra = tmp_path / "extra.cfg"
+    extra.write_text("# nothing yet\n")
+    git(repo, "config", "include.path", str(extra), env=env)
+
+    def change(_repo: Path, _env: dict[str, str]) -> None:
+        extra.write_text("[core]\n\tautocrlf = true\n")
+
+    reuse_after(repo, env, change)
+
+
+def test_an_include_on_branch_is_watched(repo: Path, env: dict[str, str]) -> None:
+    """includeIf "onbranch:" switches settings when the branch changes and HEAD's commit does
+    not: `git checkout -b` alone changes no settings file and no digested byte."""
+    crlf_file(repo)
+    (repo / ".git" / "crlf.cfg").write_text("[core]\n\tautocrlf = true\n")
+    git(repo, "config", "includeIf.onbranch:other.path", "crlf.cfg", env=env)
+
+    def change(repo: Path, env: dict[str, str]) -> None:
+        git(repo, "checkout", "-q", "-b", "other", env=env)
+
+    reuse_after(repo, env, change)
+
+
+def test_an_attributes_file_named_by_the_configuration_is_watched(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """core.attributesFile points away from the XDG default, to a file a verifier edits."""
+    crlf_file(repo)
+    attributes = tmp_path / "attributes"
+    attributes.write_text("# none\n")
+    git(repo, "config", "core.attributesFile", str(attributes), env=env)
+
+    def change(_repo: Path, _env: dict[str, str]) -> None:
+        attributes.write_text("*.txt text\n")
+
+    reuse_after(repo, env, change)
+
+
+@pytest.mark.parametrize("folder", ["", "docs/"])
+def test_an_ignored_gitattributes_is_watched(repo: Path, env: dict[str, str], folder: str) -> None:
+    """git applies a .gitattributes that .gitignore hides, and status never lists it: a verifier
+    that writes one beside a listed file changes that file's blob and no digested byte."""
+    (repo / ".gitignore").write_text(".gitattributes\n")
+    git(repo, "add", ".gitignore", env=env)
+    git(repo, "commit", "-q", "-m", "ignore attributes", env=env)
+    (repo / folder).mkdir(exist_ok=True)
+    (repo / folder / "notes.txt").write_bytes(b"one\r\ntwo\r\n")
+
+    def change(repo: Path, _env: dict[str, str]) -> None:
+        (repo / folder / ".gitattributes").write_text("*.txt text\n")
+
+    reuse_after(repo, env, change)
+
+
+def test_a_clean_filter_outside_the_repository_is_watched(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A clean filter's program lives outside the repository and the settings files: a verifier
+    that rewrites it changes every filtered blob and nothing the digest reads."""
+    (repo / "notes.txt").write_text("hello\n")
+    script = tmp_path / "clean.sh"
+    script.write_text("cat\n")
+    git(repo, "config", "filter.up.clean", f"sh {script}", env=env)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("*.txt filter=up\n")
+
+    def change(_repo: Path, _env: dict[str, str]) -> None:
+        script.write_text("tr a-z A-Z\n")
+
+    reuse_after(repo, env, change)
+
+
+def test_a_replaced_head_tree_does_not_change_the_tree_id(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """`git replace` makes cat-file answer HEAD's tree with another tree's entries; git add and
+    write-tree never consult replacements. Holds: status compares with the same replaced tree,
+    so the entries it lists patch the rebuilt tree back to what the index and disk hold."""
+    (repo / "lib.py").write_text("x = 1\n")
+    git(repo, "add", "lib.py", env=env)
+    git(repo, "commit", "-q", "-m", "lib", env=env)
+    real_head_tree = git(repo, "rev-parse", "HEAD^{tree}", env=env)
+    blob = git(repo, "hash-object", "-w", "--stdin", env=env)  # an empty file
+    other = subprocess.run(
+        ["git", "mktree"],
+        cwd=repo,
+        env=env,
+        input=f"100644 blob {blob}\tapp.py\n100644 blob {blob}\tlib.py\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    git(repo, "replace", real_head_tree, other, env=env)
+    # The replacement is in force for readers (status and cat-file see HEAD as `other`).
+    assert git(repo, "ls-tree", real_head_tree, env=env) == git(repo, "ls-tree", other, env=env)
+    (repo / "new.py").write_text("y = 2\n")
+    taken = capture(str(repo), env)
+    assert taken.head_tree == real_head_tree
+    assert taken.tree == written_tree(repo, env, tmp_path)
+
+
+def _common_attributes(repo: Path, env: dict[str, str]) -> None:
+    common = Path(git(repo, "rev-parse", "--git-common-dir", env=env))
+    (common / "info").mkdir(exist_ok=True)
+    (common / "info" / "attributes").write_text("*.txt text\n")
+
+
+def _worktree_config(repo: Path, env: dict[str, str]) -> None:
+    git(repo, "config", "--worktree", "core.autocrlf", "true", env=env)
+
+
+@pytest.mark.parametrize("change", [_common_attributes, _worktree_config])
+def test_a_linked_worktree_watches_its_common_and_own_settings(
+    repo: Path, env: dict[str, str], tmp_path: Path, change: Change
+) -> None:
+    """In a `git worktree add` checkout (`.git` is a `gitdir:` file, settings split between the
+    common directory and the worktree's own), a change to either is seen."""
+    git(repo, "config", "extensions.worktreeConfig", "true", env=env)
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked), env=env)
+    crlf_file(linked)
+    reuse_after(linked, env, change)
+
+
+def test_a_verifier_that_switches_branch_unbinds_its_batch(
+    cli: Cli, repo: Path, env: dict[str, str]
+) -> None:
+    """End to end: an `onbranch:` include turns autocrlf on when the verifier checks out a new
+    branch at the same commit; the batch must not bind the tree W0 saw."""
+    (repo / ".git" / "crlf.cfg").write_text("[core]\n\tautocrlf = true\n")
+    git(repo, "config", "includeIf.onbranch:other.path", "crlf.cfg", env=env)
+    configure_verifiers(repo, env, {"unit": ["git", "checkout", "-q", "-b", "other"]})
+    approve(env)
+    task = ready_to_verify(cli)
+    edit(repo, "print('fixed')\r\n")
+    out = cli("case", "verify", task)
+    batch = out.data["batch"]
+    assert batch["binding"] == "unbound", out.stdout
+    assert any(
+        reason.startswith("the tree id changed during the run") for reason in batch["reasons"]
+    )
