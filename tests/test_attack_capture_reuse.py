@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from conftest import Cli, configure_verifiers, git, ready_to_verify
 from verify_kit import approve, edit
 
+from cortex.workspace import working_tree
 from cortex.workspace.capture import Capture, capture
 
 Change = Callable[[Path, dict[str, str]], None]
@@ -197,3 +199,39 @@ def test_a_verifier_that_switches_branch_unbinds_its_batch(
     assert any(
         reason.startswith("the tree id changed during the run") for reason in batch["reasons"]
     )
+
+
+def test_a_file_rewritten_while_w0_hashes_it_does_not_lend_w0_its_tree(
+    repo: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process the agent left running rewrites a listed file after W0's digest read it and
+    before hash-object does, then puts it back: W0 would pair the digest of one content with
+    the tree of another, and W1, seeing the first content again, would take that tree. (The
+    other process is simulated at the one point it must act; hash-object, git and the files
+    are real.)"""
+    notes = repo / "notes.txt"
+    notes.write_text("first\n")
+    time.sleep(0.05)  # the rewrites below fall in a later tick of the file system's clock
+    original = working_tree.working_tree_id
+    raced = []
+
+    def racing(seen: working_tree.Seen, head: str, helpers: working_tree.Helpers) -> object:
+        notes.write_text("other\n")
+        try:
+            return original(seen, head, helpers)
+        finally:
+            notes.write_text("first\n")
+            raced.append(True)
+
+    monkeypatch.setattr(working_tree, "working_tree_id", racing)
+    # Nothing hashed while the digest reads: hash-object reads the file after the rewrite.
+    monkeypatch.setattr(working_tree.Helpers, "feed", lambda _self, _path: None)
+    first = capture(str(repo), env)
+    monkeypatch.undo()
+    assert raced
+    fresh = capture(str(repo), env)
+    assert fresh.digest == first.digest
+    assert fresh.tree is not None
+    # W0's tree is honest, or absent; either way W1 must be what a fresh capture is.
+    assert first.tree in (fresh.tree, None), "W0 named the tree of bytes its digest never read"
+    assert fields(capture(str(repo), env, same_as=first)) == fields(fresh)

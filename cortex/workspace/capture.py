@@ -304,7 +304,9 @@ def _tree_id(
     try:
         if helpers is None:
             helpers = own = Helpers(base, root, {**git_env, **READ_ONLY})
-        result.tree, result.head_tree = working_tree.working_tree_id(seen, result.head, helpers)
+        tree, head_tree = working_tree.working_tree_id(seen, result.head, helpers)
+        working_tree.unchanged_since_read(seen, root)
+        result.tree, result.head_tree = tree, head_tree
     except NoTreeError as exc:
         result.tree_reason = str(exc)[:500]
     except (GitNotRunError, OSError) as exc:
@@ -561,6 +563,8 @@ def _disk_state(
     digest = sha256(b"")
     carriage = False
     try:
+        # Taken before the read: a write while it reads moves the ctime past this stamp.
+        stamp = working_tree.stamp_of(fd)
         while chunk := os.read(fd, CHUNK):
             digest.update(chunk)
             carriage = carriage or b"\r" in chunk
@@ -572,6 +576,7 @@ def _disk_state(
         seen.disk[key] = DISK_EXECUTABLE if mode & 0o111 else DISK_REGULAR
         if carriage:
             seen.carriage.add(key)
+        seen.stamps[key] = stamp
     return b"file:" + executable + b":" + str(digest.hexdigest()).encode()
 
 
