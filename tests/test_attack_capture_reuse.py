@@ -8,8 +8,11 @@ that the change does alter a fresh capture's tree id, so it can fail. Real git, 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +21,7 @@ import pytest
 from conftest import Cli, configure_verifiers, git, ready_to_verify
 from verify_kit import approve, edit
 
+from cortex.workspace import capture as capture_module
 from cortex.workspace import working_tree
 from cortex.workspace.capture import Capture, capture
 
@@ -235,3 +239,69 @@ def test_a_file_rewritten_while_w0_hashes_it_does_not_lend_w0_its_tree(
     # W0's tree is honest, or absent; either way W1 must be what a fresh capture is.
     assert first.tree in (fresh.tree, None), "W0 named the tree of bytes its digest never read"
     assert fields(capture(str(repo), env, same_as=first)) == fields(fresh)
+
+
+class FifoConfig:
+    """A FIFO where git looks for its XDG configuration, and a thread that writes `text` to
+    every reader that opens it: its stat data never change, whatever it says."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(path)
+        self.path = path
+        self.text = b""
+        self.stopped = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopped:
+            fd = os.open(self.path, os.O_WRONLY)  # waits for a reader
+            with contextlib.suppress(OSError):
+                os.write(fd, self.text)
+            os.close(fd)
+
+    def stop(self) -> None:
+        self.stopped = True
+        with contextlib.suppress(OSError):  # releases a writer still waiting for a reader
+            os.close(os.open(self.path, os.O_RDONLY | os.O_NONBLOCK))
+        self.thread.join(5)
+
+
+def test_a_settings_file_that_is_a_fifo_changes_its_identity(
+    repo: Path, env: dict[str, str]
+) -> None:
+    """A FIFO for a configuration file says something new to each reader under one inode and
+    size. Holds: every write to a FIFO moves its mtime and ctime, and git's readers of W0 are
+    served after W0's identity was taken, so W1's identity differs."""
+    crlf_file(repo)
+    served = FifoConfig(Path(env["XDG_CONFIG_HOME"]) / "git" / "config")
+    try:
+
+        def change(_repo: Path, _env: dict[str, str]) -> None:
+            served.text = b"[core]\n\tautocrlf = true\n"
+
+        reuse_after(repo, env, change)
+    finally:
+        served.stop()
+
+
+def test_helpers_that_cannot_start_late_leave_w1_without_a_tree(
+    repo: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """W1 starts its helpers only once its digest differs from W0's; if git cannot start then,
+    W1 must say why it has no tree id, never fall back on W0's."""
+    crlf_file(repo)
+    first = capture(str(repo), env)
+    assert first.tree is not None, first.tree_reason
+    (repo / "notes.txt").write_bytes(b"one\r\nthree\r\n")
+
+    def cannot_start(*_args: object, **_kwargs: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(capture_module, "Helpers", cannot_start)
+    again = capture(str(repo), env, same_as=first)
+    assert again.digest != first.digest
+    assert again.tree is None
+    assert again.tree_reason is not None
+    assert "could not start" in again.tree_reason
