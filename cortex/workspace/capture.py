@@ -22,7 +22,7 @@ import msgspec
 
 from cortex.cases.digest import sha256
 from cortex.cases.redact import clip
-from cortex.workspace import git_settings, index_mirror, working_tree
+from cortex.workspace import git_settings, hidden_entries, index_mirror, working_tree
 from cortex.workspace.git import READ_ONLY, GitNotRunError, git_output, run_git, spawn_git
 from cortex.workspace.working_tree import (
     CHUNK,
@@ -70,9 +70,6 @@ _STATUS = (
     "--no-ahead-behind",
     "--ignore-submodules=none",
 )
-_FLAGGED = re.compile(rb"(?:^|\0)([a-zS]) ([^\0]+)")
-"""`git ls-files -v` entries git status does not look at: assume-unchanged (lower case) and
-skip-worktree (`S`, `s`)."""
 
 
 class Capture(msgspec.Struct, kw_only=True):
@@ -95,9 +92,10 @@ class Capture(msgspec.Struct, kw_only=True):
     """HEAD's own tree id; equal to `tree` when nothing is uncommitted."""
     tree_reason: str | None = None
     settings: str | None = None
-    """The state of git's settings files when the capture began (`git_settings.identity`)."""
+    """The state of git's settings files when the capture began (`git_settings.identity`) and
+    of the `.gitattributes` above its listed paths; None when it cannot be named."""
     index: str | None = None
-    """The private index copy git read, and its state when the capture ended (`_index_state`)."""
+    """The private index copy git read and its state when the capture ended (`hidden_entries`)."""
     hidden: list[tuple[bytes, bytes]] = msgspec.field(default_factory=list)
     """The entries git status does not look at, as `digest_status` takes them."""
 
@@ -146,7 +144,12 @@ def capture(
             return Capture(reason="the workspace is a bare repository: there is no work tree")
         return Capture(reason="the workspace is not a git repository")
     settings = git_settings.identity(root, env)
-    if same_as is not None and (same_as.tree is None or same_as.settings != settings):
+    if same_as is not None and (
+        same_as.tree is None
+        or settings is None
+        or same_as.settings is None
+        or not same_as.settings.startswith(settings + "|")
+    ):
         same_as = None
     git_env = dict(env)
     # The work tree is the case's, whatever core.worktree or GIT_WORK_TREE say.
@@ -165,7 +168,7 @@ def capture(
     helpers: Helpers | None = None
     # W0's list of hidden entries serves when git reads the same index copy, unchanged, before
     # and after this status (verification.md §3); otherwise `ls-files -v` lists them again.
-    index_before = _index_state(mirror)
+    index_before = hidden_entries.index_state(mirror)
     known = same_as.hidden if same_as is not None and same_as.index == index_before else None
     try:
         listing = None
@@ -182,7 +185,7 @@ def capture(
             if listing is not None:
                 flags, _ = listing.communicate(timeout=GIT_TIMEOUT)
                 listed = listing.returncode
-            elif _index_state(mirror) == index_before:
+            elif hidden_entries.index_state(mirror) == index_before:
                 flags, listed = b"", 0
             else:
                 known = None
@@ -225,28 +228,17 @@ def capture(
             exclude=exclude,
             depth=depth,
             started=started,
+            settings=settings,
         )
     finally:
         if helpers is not None:
             helpers.close()
-    taken.settings = settings
-    after = _index_state(mirror)
+    after = hidden_entries.index_state(mirror)
     # Only a copy git did not save again during this capture is offered to the next one: one
     # that git rewrites at every status (racy entries) would make W1 list it after its status,
     # not beside it, which is slower than listing it anyway.
     taken.index = after if after == index_before else None
     return taken
-
-
-def _index_state(path: str | None) -> str | None:
-    """The index copy at `path` and its identity (inode, size, mtime, ctime), or None."""
-    if path is None:
-        return None
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return f"{path}|{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
 def _not_run(exc: OSError | subprocess.TimeoutExpired) -> Capture:
@@ -273,6 +265,7 @@ def _finish(
     started: float,
     same_as: Capture | None = None,
     known: list[tuple[bytes, bytes]] | None = None,
+    settings: str | None = None,
 ) -> Capture:
     """The capture for a finished `git status` (and `ls-files -v`), with its tree id."""
     if proc.returncode != 0 or listed != 0:
@@ -284,9 +277,9 @@ def _finish(
     hidden = []
     if known is not None:
         hidden = known
-    elif _any_flag(flags):
-        hidden = [(m.group(2), m.group(1)) for m in _FLAGGED.finditer(flags)]
-        staged = _staged_entries(base, root, git_env) if hidden else {}
+    elif hidden_entries.any_flag(flags):
+        hidden = [(m.group(2), m.group(1)) for m in hidden_entries.FLAGGED.finditer(flags)]
+        staged = hidden_entries.staged_entries(base, root, git_env) if hidden else {}
         if staged is None:
             return Capture(reason="git ls-files failed on entries git status does not look at")
         hidden = [(path, tag + b" " + staged.get(path, b"? ?")) for path, tag in hidden]
@@ -301,7 +294,15 @@ def _finish(
             raise
         return Capture(reason=str(exc))
     result.hidden = hidden
-    if same_as is not None and (result.head, result.digest) == (same_as.head, same_as.digest):
+    if settings is not None:
+        # Known only now that status has listed the paths whose attributes count.
+        paths = [path for path, _ in (*seen.records, *seen.hidden)]
+        result.settings = settings + "|" + git_settings.attributes_identity(root, paths)
+    if (
+        same_as is not None
+        and result.settings == same_as.settings
+        and (result.head, result.digest) == (same_as.head, same_as.digest)
+    ):
         # Everything the tree id is a function of is as it was (verification.md §3).
         result.tree, result.head_tree = same_as.tree, same_as.head_tree
     elif result.head is not None and result.head != "unborn":
@@ -333,7 +334,9 @@ def _tree_id(
     try:
         if helpers is None:
             helpers = own = Helpers(base, root, {**git_env, **READ_ONLY})
-        result.tree, result.head_tree = working_tree.working_tree_id(seen, result.head, helpers)
+        tree, head_tree = working_tree.working_tree_id(seen, result.head, helpers)
+        working_tree.unchanged_since_read(seen, root)
+        result.tree, result.head_tree = tree, head_tree
     except NoTreeError as exc:
         result.tree_reason = str(exc)[:500]
     except (GitNotRunError, OSError) as exc:
@@ -341,77 +344,6 @@ def _tree_id(
     finally:
         if own is not None:
             own.close()
-
-
-def _any_flag(listing: bytes) -> bool:
-    """Whether `ls-files -v -z` lists any entry that is not plain cached (H) or unmerged (M).
-
-    Counting is C-speed; the regex that finds which ones costs ~10 ms on 50k entries, so it
-    only runs when there is something to find (rarely).
-    """
-    records = listing.count(b"\0")
-    plain = listing.count(b"\0H ") + listing.count(b"\0M ") + listing.startswith((b"H ", b"M "))
-    return plain != records
-
-
-def _staged_entries(
-    base: list[str], root: str, env: Mapping[str, str]
-) -> dict[bytes, bytes] | None:
-    """Path -> `mode object` for every index entry (only needed when some are hidden: rare)."""
-    output = git_output(
-        [*base, "ls-files", "-s", "-z"], cwd=root, env={**env, **READ_ONLY}, timeout=GIT_TIMEOUT
-    )
-    if output is None:
-        return None
-    entries: dict[bytes, bytes] = {}
-    for record in output.split(b"\0"):
-        info, tab, path = record.partition(b"\t")
-        if tab:
-            mode, blob, _stage = info.split(b" ")
-            entries[path] = mode + b" " + blob
-    return entries
-
-
-def _differs_from_index(path: bytes, fields: bytes) -> bool:
-    """Whether a hidden entry's file differs from its index entry (for scope's changed files).
-
-    Hashes the file as a git blob; a file that a filter or line-ending conversion would store
-    differently counts as changed, which errs towards reporting drift, never towards hiding it.
-    """
-    import hashlib
-
-    parts = fields.split(b" ")
-    tag, mode, blob = parts[0], parts[1], parts[2]
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return tag not in (b"S", b"s")  # absent is what skip-worktree means
-    except OSError:
-        return True
-    algorithm = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
-    if stat.S_ISLNK(info.st_mode):
-        target = os.fsencode(os.readlink(path))
-        digest = algorithm(b"blob " + str(len(target)).encode() + b"\0" + target)
-        return mode != b"120000" or digest.hexdigest().encode() != blob
-    if not stat.S_ISREG(info.st_mode):
-        return True
-    actual = b"100755" if info.st_mode & 0o111 else b"100644"
-    digest = algorithm(b"blob " + str(info.st_size).encode() + b"\0")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return True
-    size = 0
-    try:
-        while chunk := os.read(fd, CHUNK):  # streamed: a hidden file may be huge
-            digest.update(chunk)
-            size += len(chunk)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    # A file that changed size while being read is a change (and its header was wrong).
-    return size != info.st_size or actual != mode or digest.hexdigest().encode() != blob
 
 
 def digest_status(
@@ -473,7 +405,7 @@ def digest_status(
             regular = seen.disk.get(path) in (DISK_REGULAR, DISK_EXECUTABLE)
             if seen.feed is not None and regular and hashed(fields):
                 seen.feed(path)
-        if not hidden_entry or _differs_from_index(
+        if not hidden_entry or hidden_entries.differs_from_index(
             os.path.join(root_bytes, path), fields[len(b"hidden:") :]
         ):
             changed.append(path.decode("utf-8", "backslashreplace"))
@@ -565,6 +497,8 @@ def _disk_state(
     digest = sha256(b"")
     carriage = False
     try:
+        # Taken before the read: a write while it reads moves the ctime past this stamp.
+        stamp = working_tree.stamp_of(fd)
         while chunk := os.read(fd, CHUNK):
             digest.update(chunk)
             carriage = carriage or b"\r" in chunk
@@ -576,6 +510,7 @@ def _disk_state(
         seen.disk[key] = DISK_EXECUTABLE if mode & 0o111 else DISK_REGULAR
         if carriage:
             seen.carriage.add(key)
+        seen.stamps[key] = stamp
     return b"file:" + executable + b":" + str(digest.hexdigest()).encode()
 
 

@@ -3,13 +3,21 @@
 The tree id of a capture depends on the listed files' bytes (which the digest covers) and on git's
 settings: `core.autocrlf`, `core.fileMode`, filters, and the attributes files. The end capture of
 a verify reuses the start capture's tree id only when this identity is unchanged too
-(docs/design/verification.md §3). A stat per file, no git process: this runs on every verify.
+(docs/design/verification.md §3). A stat per file and a read of each configuration file, no git
+process: this runs on every verify.
+
+A configuration can make git depend on files this list does not hold (`include.path`,
+`includeIf`, whose `onbranch:` condition even turns on a branch switch; `core.attributesFile`)
+or on a program's behaviour (a filter driver). Following them would mean reimplementing git's
+rules, so such a configuration has no identity at all, and the tree id is always rebuilt.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+import stat
+from collections.abc import Iterable, Mapping
 
 
 def _git_dirs(root: str, env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -39,40 +47,95 @@ def _git_dirs(root: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     return git_dir, os.path.join(git_dir, common)
 
 
-def files(root: str, env: Mapping[str, str]) -> list[str]:
-    """Every file git may read its settings or attributes from, for the repository at `root`."""
+_UNFOLLOWED = re.compile(rb"include|attributesfile|filter", re.IGNORECASE)
+"""What in a configuration file reaches beyond the files listed here: section and key names are
+case-insensitive and cannot be split over lines, so a byte search finds every use (and, erring
+towards a rebuild, the same words in a value or a comment)."""
+
+
+def files(root: str, env: Mapping[str, str]) -> list[tuple[str, bool]]:
+    """Every file git may read its settings or attributes from, with whether it is configuration.
+
+    For the repository at `root`; the others are attributes files.
+    """
     home = env.get("HOME", "")
     xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     found = [
-        os.path.join(xdg, "git", "config"),
-        os.path.join(xdg, "git", "attributes"),
-        env.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig"),
-        "/etc/gitattributes",
+        (os.path.join(xdg, "git", "config"), True),
+        (os.path.join(xdg, "git", "attributes"), False),
+        (env.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig"), True),
+        ("/etc/gitattributes", False),
     ]
-    found.append(env.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"))
+    found.append((env.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"), True))
     dirs = _git_dirs(root, env)
     if dirs is not None:
         git_dir, common = dirs
         found += [
-            os.path.join(common, "config"),
-            os.path.join(git_dir, "config.worktree"),
-            os.path.join(common, "info", "attributes"),
+            (os.path.join(common, "config"), True),
+            (os.path.join(git_dir, "config.worktree"), True),
+            (os.path.join(common, "info", "attributes"), False),
         ]
     return found
 
 
-def identity(root: str, env: Mapping[str, str]) -> str:
-    """The state of every settings file: inode, size, mtime and ctime in ns, or '-' if absent.
+def identity(root: str, env: Mapping[str, str]) -> str | None:
+    """The state of every settings file (inode, size, mtime, ctime in ns; '-' if absent), or None.
 
+    None when a configuration file reaches further (`_UNFOLLOWED`): no state can be named.
     Git replaces a configuration file by renaming a new one (a new inode); an edit in place moves
-    the ctime even when the mtime is put back.
+    the ctime even when the mtime is put back. A configuration file is read through the very
+    descriptor whose state is taken, so what was searched is what the identity names.
     """
     parts = []
-    for path in files(root, env):
+    for path, config in files(root, env):
         try:
-            info = os.stat(path)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             parts.append("-")
             continue
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                # A FIFO or a device may say something else to each reader (and what this one
+                # read, git would not): no state can be named.
+                return None
+            if config and _reaches_further(fd):
+                return None
+        except OSError:
+            return None  # unreadable now, perhaps not to git: nothing can be said of it
+        finally:
+            os.close(fd)
         parts.append(f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}")
     return "|".join(parts)
+
+
+def _reaches_further(fd: int) -> bool:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return _UNFOLLOWED.search(b"".join(chunks)) is not None
+
+
+def attributes_identity(root: str, paths: Iterable[bytes]) -> str:
+    """The state of the `.gitattributes` in every folder above a listed path (or '-').
+
+    git applies such a file whatever `.gitignore` says, and status does not list an ignored
+    one, so the digest may never read it: a new or edited one must still change the identity.
+    Only listed paths matter, as only they are hashed; a listed `.gitattributes` is also in the
+    digest. `lstat`: git reads no symlinked `.gitattributes`, and replacing one is a new inode.
+    """
+    folders = {b""}
+    for path in paths:
+        names = path.rstrip(b"/").split(b"/")[:-1]
+        for end in range(1, len(names) + 1):
+            folders.add(b"/".join(names[:end]) + b"/")
+    base = os.fsencode(root)
+    parts: list[str] = []
+    for folder in sorted(folders):
+        try:
+            info = os.lstat(os.path.join(base, folder + b".gitattributes"))
+        except OSError:
+            continue  # absent (or its folder is): a file that appears adds an entry
+        stamp = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+        parts.append(folder.decode("utf-8", "backslashreplace") + "=" + stamp)
+    return ";".join(parts)

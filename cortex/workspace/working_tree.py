@@ -59,6 +59,8 @@ class Seen:
         self.nested: dict[bytes, Nested] = {}
         self.carriage: set[bytes] = set()
         """Regular files whose bytes hold a carriage return (see `_safer_crlf`)."""
+        self.stamps: dict[bytes, tuple[int, int, int, int]] = {}
+        """Regular files -> (inode, size, mtime, ctime in ns) as the digest began reading them."""
         self.feed: Callable[[bytes], None] | None = None
         """Where to send a file the tree id will need hashed, as soon as the digest saw it."""
 
@@ -358,6 +360,37 @@ def working_tree_id(seen: Seen, head: str, helpers: Helpers) -> tuple[str, str]:
     except tree_id.TreeError as exc:
         raise NoTreeError(str(exc)) from None
     return built.hex(), head_tree
+
+
+def unchanged_since_read(seen: Seen, root: str) -> None:
+    """Refuse a tree id when a file the digest read may have changed since it read it.
+
+    hash-object reads each file again, later: a file rewritten in between (and put back before
+    the next capture) would give a tree of bytes the digest never saw, and the end capture of a
+    verify takes the start's tree id on the digest's word (verification.md §3). Any write moves
+    the ctime, so the stat data the digest saw must still be there once every blob is named; a
+    write within the same tick of the file system's clock is the one it cannot see.
+    """
+    base = os.fsencode(root)
+    for path, stamp in seen.stamps.items():
+        try:
+            now = _stamp(os.lstat(os.path.join(base, path)))
+        except OSError:
+            now = None
+        if now != stamp:
+            name = path.decode("utf-8", "backslashreplace")
+            msg = f"{name} changed while it was captured (between its digest and its blob id)"
+            raise NoTreeError(msg)
+
+
+def _stamp(info: os.stat_result) -> tuple[int, int, int, int]:
+    """What any write to a file changes: inode, size, mtime and ctime in ns."""
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def stamp_of(fd: int) -> tuple[int, int, int, int]:
+    """`_stamp` of an open file (the digest's, taken before it reads)."""
+    return _stamp(os.fstat(fd))
 
 
 def _ordinary(plan: _Plan, seen: Seen, helpers: Helpers, path: bytes, parts: list[bytes]) -> None:
