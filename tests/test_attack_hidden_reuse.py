@@ -1,0 +1,247 @@
+"""Attacks on W1's reuse of W0's list of hidden index entries (verification.md §3).
+
+W1 (`capture(..., same_as=W0)`) skips `git ls-files -v` when the private index copy it reads is
+the one W0 read, unchanged. Each test changes, between the two captures, something a verifier
+could change, such that the entries git status does not look at are no longer W0's, and checks
+that W1 still gives exactly what a fresh capture gives (and that the change matters to a fresh
+capture, or the test would prove nothing). Real git, real files, real processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import Cli, configure_verifiers, git, ready_to_verify
+from verify_kit import approve, edit
+
+from cortex.workspace.capture import Capture, capture
+
+
+def fields(taken: Capture) -> tuple[object, ...]:
+    return (taken.head, taken.digest, taken.tree, taken.head_tree, taken.tree_reason)
+
+
+def settle(repo: Path) -> None:
+    """Every work-tree file 10 s old, so no index entry is racy and git stops saving the copy."""
+    past = time.time_ns() - 10_000_000_000
+    for path in repo.rglob("*"):
+        if ".git" not in path.parts and path.is_file():
+            os.utime(path, ns=(past, past))
+
+
+def steady_repo(repo: Path, env: dict[str, str]) -> None:
+    """A committed `lib.py` and an edited `app.py`, every entry older than the index."""
+    (repo / "app.py").write_text("print('edited')\n")
+    (repo / "lib.py").write_text("VALUE = 1\n")
+    settle(repo)
+    git(repo, "add", "lib.py", env=env)
+    git(repo, "commit", "-q", "-m", "lib", env=env)
+    git(repo, "add", "app.py", env=env)
+
+
+def mirrored(repo: Path, env: dict[str, str], mirror: Path, **options: object) -> Capture:
+    return capture(str(repo), env, mirror_dir=str(mirror), **options)  # type: ignore[arg-type]
+
+
+def steady_capture(repo: Path, env: dict[str, str], mirror: Path) -> Capture:
+    """A capture after which git stopped saving its refreshed copy of the index."""
+    for _ in range(5):
+        taken = mirrored(repo, env, mirror)
+        if taken.index is not None:
+            assert taken.tree is not None, taken.tree_reason
+            return taken
+    raise AssertionError("git saved the index copy at every capture")
+
+
+# -- No private copy: nothing to compare, so nothing may be reused ---------------------------
+
+
+def _with_gitmodules(repo: Path, env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """A `.gitmodules` (even an empty one) turns the private copy off."""
+    (repo / ".gitmodules").write_text("")
+    return {**env, "CAPTURE_MIRROR": str(tmp_path / "mirror")}
+
+
+def _with_index_file(repo: Path, env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """`GIT_INDEX_FILE` in the environment: git's own index is read, never copied."""
+    index = tmp_path / "own-index"
+    shutil.copy2(repo / ".git" / "index", index)
+    return {**env, "GIT_INDEX_FILE": str(index), "CAPTURE_MIRROR": str(tmp_path / "mirror")}
+
+
+def _without_mirror_dir(_repo: Path, env: dict[str, str], _tmp_path: Path) -> dict[str, str]:
+    """A caller that passes no mirror directory at all."""
+    return dict(env)
+
+
+def _capture(repo: Path, env: dict[str, str], **options: object) -> Capture:
+    own = {k: v for k, v in env.items() if k != "CAPTURE_MIRROR"}
+    mirror = env.get("CAPTURE_MIRROR")
+    return capture(str(repo), own, mirror_dir=mirror, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setup", [_with_gitmodules, _with_index_file, _without_mirror_dir])
+def test_without_a_copy_an_entry_hidden_and_edited_is_listed(
+    repo: Path,
+    env: dict[str, str],
+    tmp_path: Path,
+    setup: Callable[[Path, dict[str, str], Path], dict[str, str]],
+) -> None:
+    """Attack: no private index copy, so W0 and W1 both record `index=None`, and None == None
+    made W1 reuse W0's (empty) list. A verifier edits a clean tracked file and marks it
+    assume-unchanged: status stops listing it, and only a fresh `ls-files -v` puts it back in
+    the digest."""
+    steady_repo(repo, env)
+    own = setup(repo, env, tmp_path)
+    first = _capture(repo, own)
+    assert first.bound, first.reason
+    assert first.hidden == []
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    hide_env = {k: v for k, v in own.items() if k != "CAPTURE_MIRROR"}
+    git(repo, "update-index", "--assume-unchanged", "lib.py", env=hide_env)
+    again = _capture(repo, own, same_as=first)
+    fresh = _capture(repo, own)
+    assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)
+
+
+def test_a_verifier_that_hides_its_edit_without_a_copy_unbinds_its_batch(
+    cli: Cli, repo: Path, env: dict[str, str]
+) -> None:
+    """Attack, end to end: a repository with a `.gitmodules` (no private copy); the verifier
+    edits a clean tracked file and marks it assume-unchanged. The batch must not bind."""
+    (repo / "lib.py").write_text("VALUE = 1\n")
+    (repo / ".gitmodules").write_text("")
+    git(repo, "add", "lib.py", ".gitmodules", env=env)
+    git(repo, "commit", "-q", "-m", "lib", env=env)
+    script = "echo 'VALUE = 2' > lib.py && git update-index --assume-unchanged lib.py"
+    configure_verifiers(repo, env, {"unit": ["sh", "-c", script]})
+    approve(env)
+    task = ready_to_verify(cli)
+    edit(repo)
+    out = cli("case", "verify", task)
+    assert git(repo, "ls-files", "-v", "lib.py", env=env) == "h lib.py", "the verifier ran"
+    assert out.envelope["data"]["batch"]["binding"] == "unbound", out.stdout
+
+
+# -- Sparse checkout: git's list depends on which files are present --------------------------
+
+
+def _sparse_in_config(repo: Path, env: dict[str, str]) -> dict[str, str]:
+    git(repo, "config", "core.sparseCheckout", "true", env=env)
+    return env
+
+
+def _sparse_in_environment(_repo: Path, env: dict[str, str]) -> dict[str, str]:
+    return {
+        **env,
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.sparseCheckout",
+        "GIT_CONFIG_VALUE_0": "true",
+    }
+
+
+@pytest.mark.parametrize("sparse", [_sparse_in_config, _sparse_in_environment])
+def test_a_skip_worktree_file_deleted_under_sparse_checkout_is_listed(
+    repo: Path,
+    env: dict[str, str],
+    tmp_path: Path,
+    sparse: Callable[[Path, dict[str, str]], dict[str, str]],
+) -> None:
+    """Attack: with `core.sparseCheckout` on, git clears the skip-worktree bit of every entry
+    whose file is present as it reads the index (in memory: the copy is not saved), so
+    `ls-files -v` depends on the work tree, not only on the copy. W0 sees `lib.py` present and
+    not hidden; the verifier deletes it: the bit now holds, status ignores the deletion, and a
+    W1 that reused W0's empty list would equal W0."""
+    steady_repo(repo, env)
+    git(repo, "update-index", "--skip-worktree", "lib.py", env=env)
+    own = sparse(repo, env)
+    mirror = tmp_path / "mirror"
+    first = steady_capture(repo, own, mirror)
+    assert first.hidden == [], "git cleared the bit of the present file"
+    (repo / "lib.py").unlink()
+    again = mirrored(repo, own, mirror, same_as=first)
+    fresh = mirrored(repo, own, mirror)
+    assert fresh.digest != first.digest, "the deletion must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)
+
+
+# -- Split index: the flags may live in a file beside the index, not in the copy -------------
+
+
+def _flag_in_shared_index(repo: Path, name: bytes) -> None:
+    """Set the assume-unchanged bit of `name`'s entry in `.git/sharedindex.*`, in place.
+
+    git does not verify an index's trailing checksum when it reads it, so the file still loads.
+    """
+    flipped = 0
+    for shared in (repo / ".git").glob("sharedindex.*"):
+        data = bytearray(shared.read_bytes())
+        # v2 entries: 16 bits of flags (the name's length in the low 12) right before the name.
+        at = data.find(bytes([0, len(name)]) + name + b"\0") + 2
+        if at == 1:
+            continue
+        data[at - 2] |= 0x80
+        with shared.open("r+b") as handle:
+            handle.write(bytes(data))
+        flipped += 1
+    assert flipped, "no shared index holds the entry"
+
+
+def test_an_entry_hidden_in_the_shared_index_is_listed(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Attack: with `core.splitIndex`, the copy holds only the split part; the entries, and their
+    flags, live in `.git/sharedindex.<id>`, which the copy names but does not contain. A verifier
+    edits a clean file and flips its assume-unchanged bit in the shared file: the copy is
+    byte-for-byte unchanged."""
+    git(repo, "config", "core.splitIndex", "true", env=env)
+    steady_repo(repo, env)
+    git(repo, "update-index", "--split-index", env=env)
+    mirror = tmp_path / "mirror"
+    first = mirrored(repo, env, mirror)
+    for _ in range(4):  # as steady_capture, but a split index may rightly offer no copy at all
+        if first.index is not None:
+            break
+        first = mirrored(repo, env, mirror)
+    assert first.hidden == []
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    _flag_in_shared_index(repo, b"lib.py")
+    assert git(repo, "ls-files", "-v", "lib.py", env=env) == "h lib.py"
+    again = mirrored(repo, env, mirror, same_as=first)
+    fresh = mirrored(repo, env, mirror)
+    assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)
+
+
+# -- Configuration from the environment that reaches a file --------------------------------
+
+
+def test_an_include_set_in_the_environment_gives_a_fresh_tree(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Attack on the tree-id reuse beside it: `include.path` given through `GIT_CONFIG_*` (which
+    git honours as it does in a file) names a file no settings identity covers. The verifier
+    turns `core.autocrlf` on in it: an untracked CRLF file keeps its bytes (the digest is
+    equal) but `git add` would store another blob."""
+    included = tmp_path / "included.gitconfig"
+    included.write_text("")
+    own = {
+        **env,
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "include.path",
+        "GIT_CONFIG_VALUE_0": str(included),
+    }
+    (repo / "notes.txt").write_bytes(b"one\r\ntwo\r\n")
+    mirror = tmp_path / "mirror"
+    first = mirrored(repo, own, mirror)
+    assert first.tree is not None, first.tree_reason
+    included.write_text("[core]\n\tautocrlf = true\n")
+    fresh = mirrored(repo, own, mirror)
+    assert fresh.tree != first.tree, "the setting must matter, or this proves nothing"
+    assert fields(mirrored(repo, own, mirror, same_as=first)) == fields(fresh)
