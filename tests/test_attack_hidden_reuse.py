@@ -9,8 +9,10 @@ capture, or the test would prove nothing). Real git, real files, real processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ from conftest import Cli, configure_verifiers, git, ready_to_verify
 from verify_kit import approve, edit
 
 from cortex.workspace.capture import Capture, capture
+from cortex.workspace.git import GitNotRunError, run_git
 
 
 def fields(taken: Capture) -> tuple[object, ...]:
@@ -245,3 +248,114 @@ def test_an_include_set_in_the_environment_gives_a_fresh_tree(
     fresh = mirrored(repo, own, mirror)
     assert fresh.tree != first.tree, "the setting must matter, or this proves nothing"
     assert fields(mirrored(repo, own, mirror, same_as=first)) == fields(fresh)
+
+
+# -- The git runner: bounded, and nothing left behind ----------------------------------------
+
+RUNNER_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "LC_ALL": "C",
+    "HOME": "/nonexistent",
+}
+
+
+def _children() -> dict[int, str]:
+    """This process's children by pid, with their state letter (`Z`: a zombie, never reaped)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = (Path("/proc") / entry / "stat").read_text()
+        except OSError:
+            continue
+        fields_after = raw.rsplit(")", 1)[1].split()
+        if int(fields_after[1]) == os.getpid():
+            found[int(entry)] = fields_after[0]
+    return found
+
+
+def _holding_alias(pidfile: Path, seconds: int) -> list[str]:
+    """A real git whose alias leaves a child behind that holds git's output open."""
+    hold = f"!sleep {seconds} & echo $! > {pidfile}; echo done"
+    return ["git", "-c", f"alias.hold={hold}", "hold"]
+
+
+def _reap(pidfile: Path) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_a_child_holding_the_output_does_not_outlast_the_bound(tmp_path: Path) -> None:
+    """Attack on the runner: git starts a child (an alias here; a clean filter during status)
+    that outlives git and keeps its output open. Killing git at the timeout does not end a read
+    that waits for the end of that output: the runner must still return within its bound."""
+    before = _children()
+    pidfile = tmp_path / "holder.pid"
+    started = time.monotonic()
+    try:
+        with pytest.raises(GitNotRunError) as caught:
+            run_git(_holding_alias(pidfile, 20), cwd=str(tmp_path), env=RUNNER_ENV, timeout=1.0)
+        assert caught.value.timed_out
+        assert time.monotonic() - started < 10
+    finally:
+        _reap(pidfile)
+    left = {pid: state for pid, state in _children().items() if pid not in before}
+    assert left == {}, "git was left running or unreaped"
+
+
+def test_an_interrupt_while_git_runs_leaves_no_git_behind(tmp_path: Path) -> None:
+    """Attack on the runner: a KeyboardInterrupt (raised by a real signal's handler) while git
+    runs: git must be killed and reaped, not left running or a zombie, and its pipes closed (an
+    interrupted `communicate()` left them to the garbage collector: a leak per call under
+    `cortex serve`, which the test run reports as unclosed files)."""
+    before = _children()
+    pidfile = tmp_path / "holder.pid"
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_git(
+                ["git", "-c", f"alias.wait=!echo $$ > {pidfile}; sleep 20", "wait"],
+                cwd=str(tmp_path),
+                env=RUNNER_ENV,
+                timeout=30,
+            )
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _reap(pidfile)
+    left = {pid: state for pid, state in _children().items() if pid not in before}
+    assert left == {}, "git was left running or unreaped"
+
+
+def test_runners_in_threads_time_out_alone(tmp_path: Path) -> None:
+    """Under `cortex serve` several threads run git at once: one that times out must neither
+    delay nor fail the others, and each gets its own output."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pidfile = tmp_path / "holder.pid"
+
+    def quick(index: int) -> bytes:
+        argv = ["git", "-c", f"alias.say=!echo {index}", "say"]
+        return run_git(argv, cwd=str(tmp_path), env=RUNNER_ENV, timeout=30).stdout
+
+    def slow() -> bool:
+        try:
+            run_git(_holding_alias(pidfile, 20), cwd=str(tmp_path), env=RUNNER_ENV, timeout=1.0)
+        except GitNotRunError as exc:
+            return exc.timed_out
+        return False
+
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            timed = pool.submit(slow)
+            said = list(pool.map(quick, range(12)))
+            assert timed.result(timeout=15)
+    finally:
+        _reap(pidfile)
+    assert said == [f"{index}\n".encode() for index in range(12)]
