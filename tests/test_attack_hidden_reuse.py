@@ -10,6 +10,7 @@ capture, or the test would prove nothing). Real git, real files, real processes.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import shutil
 import signal
@@ -359,3 +360,68 @@ def test_runners_in_threads_time_out_alone(tmp_path: Path) -> None:
     finally:
         _reap(pidfile)
     assert said == [f"{index}\n".encode() for index in range(12)]
+
+
+# -- The copy written without moving its identity ---------------------------------------------
+
+
+def _copy_of_the_index(mirror: Path) -> Path:
+    (copy,) = [p for p in mirror.iterdir() if p.name.startswith("index-")]
+    return copy
+
+
+def _flag_offset(data: bytes | mmap.mmap, name: bytes) -> int:
+    """Where the high byte of `name`'s v2 entry flags is (assume-unchanged: 0x80)."""
+    at = data.find(bytes([0, len(name)]) + name + b"\0")
+    assert at >= 0, "no such entry"
+    return at
+
+
+def test_an_entry_hidden_in_place_with_its_mtime_put_back_is_listed(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Attack (held): the copy's flag flipped with a plain write in place (same inode, same size)
+    and its mtime put back with `os.utime`; the ctime still moves, so W1 lists it."""
+    steady_repo(repo, env)
+    mirror = tmp_path / "mirror"
+    first = steady_capture(repo, env, mirror)
+    copy = _copy_of_the_index(mirror)
+    before = copy.stat()
+    data = bytearray(copy.read_bytes())
+    data[_flag_offset(bytes(data), b"lib.py")] |= 0x80
+    with copy.open("r+b") as handle:
+        handle.write(bytes(data))
+    os.utime(copy, ns=(before.st_atime_ns, before.st_mtime_ns))
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    again = mirrored(repo, env, mirror, same_as=first)
+    fresh = mirrored(repo, env, mirror)
+    assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)
+
+
+def test_an_entry_hidden_through_a_mapping_of_the_copy_is_listed(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Attack: the kernel stamps a shared mapping's page with the time only at the write that
+    makes it dirty; later writes to the dirty page move neither mtime nor ctime. A process that
+    maps the copy and dirties the page before W0 (one a verifier left running, say) flips the
+    flag after W0, and unmaps: the copy keeps W0's identity with other bytes."""
+    steady_repo(repo, env)
+    mirror = tmp_path / "mirror"
+    steady_capture(repo, env, mirror)
+    copy = _copy_of_the_index(mirror)
+    with copy.open("r+b") as handle, mmap.mmap(handle.fileno(), 0) as view:
+        at = _flag_offset(view, b"lib.py")
+        view[at] = view[at]  # dirties the page: the one write that moves the times
+        first = mirrored(repo, env, mirror)  # the copy is steady: git does not save it again
+        assert _copy_of_the_index(mirror) == copy, "git saved another copy: nothing to attack"
+        stamp = copy.stat()
+        view[at] |= 0x80
+    after = copy.stat()
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    if (after.st_mtime_ns, after.st_ctime_ns) != (stamp.st_mtime_ns, stamp.st_ctime_ns):
+        pytest.skip("this kernel stamps every write through a mapping: nothing to attack")
+    again = mirrored(repo, env, mirror, same_as=first)
+    fresh = mirrored(repo, env, mirror)
+    assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
+    assert fields(again) == fields(fresh)
