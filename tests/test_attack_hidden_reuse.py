@@ -10,6 +10,7 @@ capture, or the test would prove nothing). Real git, real files, real processes.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import mmap
 import os
 import shutil
@@ -425,3 +426,35 @@ def test_an_entry_hidden_through_a_mapping_of_the_copy_is_listed(
     fresh = mirrored(repo, env, mirror)
     assert fresh.digest != first.digest, "the edit must matter, or this proves nothing"
     assert fields(again) == fields(fresh)
+
+
+# -- The index's stat data, forged: any capture trusts it ---------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="LIMIT: git trusts an index entry whose stat data matches the file; a verifier that "
+    "writes the index itself (stat data of the edited file, blob id of the old one) hides the "
+    "edit from every capture, fresh or reused (verification.md §1, known limits)",
+)
+def test_an_edit_hidden_by_a_forged_index_entry_is_seen(repo: Path, env: dict[str, str]) -> None:
+    """Attack: edit `lib.py`, `git add` it (the entry records the new file's stat data), then
+    rewrite `.git/index` with the old blob id in that entry. git then sees the file as clean
+    and the index as HEAD: status lists nothing, so the digest and the tree id are W0's."""
+    steady_repo(repo, env)
+    first = capture(str(repo), env)
+    old_blob = bytes.fromhex(git(repo, "rev-parse", "HEAD:lib.py", env=env))
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    past = time.time_ns() - 10_000_000_000
+    os.utime(repo / "lib.py", ns=(past, past))  # not racy: older than the index
+    git(repo, "add", "lib.py", env=env)
+    index = repo / ".git" / "index"
+    data = bytearray(index.read_bytes())
+    at = _flag_offset(bytes(data), b"lib.py")
+    data[at - 20 : at] = old_blob
+    data[-20:] = hashlib.sha1(bytes(data[:-20])).digest()  # noqa: S324 - git's own checksum
+    forged = repo / ".git" / "index.forged"
+    forged.write_bytes(bytes(data))
+    forged.replace(index)
+    fresh = capture(str(repo), env)
+    assert fresh.digest != first.digest or fresh.tree != first.tree
