@@ -168,8 +168,11 @@ def capture(
     helpers: Helpers | None = None
     # W0's list of hidden entries serves when git reads the same index copy, unchanged, before
     # and after this status (verification.md §3); otherwise `ls-files -v` lists them again.
+    # Without a copy there is no state to compare (None is every such capture's): always listed.
     index_before = hidden_entries.index_state(mirror)
-    known = same_as.hidden if same_as is not None and same_as.index == index_before else None
+    known = None
+    if same_as is not None and index_before is not None and same_as.index == index_before:
+        known = same_as.hidden
     try:
         listing = None
         if known is None:

@@ -16,6 +16,7 @@ bound. `subprocess` is imported inside the functions: the modules on the per-cal
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -61,10 +62,13 @@ def run_git(
 
     Without `data` git's input is closed, never inherited: under `cortex serve` this process's
     input is the MCP stream, and a byte git read from it would be a request lost.
-    Raises GitNotRunError when git cannot start or outlives `timeout`.
+    Raises GitNotRunError when git cannot start or outlives `timeout`, including when a child it
+    started (an alias, a filter) still holds its output open then. Whatever happens, git is
+    killed and reaped and the pipes are closed before this returns or raises.
     """
     import subprocess
     import threading
+    import time
 
     try:
         proc = subprocess.Popen(
@@ -90,15 +94,67 @@ def run_git(
     watchdog.daemon = True
     watchdog.start()
     try:
-        stdout, stderr = proc.communicate(data)
+        # Not `communicate()`: a child git starts (an alias, a filter) may outlive it holding
+        # its output open, and killing git would not end that read; this one stops at the bound.
+        stdout, stderr, finished = _exchange(proc, data, time.monotonic() + timeout)
+        if finished:
+            proc.wait()  # the watchdog ends a git that closed its output but keeps running
     finally:
         watchdog.cancel()
-        if proc.poll() is None:  # an exception (an interrupt) while git ran: do not leave it
+        if proc.poll() is None:  # an exception (an interrupt), or the bound: do not leave it
             proc.kill()
             proc.wait()
-    if expired:
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if expired or not finished:
         raise GitNotRunError(subprocess.TimeoutExpired(argv, timeout, stdout, stderr))
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+
+
+def _exchange(
+    proc: subprocess.Popen[bytes], data: bytes | None, deadline: float
+) -> tuple[bytes, bytes, bool]:
+    """Feed `data` and read both outputs to their end, or until `deadline` (then not finished).
+
+    As `communicate()` does, through one selector, so neither side can fill a pipe and stall.
+    """
+    import select
+    import selectors
+    import time
+
+    assert proc.stdout is not None  # noqa: S101 - run_git opened both as pipes
+    assert proc.stderr is not None  # noqa: S101
+    chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
+    pending = memoryview(data or b"")
+    with selectors.PollSelector() as selector:
+        if proc.stdin is not None:
+            if pending:
+                selector.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        selector.register(proc.stderr, selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for key, _ in selector.select(remaining):
+                if key.fileobj is proc.stdin:
+                    try:
+                        pending = pending[os.write(key.fd, pending[: select.PIPE_BUF]) :]
+                    except BrokenPipeError:
+                        pending = pending[:0]  # git stopped reading: what it read is its input
+                    if not pending:
+                        selector.unregister(key.fileobj)
+                        proc.stdin.close()
+                elif chunk := os.read(key.fd, 1 << 16):
+                    chunks[key.fd].append(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+        finished = not selector.get_map()
+    out, err = (b"".join(chunks[stream.fileno()]) for stream in (proc.stdout, proc.stderr))
+    return out, err, finished
 
 
 def git_output(

@@ -47,10 +47,19 @@ def _git_dirs(root: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     return git_dir, os.path.join(git_dir, common)
 
 
-_UNFOLLOWED = re.compile(rb"include|attributesfile|filter", re.IGNORECASE)
+_UNFOLLOWED = re.compile(rb"include|attributesfile|filter|sparse", re.IGNORECASE)
 """What in a configuration file reaches beyond the files listed here: section and key names are
 case-insensitive and cannot be split over lines, so a byte search finds every use (and, erring
-towards a rebuild, the same words in a value or a comment)."""
+towards a rebuild, the same words in a value or a comment). `sparse`: with sparse checkout on,
+git clears the skip-worktree bit of each entry whose file is present as it reads the index, so
+which entries status ignores depends on the work tree, not only on the index (`core.sparse*`,
+`sparse.*`, `index.sparse`)."""
+
+_ENV_CONFIG = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_KEY_")
+"""The environment variables that carry configuration (`git -c`, `GIT_CONFIG_COUNT`): they
+cannot change between two captures, but an `include.path` or a filter they set reaches a file
+or a program that can, and a sparse checkout they turn on makes the index depend on the work
+tree, as in a file."""
 
 
 def files(root: str, env: Mapping[str, str]) -> list[tuple[str, bool]]:
@@ -86,6 +95,9 @@ def identity(root: str, env: Mapping[str, str]) -> str | None:
     the ctime even when the mtime is put back. A configuration file is read through the very
     descriptor whose state is taken, so what was searched is what the identity names.
     """
+    for name, value in env.items():
+        if name.startswith(_ENV_CONFIG) and _UNFOLLOWED.search(os.fsencode(value)) is not None:
+            return None
     parts = []
     for path, config in files(root, env):
         try:

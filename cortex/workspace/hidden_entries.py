@@ -22,14 +22,49 @@ skip-worktree (`S`, `s`)."""
 
 
 def index_state(path: str | None) -> str | None:
-    """The index copy at `path` and its identity (inode, size, mtime, ctime), or None."""
+    """The index copy at `path` and its identity (inode, size, mtime, ctime), or None.
+
+    None also when some process holds the copy open for writing, or it cannot be told: the
+    kernel stamps a shared writable mapping with the time only at the write that dirties its
+    page, so a process that mapped the copy earlier can change its bytes later without moving
+    its identity. Nothing ever writes the copy in place (git and `index_mirror` rename a new
+    file over it), so a writer is never legitimate. Without one at the start of W0, each later
+    change needs a new open, whose first write (through `write` or a new mapping) stamps it.
+    """
     if path is None:
         return None
     try:
-        info = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        if not _unwritten(fd):
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return f"{path}|{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+
+
+def _unwritten(fd: int) -> bool:
+    """Whether no process holds the file open for writing, a writable mapping included.
+
+    A read lease is refused (EAGAIN) exactly when it is; it is released at once. Where leases
+    do not exist (not Linux, or `fs.leases-enable` off) nothing can be said: False.
+    """
+    import fcntl
+
+    setlease = getattr(fcntl, "F_SETLEASE", None)
+    if setlease is None:
+        return False
+    try:
+        fcntl.fcntl(fd, setlease, fcntl.F_RDLCK)
+    except OSError:
+        return False
+    fcntl.fcntl(fd, setlease, fcntl.F_UNLCK)
+    return True
 
 
 def any_flag(listing: bytes) -> bool:

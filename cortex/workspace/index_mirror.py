@@ -52,7 +52,7 @@ def mirror(root: str, env: Mapping[str, str], directory: str, *, create: bool = 
     import shutil
 
     source = _index_path(root, env)
-    if source is None:
+    if source is None or _split(source):
         return None
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -95,6 +95,20 @@ def mirror(root: str, env: Mapping[str, str], directory: str, *, create: bool = 
     except OSError:
         pass
     return target
+
+
+def _split(index: str) -> bool:
+    """Whether the index may be split (`core.splitIndex`): a `sharedindex.*` lies beside it.
+
+    A split index holds only a link to its shared part, which git reads from beside the index or
+    from the git directory: a copy would not hold the entries it stands for, nor their
+    assume-unchanged and skip-worktree flags, so the copy's identity would not name them.
+    """
+    try:
+        names = os.listdir(os.path.dirname(index) or os.curdir)
+    except OSError:
+        return True
+    return any(name.startswith("sharedindex.") for name in names)
 
 
 def _unlink_quietly(path: str) -> None:
