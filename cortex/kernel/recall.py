@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -32,7 +32,6 @@ from cortex.kernel.envelope import Action, Result
 from cortex.kernel.errors import GateRefusedError
 from cortex.kernel.inputs import Input, Nothing
 from cortex.kernel.kernel import Kernel
-from cortex.kernel.progress import Progress
 from cortex.recall.advice import brief_answer, brief_groups, repeats
 from cortex.recall.budget import walk
 from cortex.recall.cards import Card, derive, estimate, shown_line
@@ -48,6 +47,10 @@ from cortex.recall.index import (
 )
 from cortex.recall.terms import content_terms
 from cortex.workspace.freshness import Ref, labels
+
+if TYPE_CHECKING:
+    # Only a rebuild or a reindex reports progress; the brief at `case open` does not load it.
+    from cortex.kernel.progress import Progress
 
 
 def _fail(exc: BaseException) -> str:
@@ -300,6 +303,8 @@ def _build(
     `progress` hears one step per case (for reindex and rebuild; a build under another
     command's commit reports nothing, its operation has ended).
     """
+    from cortex.kernel.progress import Progress
+
     reads, problems = _derive_all(kernel, covered, progress or Progress())
     with index.transaction():
         index.clear()
@@ -330,6 +335,8 @@ def reindex(kernel: Kernel, _given: Nothing | None = None) -> Result:
     from cortex.recall.manifest import forget, moved, refresh
 
     covered = stores(kernel)
+    from cortex.kernel.progress import Progress
+
     progress = kernel.progress or Progress()
     progress.begin("recall.reindex")
     try:
@@ -370,6 +377,8 @@ def rebuild(kernel: Kernel, given: Rebuild | None = None) -> Result:
     """Derive the whole index again from the case files; with `verify`, compare the digests."""
     verify = given is not None and given.verify
     covered = stores(kernel)
+    from cortex.kernel.progress import Progress
+
     progress = kernel.progress or Progress()
     progress.begin("recall.rebuild")
     try:
