@@ -312,6 +312,12 @@ def main() -> None:
                     "-c",
                     "import msgspec, sqlite3",
                 ],
+                # msgspec as cortex's console script loads it (cortex/launch.py).
+                "context: the same, msgspec without typing_extensions": [
+                    PY,
+                    "-c",
+                    "import sys; sys.modules['typing_extensions'] = None; import msgspec, sqlite3",
+                ],
                 "cortex recall --json, selective query": [
                     *cortex,
                     "recall",
