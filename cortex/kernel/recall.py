@@ -49,8 +49,14 @@ from cortex.recall.terms import content_terms
 from cortex.workspace.freshness import Ref, labels
 
 if TYPE_CHECKING:
-    # Only a rebuild or a reindex reports progress; the brief at `case open` does not load it.
     from cortex.kernel.progress import Progress
+
+
+def _reporter(given: Progress | None) -> Progress:
+    """`given`, or a silent reporter: loaded here, as the brief at `case open` reports nothing."""
+    from cortex.kernel.progress import Progress
+
+    return given or Progress()
 
 
 def _fail(exc: BaseException) -> str:
@@ -193,65 +199,6 @@ def after_commit(kernel: Kernel, store: CaseStore, task_id: str) -> list[str]:
     return []
 
 
-def purge(
-    kernel: Kernel,
-    store: CaseStore,
-    task_id: str,
-    *,
-    derive: bool,
-    scrub: bool = True,
-    before: bool = False,
-) -> list[str]:
-    """Drop a case's rows, and with `scrub` purge the file so none of their text is left.
-
-    After a forget (`derive`: its rows are derived again from the tombstoned files), a removal,
-    or an archive (dropped, not scrubbed: nothing was forgotten). With `scrub`, the other
-    engine's file for this state root is deleted: it is a cache, and it would still hold the
-    text. Without an index there is nothing to do. Warnings, never an exception.
-
-    `before`: a forget or a removal drops and scrubs the rows once more before its commit point,
-    so a process killed between that commit and the purge after it (the case's next writer
-    finishes the files, not the index) leaves no row to serve the text and none in the file.
-    A refused forget leaves the index behind on the case, which the next refresh repairs.
-    """
-    from cortex.recall.index import engine_name
-    from cortex.recall.manifest import forget, refresh
-
-    mine = index_path(cache_root(kernel.env), kernel.state_root, engine_name())
-    for other in index_files(kernel) if scrub else []:
-        if not other.startswith(mine):
-            try:
-                os.unlink(other)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                return [warning(exc)]
-    if not os.path.exists(path(kernel)):
-        return []
-    try:
-        index = Index.write(path(kernel))
-    except RecallIndexError as exc:
-        return [warning(exc)]
-    from cortex.cases import _crash
-
-    try:
-        ref = store_ref(kernel, store)
-        if scrub:
-            index.begin_purge()
-        forget(index, ref.root, task_id)
-        if derive:
-            refresh(index, ref, task_id, kernel.redactor)
-        if not before:
-            _crash.point("recall.dropped")
-        if scrub:
-            index.purge()
-    except Exception as exc:  # noqa: BLE001 - the case's files are done; the index is behind
-        return [warning(exc)]
-    finally:
-        index.close()
-    return []
-
-
 def follow(kernel: Kernel, moves: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
     """After cases moved into this store from others (adopt): their rows follow them."""
     from cortex.recall.manifest import forget, refresh
@@ -303,9 +250,7 @@ def _build(
     `progress` hears one step per case (for reindex and rebuild; a build under another
     command's commit reports nothing, its operation has ended).
     """
-    from cortex.kernel.progress import Progress
-
-    reads, problems = _derive_all(kernel, covered, progress or Progress())
+    reads, problems = _derive_all(kernel, covered, _reporter(progress))
     with index.transaction():
         index.clear()
         for ref, task, read, derived in reads:
@@ -335,9 +280,7 @@ def reindex(kernel: Kernel, _given: Nothing | None = None) -> Result:
     from cortex.recall.manifest import forget, moved, refresh
 
     covered = stores(kernel)
-    from cortex.kernel.progress import Progress
-
-    progress = kernel.progress or Progress()
+    progress = _reporter(kernel.progress)
     progress.begin("recall.reindex")
     try:
         index = Index.write(path(kernel))
@@ -377,9 +320,7 @@ def rebuild(kernel: Kernel, given: Rebuild | None = None) -> Result:
     """Derive the whole index again from the case files; with `verify`, compare the digests."""
     verify = given is not None and given.verify
     covered = stores(kernel)
-    from cortex.kernel.progress import Progress
-
-    progress = kernel.progress or Progress()
+    progress = _reporter(kernel.progress)
     progress.begin("recall.rebuild")
     try:
         index = Index.write(path(kernel))

@@ -55,7 +55,7 @@ def archive(kernel: Kernel, task: str, *, actor: str | None = None) -> Result:
     path = move(
         store.root, task_id, archive_root(store.root), timeout=store.lock_timeout, info=info
     )
-    from cortex.kernel.recall import purge
+    from cortex.kernel.retention.recall_rows import purge
 
     warnings = purge(kernel, kernel.store, task_id, derive=False, scrub=False)
     return _moved(task_id, case.status, archived=True, path=path, warnings=warnings)
@@ -223,7 +223,7 @@ def remove(kernel: Kernel, task: str, *, force: bool, confirm: Confirm | None) -
         if confirm(removal) != task_id:
             raise GateRefusedError(f"{task_id} was not typed at the terminal; nothing was removed")
         from cortex.cases.retention import remove as remove_case
-        from cortex.kernel.recall import purge
+        from cortex.kernel.retention.recall_rows import purge
 
         info = kernel.store.lock_info(kernel.actor(None), "case.rm")
         warnings += purge(kernel, kernel.store, task_id, derive=False, before=True)

@@ -83,7 +83,7 @@ def forget(
     head = f"forgot {target}: "
     room = CLAIM_MAX - len(head.encode())
     claim = head + reason.encode()[:room].decode("utf-8", "ignore")
-    from cortex.kernel.recall import purge
+    from cortex.kernel.retention.recall_rows import purge
 
     warnings = purge(kernel, store, task_id, derive=False, before=True)
     with store.transaction(task_id, actor=who, operation="case.forget") as txn:
