@@ -1855,14 +1855,29 @@ def test_sshpass_options_and_an_outer_quote_are_read_as_the_shell_reads_them(
     assert masked == expected.format(r=REDACTED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="limit: a tool's name inside a quoted password starts the next command's scan "
-    "(docs/design/redaction.md, Limits)",
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (
+            "curl -u 'deploy:a curl {pw}' https://x.invalid",
+            "curl -u 'deploy:{r}' https://x.invalid",
+        ),
+        ('curl -u "deploy:x mysql -p{pw}" h', 'curl -u "deploy:{r}" h'),
+        ("mysql -p'a sshpass {pw}' db && echo ok", "mysql -p{r} db && echo ok"),
+        ("sshpass -p 'a curl {pw}' ssh h", "sshpass -p {r} ssh h"),
+        # Never closed: the password runs to the line's end.
+        ("curl -u 'deploy:a curl {pw}\nnext", "curl -u 'deploy:{r}'\nnext"),
+        # After the quote, the next command is read as before.
+        ("curl -u 'u:a curl b'; curl -u v:{pw} h", "curl -u 'u:{r}'; curl -u v:{r} h"),
+        # A tool inside a quote that is not a password is a command of its own.
+        ('sshpass -p {pw} ssh h "mysql -p{pw}"', 'sshpass -p {r} ssh h "mysql -p{r}"'),
+    ],
 )
-def test_a_password_holding_a_tool_name_is_masked_whole() -> None:
-    masked = Redactor()(f"curl -u 'deploy:a curl {_CLI_PASSWORD}' https://x.invalid")
-    assert _CLI_PASSWORD not in masked
+def test_a_password_holding_a_tool_name_is_masked_whole(command: str, expected: str) -> None:
+    """A tool's name inside a quoted password cut the command there, and the rest of the
+    password was read as the next command's words and kept."""
+    masked = Redactor()(command.format(pw=_CLI_PASSWORD))
+    assert masked == expected.format(r=REDACTED)
 
 
 @pytest.mark.parametrize(

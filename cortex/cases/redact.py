@@ -418,6 +418,22 @@ def _mask_option(found: re.Match[str]) -> str:
     return found["head"] + word[: colon + 1] + REDACTED + open_quote
 
 
+def _open_at_cut(pattern: re.Pattern[str], segment: str) -> str:
+    """The quote a masked password is still inside where its command was cut, or ''."""
+    last = None
+    for last in pattern.finditer(segment):  # noqa: B007 - the last match is the one at the cut
+        pass
+    if last is None or last.end() != len(segment) or _mask_option(last) == last[0]:
+        return ""
+    open_quote = ""
+    for char in last["word"] if "word" in pattern.groupindex else last["pw"]:
+        if char == open_quote:
+            open_quote = ""
+        elif not open_quote and char in "'\"":
+            open_quote = char
+    return open_quote
+
+
 @cache
 def _sshpass_variable() -> re.Pattern[str]:
     # `sshpass -e` reads the password from $SSHPASS, set before it (`SSHPASS=pw sshpass -e`,
@@ -447,9 +463,18 @@ def redact_command_credentials(text: str) -> str:
         span = command.match(text, found.end(), bound)
         end = span.end() if span else found.end()
         options = cut if end == bound and after else closed
-        masked = options[found.lastgroup or "curl"].sub(_mask_option, text[found.end() : end])
-        parts += (text[done : found.end()], masked)
+        pattern = options[found.lastgroup or "curl"]
+        segment = text[found.end() : end]
+        parts += (text[done : found.end()], pattern.sub(_mask_option, segment))
         done = end
+        quote = _open_at_cut(pattern, segment) if options is cut else ""
+        if quote:
+            # The tool named inside a quoted password (`-u 'u:a curl b'`) did not end it: the
+            # rest of the password, to its closing quote, goes with what was masked.
+            close, line = text.find(quote, end), text.find("\n", end)
+            stop = len(text) if line < 0 else line
+            done = close + 1 if 0 <= close < stop else stop
+            after = tool.search(text, done)
         found = after
     if not parts:
         return text
