@@ -1,0 +1,72 @@
+"""Attacks on step 5 of the redaction pipeline (issue 27): a tool's name inside a password."""
+
+import json
+import time
+
+import pytest
+
+from cortex.cases.redact import REDACTED, Redactor
+
+_PW = "FAKEpw" + "0" * 10  # the same made-up password as tests/test_redact.py's _CLI_PASSWORD
+
+
+def _masked(command: str) -> str:
+    masked = Redactor()(command.format(pw=_PW))
+    assert "0000" not in masked, masked  # no piece of the password
+    return masked
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("curl -u 'u:curl {pw}' x", "curl -u 'u:{r}' x"),
+        ('curl -u "u:curl {pw}" x', 'curl -u "u:{r}" x'),
+        ("curl -u 'deploy curl:{pw}' x", "curl -u 'deploy {r}' x"),
+    ],
+)
+def test_a_password_that_starts_with_a_tool_name_is_masked(command: str, expected: str) -> None:
+    """Attack: the tool's name right after the `:` left `'u:` at the cut, read as an empty
+    password (or, with the `:` past the cut, as a user alone): nothing was masked."""
+    assert _masked(command) == expected.format(r=REDACTED)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["curl", "-u", "u:a curl {pw}", "x"],
+        ["curl", "-u", "u:curl {pw}", "x"],
+        ["curl", "-u", "u:a' curl {pw}", "x"],
+        ["sshpass", "-p", "a curl {pw}", "ssh"],
+    ],
+)
+def test_an_argv_element_holding_a_tool_name_is_masked_whole(argv: list[str]) -> None:
+    """Attack: in an argv list the element's quote is not part of the value, so the cut fell in
+    no quote the value held and the rest of the element was kept."""
+    argv = [arg.format(pw=_PW) for arg in argv]
+    for written in (str(argv), json.dumps(argv)):
+        masked = Redactor()(written)
+        assert "0000" not in masked, masked
+        assert "x" not in argv or masked.endswith(", 'x']") or masked.endswith(', "x"]')
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("curl -u 'u:a|curl {pw}' x", "curl -u 'u:{r}' x"),
+        ("curl -u 'u:a;curl {pw}' x", "curl -u 'u:{r}' x"),
+        ('curl -u "u:a&curl {pw}" x', 'curl -u "u:{r}" x'),
+    ],
+)
+def test_a_separator_before_the_tool_name_in_a_password_does_not_end_it(
+    command: str, expected: str
+) -> None:
+    """Attack: bounded at the next tool, the password's quote looked unclosed, so the `|`
+    before the tool ended the command and the password was not read at all."""
+    assert _masked(command) == expected.format(r=REDACTED)
+
+
+def test_the_command_after_a_password_holding_a_tool_name_is_still_read() -> None:
+    """Attack: several tool names, of other tools, inside one password, then a real command."""
+    masked = _masked("curl -u 'u:a mysql -p sshpass curl {pw}' x; mysql -p{pw} db")
+    assert masked == f"curl -u 'u:{REDACTED}' x; mysql -p{REDACTED} db"
+    assert Redactor()(masked) == masked
