@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import cache
+from functools import cache, partial
 
 REDACTED = "[REDACTED]"
 PRIVATE = "[PRIVATE]"
@@ -335,11 +335,15 @@ _Options = dict[str, re.Pattern[str]]
 
 
 @cache
-def _command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Options, _Options]:
+def _command_patterns() -> tuple[
+    re.Pattern[str], re.Pattern[str], re.Pattern[str], _Options, _Options
+]:
     return _build_command_patterns()
 
 
-def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Options, _Options]:
+def _build_command_patterns() -> tuple[
+    re.Pattern[str], re.Pattern[str], re.Pattern[str], _Options, _Options
+]:
     # Any case: macOS and Windows find `CURL` or `curl.EXE` on a case-insensitive disk.
     tool = re.compile(
         r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b",
@@ -348,6 +352,9 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
     # A command ends at a pipe, `;`, `&` or a line break outside quotes: its options are looked
     # for up to there (`-u 'admin:a|b'` is one command). A quote never closed is one character.
     command = re.compile(r"""(?:[^\n|;&'"]|'[^'\n]*'|"[^"\n]*"|['"])*""")
+    # Bounded by the next tool's name, a quote still open there may close after it
+    # (`-u 'u:a|curl b'`): it runs to the cut, so the `|` inside is not read as a pipe.
+    command_to_cut = re.compile(r"""(?:[^\n|;&'"]|'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|['"])*""")
     # One shell word: quoted and bare parts joined (`'a'"b"c`). A quote never closed ends it
     # (`bash -c "mysql -ppw"`: the quote is the outer string's), but where the next tool's name
     # cut the command (`-u 'u:a curl b'`) it runs to the cut: the rest is masked, not kept.
@@ -355,12 +362,13 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
     cut = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
 
     # An argv written as a list (`['curl', '-u', 'u:pw']`, a JSON array, a traceback's
-    # command): an element ends at its quote, and the next begins after `', '`.
+    # command): an element ends at its own quote (`"u:a'b"` holds a `'`), and the next begins
+    # after `', '`.
     element = r"""['"],[ \t]*['"]"""
 
     def options(word: str) -> _Options:
         option = r"(?<![\w-])(?P<head>"
-        value = r"(?(list)[^'\"\n]*|" + word + ")"
+        value = r"(?(list)(?:(?<=')[^'\n]*|[^\"\n]*)|" + word + ")"
         gap = r"(?:" + element + r"|[ \t]+)"
         return {
             # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`),
@@ -394,28 +402,54 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
             ),
         }
 
-    return tool, command, options(closed), options(cut)
+    return tool, command, command_to_cut, options(closed), options(cut)
 
 
-def _mask_option(found: re.Match[str]) -> str:
-    """The option with its password masked: all of it, or for curl what follows the user's `:`."""
-    if "word" not in found.re.groupindex:
-        return found["head"] + REDACTED
-    word = found["word"]
-    colon = word.find(":")  # curl splits at the first one: a user name holds none
-    if colon < 0 or colon == len(word) - 1:
-        return found[0]  # no password (curl asks for it) or an empty one
-    # A quote opened before the `:` (`'user:pass'`) closes after the password: it is closed
-    # again, so the masked text stays balanced and what follows is read as before.
+def _open_quote(word: str) -> str:
+    """The shell quote `word` ends inside of, or ''."""
     open_quote = ""
-    for char in word[:colon]:
+    for char in word:
         if char == open_quote:
             open_quote = ""
         elif not open_quote and char in "'\"":
             open_quote = char
-    if word[colon + 1 :] == open_quote:
+    return open_quote
+
+
+def _running(found: re.Match[str], *, at_cut: bool) -> tuple[str, bool]:
+    """The quote the option's value is still inside where it ends (''), and if it is listed.
+
+    Only a value cut by the next tool's name ends inside a quote; a listed value is an argv
+    element's, whose quote is not in the value.
+    """
+    if "list" in found.re.groupindex and found["list"] is not None:
+        # An element's quotes are its own, not the shell's: only its closing quote ends it.
+        reaches_cut = at_cut and found.end() == len(found.string)
+        return (found["list"][-1] if reaches_cut else ""), True
+    return _open_quote(found["word"] if "word" in found.re.groupindex else found["pw"]), False
+
+
+def _mask_option(found: re.Match[str], *, at_cut: bool = False) -> str:
+    """The option with its password masked: all of it, or for curl what follows the user's `:`."""
+    running, listed = _running(found, at_cut=at_cut)
+    # A value cut inside its quote goes on past the cut, to that quote: the caller drops the
+    # rest, so an element's quote is put back here (a shell quote is dropped with its pair).
+    closing = running if listed else ""
+    if "word" not in found.re.groupindex:
+        return found["head"] + REDACTED + closing
+    word = found["word"]
+    colon = word.find(":")  # curl splits at the first one: a user name holds none
+    if not running and (colon < 0 or colon == len(word) - 1):
+        return found[0]  # no password (curl asks for it) or an empty one
+    # Cut before its `:` (`-u 'deploy curl:pw'`), the user runs on into the password: what
+    # follows the cut is masked, the user's first words stay.
+    kept = word if colon < 0 else word[: colon + 1]
+    # A quote opened before the `:` (`'user:pass'`) closes after the password: it is closed
+    # again, so the masked text stays balanced and what follows is read as before.
+    open_quote = "" if listed else _open_quote(kept)
+    if not running and word[colon + 1 :] == open_quote:
         return found[0]  # `-u 'user:'`: an empty password
-    return found["head"] + word[: colon + 1] + REDACTED + open_quote
+    return found["head"] + kept + REDACTED + (closing or open_quote)
 
 
 def _open_at_cut(pattern: re.Pattern[str], segment: str) -> str:
@@ -423,15 +457,9 @@ def _open_at_cut(pattern: re.Pattern[str], segment: str) -> str:
     last = None
     for last in pattern.finditer(segment):  # noqa: B007 - the last match is the one at the cut
         pass
-    if last is None or last.end() != len(segment) or _mask_option(last) == last[0]:
+    if last is None or last.end() != len(segment):
         return ""
-    open_quote = ""
-    for char in last["word"] if "word" in pattern.groupindex else last["pw"]:
-        if char == open_quote:
-            open_quote = ""
-        elif not open_quote and char in "'\"":
-            open_quote = char
-    return open_quote
+    return _running(last, at_cut=True)[0]
 
 
 @cache
@@ -452,7 +480,7 @@ def redact_command_credentials(text: str) -> str:
         return text
     if "SSHPASS=" in text:
         text = _sshpass_variable().sub(lambda m: m["head"] + REDACTED, text)
-    tool, command, closed, cut = _command_patterns()
+    tool, command, command_to_cut, closed, cut = _command_patterns()
     parts: list[str] = []
     done = 0
     found = tool.search(text)
@@ -460,14 +488,16 @@ def redact_command_credentials(text: str) -> str:
         # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
         after = tool.search(text, found.end())
         bound = after.start() if after else len(text)
-        span = command.match(text, found.end(), bound)
+        span = (command_to_cut if after else command).match(text, found.end(), bound)
         end = span.end() if span else found.end()
         options = cut if end == bound and after else closed
         pattern = options[found.lastgroup or "curl"]
         segment = text[found.end() : end]
-        parts += (text[done : found.end()], pattern.sub(_mask_option, segment))
+        at_cut = options is cut
+        masked = pattern.sub(partial(_mask_option, at_cut=at_cut), segment)
+        parts += (text[done : found.end()], masked)
         done = end
-        quote = _open_at_cut(pattern, segment) if options is cut else ""
+        quote = _open_at_cut(pattern, segment) if at_cut else ""
         if quote:
             # The tool named inside a quoted password (`-u 'u:a curl b'`) did not end it: the
             # rest of the password, to its closing quote, goes with what was masked.
