@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import time
 
 import pytest
 
@@ -75,3 +76,33 @@ def test_the_command_after_a_password_holding_a_tool_name_is_still_read() -> Non
     masked = _masked("curl -u 'u:a mysql -p sshpass curl {pw}' x; mysql -p{pw} db")
     assert masked == f"curl -u 'u:{REDACTED}' x; mysql -p{REDACTED} db"
     assert Redactor()(masked) == masked
+
+
+def _repeat(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+_HOSTILE_UNITS = {
+    "passwords_holding_a_tool_on_one_line": "curl -u 'u:a curl b' ",
+    "tool_at_a_password_start": "curl -u 'u:curl ",
+    "separator_before_a_tool": "curl -u 'u:a|curl ",
+    "argv_elements_holding_a_tool": "['curl', '-u', 'u:a' curl b'] ",
+    "mixed_quotes_and_tools": "curl 'curl \"curl ",
+    "sshpass_argv_cut": "['sshpass', '-p', 'a curl ",
+    "unclosed_quotes": "curl -u '",
+}
+
+
+@pytest.mark.parametrize("unit", _HOSTILE_UNITS.values(), ids=_HOSTILE_UNITS.keys())
+def test_passwords_cut_by_tool_names_cost_what_plain_ones_do(unit: str) -> None:
+    """Attack: each password cut inside its quote looked for its line's end from the cut, on
+    a line as long as the text (4 MiB on one line took 5 times plain commands' time)."""
+    size = 1024 * 1024
+    baseline = _repeat("curl -u u:pw x; ", size)
+    hostile = _repeat(unit, size)
+    started = time.perf_counter()
+    Redactor()(baseline)
+    plain = time.perf_counter() - started
+    started = time.perf_counter()
+    Redactor()(hostile)
+    assert time.perf_counter() - started < 4 * plain + 0.5

@@ -501,7 +501,10 @@ def redact_command_credentials(text: str) -> str:
         if quote:
             # The tool named inside a quoted password (`-u 'u:a curl b'`) did not end it: the
             # rest of the password, to its closing quote, goes with what was masked.
-            close, line = text.find(quote, end), text.find("\n", end)
+            # The line's end is looked for only up to the quote: on one long line of such
+            # passwords, a search to the line's end each time would be quadratic.
+            close = text.find(quote, end)
+            line = text.find("\n", end, len(text) if close < 0 else close)
             stop = len(text) if line < 0 else line
             done = close + 1 if 0 <= close < stop else stop
             after = tool.search(text, done)
