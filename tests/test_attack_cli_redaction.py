@@ -106,3 +106,46 @@ def test_passwords_cut_by_tool_names_cost_what_plain_ones_do(unit: str) -> None:
     started = time.perf_counter()
     Redactor()(hostile)
     assert time.perf_counter() - started < 4 * plain + 0.5
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # A backslash escapes a space, or a quote inside "..." and $'...': the word goes on.
+        ("curl -u u:a\\ {pw} x", "curl -u u:{r} x"),
+        ('curl -u "u:a\\" {pw}" x; echo ok', 'curl -u "u:{r}" x; echo ok'),
+        ("curl -u $'u:a\\' {pw}' x", "curl -u $'u:{r}' x"),
+        ('mysql -p"a\\" {pw}" db', "mysql -p{r} db"),
+        ('SSHPASS="a\\" {pw}" sshpass -e ssh h', "SSHPASS={r} sshpass -e ssh h"),
+        # The same with a tool's name inside, and glued into a bare password.
+        ('curl -u "u:a\\" curl {pw}" x', 'curl -u "u:{r}" x'),
+        ("curl -u $'u:a\\' curl {pw}' x", "curl -u $'u:{r}' x"),
+        ("curl -u u:a\\ curl\\ {pw} x", "curl -u u:{r} x"),
+        ("curl -u u:a-curl-{pw} x", "curl -u u:{r} x"),
+        ("mysql -pa/curl/{pw} db", "mysql -p{r} db"),
+        ("curl -u deploy-curl-x:{pw} x", "curl -u deploy-{r} x"),
+    ],
+)
+def test_a_password_is_one_word_across_backslash_escapes(command: str, expected: str) -> None:
+    """Attack: the scan knew no backslash escape, so `\\ ` or `\\"` ended the password and its
+    rest was kept; and a tool's name glued into a bare password cut it with no quote open."""
+    masked = _masked(command)
+    assert masked == expected.format(r=REDACTED)
+    assert Redactor()(masked) == masked
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'curl -u "u:{pw}" x',
+        'curl -u "u:a curl {pw}" x; echo ok',
+        'curl -u "u:a\\" curl {pw}" x; echo ok',
+    ],
+)
+def test_a_command_kept_in_a_json_string_stays_json(command: str) -> None:
+    """Attack: written JSON-escaped, `\\"u:pw\\"` was closed again with a bare `"` after the mask,
+    which ended the JSON string there: the document no longer parsed."""
+    written = json.dumps({"command": command.format(pw=_PW)})
+    masked = Redactor()(written)
+    assert "0000" not in masked
+    assert json.loads(masked) == {"command": Redactor()(command.format(pw=_PW))}

@@ -358,8 +358,13 @@ def _build_command_patterns() -> tuple[
     # One shell word: quoted and bare parts joined (`'a'"b"c`). A quote never closed ends it
     # (`bash -c "mysql -ppw"`: the quote is the outer string's), but where the next tool's name
     # cut the command (`-u 'u:a curl b'`) it runs to the cut: the rest is masked, not kept.
-    closed = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"])+"""
-    cut = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
+    # A backslash escapes the next character outside single quotes (`u:a\ b`, `"a\" b"`, and
+    # `$'a\' b'`, where it is a quote's): the word runs on past it, as the shell reads it.
+    closed = r"""(?:\$'(?:\\.|[^'\\\n])*'|'[^'\n]*'|"(?:\\.|[^"\\\n])*"|\\.|[^\s'"\\])+"""
+    cut = (
+        r"""(?:\$'(?:\\.|[^'\\\n])*(?:'|\Z)|'[^'\n]*(?:'|\Z)|"(?:\\.|[^"\\\n])*(?:"|\Z)"""
+        r"""|\\.|[^\s'"\\])+"""
+    )
 
     # An argv written as a list (`['curl', '-u', 'u:pw']`, a JSON array, a traceback's
     # command): an element ends at its own quote (`"u:a'b"` holds a `'`), and the next begins
@@ -406,14 +411,49 @@ def _build_command_patterns() -> tuple[
 
 
 def _open_quote(word: str) -> str:
-    """The shell quote `word` ends inside of, or ''."""
-    open_quote = ""
-    for char in word:
-        if char == open_quote:
-            open_quote = ""
-        elif not open_quote and char in "'\"":
-            open_quote = char
-    return open_quote
+    r"""The quote `word` ends inside of, as it was opened, or ''.
+
+    A quote is opened as `'`, `"`, `$'`, or as an escaped `\"` of a command kept in a JSON
+    string.
+    """
+    opened, at = "", 0
+    while at < len(word):
+        char = word[at]
+        if opened == "'":  # nothing is escaped in single quotes
+            opened = "" if char == "'" else opened
+        elif char == "\\":
+            pair = word[at : at + 2]
+            if not opened and pair[1:] in ("'", '"'):
+                opened = pair  # `\\"u:pw\\"`: a quote of the shell's, escaped for JSON
+            elif pair == opened:
+                opened = ""
+            at += 1  # the escaped character is no quote
+        elif not opened and char in "'\"":
+            opened = "$'" if char == "'" and word[at - 1 : at] == "$" else char
+        elif char == opened[-1:] and opened[:1] != "\\":
+            opened = ""
+        at += 1
+    return opened
+
+
+def _closing(opened: str) -> str:
+    """What closes a quote opened as `opened` (`$'` closes with `'`, a bare word nothing)."""
+    return opened.strip("$ ")
+
+
+@cache
+def _rest_of_quote(opened: str) -> re.Pattern[str]:
+    # A quoted password's rest, to its closing quote or the line's end, read as it was opened.
+    if opened == " ":  # a bare word the tool's name was glued into (`u:a-curl-b`, `a\ curl`)
+        return re.compile(
+            r"""(?:\$'(?:\\.|[^'\\\n])*'|'[^'\n]*'|"(?:\\.|[^"\\\n])*"|\\.|[^\s'"\\])*"""
+        )
+    body = {
+        "'": r"[^'\n]*",
+        "$'": r"(?:\\.|[^'\\\n])*",
+        '"': r'(?:\\.|[^"\\\n])*',
+    }.get(opened, r"(?:[^\\\n]|\\[^\n])*?(?=" + re.escape(opened) + r"|\n|\Z)")
+    return re.compile(body + "(?:" + re.escape(_closing(opened)) + ")?")
 
 
 def _running(found: re.Match[str], *, at_cut: bool) -> tuple[str, bool]:
@@ -426,7 +466,13 @@ def _running(found: re.Match[str], *, at_cut: bool) -> tuple[str, bool]:
         # An element's quotes are its own, not the shell's: only its closing quote ends it.
         reaches_cut = at_cut and found.end() == len(found.string)
         return (found["list"][-1] if reaches_cut else ""), True
-    return _open_quote(found["word"] if "word" in found.re.groupindex else found["pw"]), False
+    value = found["word"] if "word" in found.re.groupindex else found["pw"]
+    opened = _open_quote(value)
+    if not opened and at_cut and value and found.end() == len(found.string):
+        # Unquoted and up to the cut: the tool's name is glued into the word (`u:a-curl-b`,
+        # `u:a\ curl\ b`), which goes on past it. " " stands for that bare rest.
+        opened = " "
+    return opened, False
 
 
 def _mask_option(found: re.Match[str], *, at_cut: bool = False) -> str:
@@ -449,7 +495,7 @@ def _mask_option(found: re.Match[str], *, at_cut: bool = False) -> str:
     open_quote = "" if listed else _open_quote(kept)
     if not running and word[colon + 1 :] == open_quote:
         return found[0]  # `-u 'user:'`: an empty password
-    return found["head"] + kept + REDACTED + (closing or open_quote)
+    return found["head"] + kept + REDACTED + (closing or _closing(open_quote))
 
 
 def _open_at_cut(pattern: re.Pattern[str], segment: str) -> str:
@@ -467,7 +513,11 @@ def _sshpass_variable() -> re.Pattern[str]:
     # `sshpass -e` reads the password from $SSHPASS, set before it (`SSHPASS=pw sshpass -e`,
     # `export SSHPASS=pw`): its name exactly, as the environment spells it, so a version pin
     # (`apt-get install sshpass=1.09-1`) is kept.
-    return re.compile(r"""(?<![\w-])(?P<head>SSHPASS=)(?:'[^'\n]*'|"[^"\n]*"|[^\s'";&|])+""")
+    # Its value is one shell word, backslash escapes included (`SSHPASS="a\" b"`).
+    return re.compile(
+        r"""(?<![\w-])(?P<head>SSHPASS=)"""
+        r"""(?:\$'(?:\\.|[^'\\\n])*'|'[^'\n]*'|"(?:\\.|[^"\\\n])*"|\\.|[^\s'";&|\\])+"""
+    )
 
 
 def redact_command_credentials(text: str) -> str:
@@ -501,12 +551,10 @@ def redact_command_credentials(text: str) -> str:
         if quote:
             # The tool named inside a quoted password (`-u 'u:a curl b'`) did not end it: the
             # rest of the password, to its closing quote, goes with what was masked.
-            # The line's end is looked for only up to the quote: on one long line of such
-            # passwords, a search to the line's end each time would be quadratic.
-            close = text.find(quote, end)
-            line = text.find("\n", end, len(text) if close < 0 else close)
-            stop = len(text) if line < 0 else line
-            done = close + 1 if 0 <= close < stop else stop
+            # Read up to the quote or the line's end, whichever comes first: a search to the
+            # line's end each time would be quadratic on one long line of such passwords.
+            rest = _rest_of_quote(quote).match(text, end)
+            done = rest.end() if rest else end
             after = tool.search(text, done)
         found = after
     if not parts:
