@@ -149,3 +149,73 @@ def test_a_command_kept_in_a_json_string_stays_json(command: str) -> None:
     masked = Redactor()(written)
     assert "0000" not in masked
     assert json.loads(masked) == {"command": Redactor()(command.format(pw=_PW))}
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (
+            "curl https://api.x.invalid/v1/mysql/instances -u admin:{pw}",
+            "curl https://api.x.invalid/v1/mysql/instances -u admin:{r}",
+        ),
+        ("mysql -h curl.db.invalid -p{pw} app", "mysql -h curl.db.invalid -p{r} app"),
+        ("mysql -e 'select curl' -p{pw} app", "mysql -e 'select curl' -p{r} app"),
+        ("curl -H 'X-Tool: mysql' -u u:{pw} x", "curl -H 'X-Tool: mysql' -u u:{r} x"),
+        ('curl -H "X: sshpass" -U p:{pw} x', 'curl -H "X: sshpass" -U p:{r} x'),
+        (
+            "curl https://x.invalid/mysql/curl -u u:{pw}",
+            "curl https://x.invalid/mysql/curl -u u:{r}",
+        ),
+    ],
+)
+def test_a_tool_named_in_an_earlier_argument_does_not_hide_the_password(
+    command: str, expected: str
+) -> None:
+    """Attack: a tool's name in a URL, host or quoted argument before the password option cut
+    the scan there, and the next tool's scan knew only its own options: nothing was masked."""
+    assert _masked(command) == expected.format(r=REDACTED)
+
+
+def test_options_of_a_tool_named_later_are_not_read_after_a_separator() -> None:
+    """The carried options stop where the command ends: `-u` after `;` is another command's."""
+    command = "curl https://x.invalid/mysql; docker run -u 1000:1000 img"
+    assert Redactor()(command) == command
+
+
+@pytest.mark.xfail(strict=True, reason="limit: sshpass's options are read from its name only")
+def test_sshpass_options_after_a_tool_named_in_its_prompt() -> None:
+    """Attack: `-P PROMPT` naming a tool cuts sshpass's options before its `-p`."""
+    _masked("sshpass -P 'curl login:' -p {pw} ssh h")
+
+
+@pytest.mark.xfail(strict=True, reason="limit: after a cut inside a quote, quotes read inverted")
+def test_a_separator_in_a_password_after_a_quoted_tool_name() -> None:
+    """Attack: the cut fell inside `"mysql a"`, so the next scan read the password's quotes
+    inverted, and the `&` inside the password ended the command."""
+    _masked('curl -d "mysql a" -o out --user "ci:a&{pw}"')
+
+
+@pytest.mark.xfail(strict=True, reason="limit: a quote is read on its own line")
+def test_a_quoted_password_closed_on_a_later_line() -> None:
+    """Attack: the shell reads a quoted password across a line break; the scan does not."""
+    _masked("curl -u 'u:a\n{pw}' x")
+
+
+@pytest.mark.xfail(strict=True, reason="limit: mysql's -p is not read element by element")
+def test_a_mysql_password_with_a_space_in_an_argv_list() -> None:
+    """Attack: `['mysql', '-pa b']` holds one password; its word ended at the space."""
+    assert "0000" not in Redactor()(str(["mysql", f"-pa {_PW}"]))
+
+
+@pytest.mark.xfail(strict=True, reason="limit: mysql's -p is not read element by element")
+def test_a_mysql_prompt_in_an_argv_list_keeps_the_next_element() -> None:
+    """Attack: `['mysql', '-p', 'db']` prompts; the scan read `', 'db'` as the password and
+    dropped the database's element with it."""
+    written = str(["mysql", "-p", "app"])
+    assert Redactor()(written) == written
+
+
+@pytest.mark.xfail(strict=True, reason="limit: an escaped backslash is not read through")
+def test_an_escaped_space_in_a_json_escaped_command() -> None:
+    """Attack: JSON writes the shell's `a\\ b` as `a\\\\ b`, which no reading decodes."""
+    assert "0000" not in Redactor()(json.dumps(f"curl -u u:a\\ {_PW} x"))

@@ -533,6 +533,7 @@ def redact_command_credentials(text: str) -> str:
     tool, command, command_to_cut, closed, cut = _command_patterns()
     parts: list[str] = []
     done = 0
+    carried: tuple[str, ...] = ()
     found = tool.search(text)
     while found:
         # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
@@ -541,13 +542,22 @@ def redact_command_credentials(text: str) -> str:
         span = (command_to_cut if after else command).match(text, found.end(), bound)
         end = span.end() if span else found.end()
         options = cut if end == bound and after else closed
-        pattern = options[found.lastgroup or "curl"]
-        segment = text[found.end() : end]
         at_cut = options is cut
-        masked = pattern.sub(partial(_mask_option, at_cut=at_cut), segment)
+        # A name that cut the command without ending it (`curl https://h/mysql/db -u u:pw`,
+        # `mysql -e 'select curl' -ppw`) leaves it going on: the options of the tools it cut
+        # are read here too. sshpass's are not: they only follow its own name.
+        kind = found.lastgroup or "curl"
+        kinds = (kind, *(other for other in carried if other not in (kind, "sshpass")))
+        segment = text[found.end() : end]
+        masked, quote = segment, ""
+        for each in kinds:
+            pattern = options[each]
+            masked = pattern.sub(partial(_mask_option, at_cut=at_cut), masked)
+            quote = quote or (_open_at_cut(pattern, segment) if at_cut else "")
         parts += (text[done : found.end()], masked)
         done = end
-        quote = _open_at_cut(pattern, segment) if at_cut else ""
+        # At most the three tools' options on any part of the text: the scan stays linear.
+        carried = kinds if at_cut else ()
         if quote:
             # The tool named inside a quoted password (`-u 'u:a curl b'`) did not end it: the
             # rest of the password, to its closing quote, goes with what was masked.
