@@ -207,7 +207,6 @@ def test_a_mysql_password_with_a_space_in_an_argv_list() -> None:
     assert "0000" not in Redactor()(str(["mysql", f"-pa {_PW}"]))
 
 
-@pytest.mark.xfail(strict=True, reason="limit: mysql's -p is not read element by element")
 def test_a_mysql_prompt_in_an_argv_list_keeps_the_next_element() -> None:
     """Attack: `['mysql', '-p', 'db']` prompts; the scan read `', 'db'` as the password and
     dropped the database's element with it."""
@@ -235,3 +234,26 @@ def test_masks_in_a_long_json_escaped_text_cost_what_plain_ones_do() -> None:
     masked = Redactor()(hostile)
     assert time.perf_counter() - started < 5 * plain + 0.5
     assert masked.startswith('curl -u \\"u:[REDACTED]\\"')
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '{{"c": "curl -u u:{pw}", "d": "next"}}',
+        '{{"c": "curl -u \'u:{pw}\'", "d": "next"}}',
+        '{{"c": "mysql -p\'{pw}\'", "d": "next"}}',
+        "{{'c': 'curl -u u:{pw}', 'd': 'next'}}",
+        "['curl -u u:{pw}', 'next']",
+        "[\"curl -u 'u:a curl {pw}\", 'next']",
+        '{{"c": "curl -u \'u:a curl {pw}", "d": "next"}}',
+        '{{"c": "SSHPASS={pw}", "d": "next"}}',
+    ],
+)
+def test_a_password_at_a_strings_end_keeps_what_follows_the_string(written: str) -> None:
+    """Attack: a password word ran on over the closing quote of the JSON string or Python
+    literal it was kept in, and over the next key's quotes: `"d": "next"` went with the mask."""
+    masked = Redactor()(written.format(pw=_PW))
+    assert "0000" not in masked
+    assert "next" in masked
+    if written.startswith('{{"'):
+        assert json.loads(masked)["d"] == "next"

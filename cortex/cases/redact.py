@@ -333,6 +333,25 @@ _COMMAND_TRIGGERS = ("curl", "mysql", "mariadb", "sshpass")
 
 _Options = dict[str, re.Pattern[str]]
 
+# A quote followed by what follows a JSON string or a Python literal (`,` `:` `}` `]`) opens
+# nothing: it ends the string the command is kept in (`{"cmd": "curl -u u:pw", "next": 1}`),
+# and the password's word ends there rather than running on over the next key.
+_OPENS = r"(?![ \t]*[,:}\]])"
+
+
+def _word_part(bare: str, *, cut: bool = False) -> str:
+    r"""One part of a shell word: quoted (`'...'`, `"..."`, `$'...'`), escaped (`\x`) or bare.
+
+    Cut by the next tool's name, a quote still open at the cut ends there (`\Z`).
+    """
+    single, double = (r"(?:'|\Z)", r'(?:"|\Z)') if cut else ("'", '"')
+    return (
+        r"(?:\$'" + _OPENS + r"(?:\\.|[^'\\\n])*" + single
+        + "|'" + _OPENS + r"[^'\n]*" + single
+        + '|"' + _OPENS + r'(?:\\.|[^"\\\n])*' + double
+        + r"|\\.|" + bare + ")"
+    )  # fmt: skip
+
 
 @cache
 def _command_patterns() -> tuple[
@@ -360,11 +379,8 @@ def _build_command_patterns() -> tuple[
     # cut the command (`-u 'u:a curl b'`) it runs to the cut: the rest is masked, not kept.
     # A backslash escapes the next character outside single quotes (`u:a\ b`, `"a\" b"`, and
     # `$'a\' b'`, where it is a quote's): the word runs on past it, as the shell reads it.
-    closed = r"""(?:\$'(?:\\.|[^'\\\n])*'|'[^'\n]*'|"(?:\\.|[^"\\\n])*"|\\.|[^\s'"\\])+"""
-    cut = (
-        r"""(?:\$'(?:\\.|[^'\\\n])*(?:'|\Z)|'[^'\n]*(?:'|\Z)|"(?:\\.|[^"\\\n])*(?:"|\Z)"""
-        r"""|\\.|[^\s'"\\])+"""
-    )
+    closed = _word_part(r"""[^\s'"\\]""") + "+"
+    cut = _word_part(r"""[^\s'"\\]""", cut=True) + "+"
 
     # An argv written as a list (`['curl', '-u', 'u:pw']`, a JSON array, a traceback's
     # command): an element ends at its own quote (`"u:a'b"` holds a `'`), and the next begins
@@ -445,15 +461,22 @@ def _closing(opened: str) -> str:
 def _rest_of_quote(opened: str) -> re.Pattern[str]:
     # A quoted password's rest, to its closing quote or the line's end, read as it was opened.
     if opened == " ":  # a bare word the tool's name was glued into (`u:a-curl-b`, `a\ curl`)
-        return re.compile(
-            r"""(?:\$'(?:\\.|[^'\\\n])*'|'[^'\n]*'|"(?:\\.|[^"\\\n])*"|\\.|[^\s'"\\])*"""
-        )
+        return re.compile(_word_part(r"""[^\s'"\\]""") + "*")
+    # A quote of the other kind that ends the JSON string or Python literal the command is
+    # kept in ends it too: the next key's quotes are not the password's.
+    string_end = "(?<!\\\\)[\"'](?=[ \\t]*[,:}\\]])"
     body = {
-        "'": r"[^'\n]*",
-        "$'": r"(?:\\.|[^'\\\n])*",
-        '"': r'(?:\\.|[^"\\\n])*',
-    }.get(opened, r"(?:[^\\\n]|\\[^\n])*?(?=" + re.escape(opened) + r"|\n|\Z)")
-    return re.compile(body + "(?:" + re.escape(_closing(opened)) + ")?")
+        "'": r"""(?:[^'"\n]|"(?![ \t]*[,:}\]]))*""",
+        "$'": r"""(?:\\.|[^'"\\\n]|"(?![ \t]*[,:}\]]))*""",
+        '"': r"""(?:\\.|[^"'\\\n]|'(?![ \t]*[,:}\]]))*""",
+    }.get(opened, r"(?:[^\\\n]|\\[^\n])*?(?=" + re.escape(opened) + "|" + string_end + r"|\n|\Z)")
+    return re.compile(body + "(?P<close>" + re.escape(_closing(opened)) + ")?")
+
+
+@cache
+def _json_string_end() -> re.Pattern[str]:
+    # A `"` followed by what follows a JSON string (`,` `:` `}` `]` or the line's end).
+    return re.compile(r'"(?=[ \t]*(?:[,:}\]]|\r?$))', re.MULTILINE)
 
 
 def _running(found: re.Match[str], *, at_cut: bool) -> tuple[str, bool]:
@@ -514,10 +537,7 @@ def _sshpass_variable() -> re.Pattern[str]:
     # `export SSHPASS=pw`): its name exactly, as the environment spells it, so a version pin
     # (`apt-get install sshpass=1.09-1`) is kept.
     # Its value is one shell word, backslash escapes included (`SSHPASS="a\" b"`).
-    return re.compile(
-        r"""(?<![\w-])(?P<head>SSHPASS=)"""
-        r"""(?:\$'(?:\\.|[^'\\\n])*'|'[^'\n]*'|"(?:\\.|[^"\\\n])*"|\\.|[^\s'";&|\\])+"""
-    )
+    return re.compile(r"(?<![\w-])(?P<head>SSHPASS=)" + _word_part(r"""[^\s'";&|\\]""") + "+")
 
 
 def redact_command_credentials(text: str) -> str:
@@ -534,6 +554,9 @@ def redact_command_credentials(text: str) -> str:
     parts: list[str] = []
     done = 0
     carried: tuple[str, ...] = ()
+    # Per quote, a span (from, line's end) known to hold no closing quote: found once, so many
+    # passwords left open on one long line do not each read to its end again (quadratic).
+    unclosed: dict[str, tuple[int, int]] = {}
     found = tool.search(text)
     while found:
         # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
@@ -563,8 +586,19 @@ def redact_command_credentials(text: str) -> str:
             # rest of the password, to its closing quote, goes with what was masked.
             # Read up to the quote or the line's end, whichever comes first: a search to the
             # line's end each time would be quadratic on one long line of such passwords.
-            rest = _rest_of_quote(quote).match(text, end)
-            done = rest.end() if rest else end
+            if unclosed.get(quote, (len(text), 0))[0] <= end < unclosed[quote][1]:
+                done = unclosed[quote][1]  # known: no closing quote up to the line's end
+            else:
+                rest = _rest_of_quote(quote).match(text, end)
+                done = rest.end() if rest else end
+                if rest and "close" in rest.re.groupindex and rest["close"] is None:
+                    unclosed[quote] = (end, done)
+            if quote in unclosed and unclosed[quote][0] <= end < unclosed[quote][1]:
+                # Never closed on its line: a command kept in a JSON string (cut short, or
+                # closed on a later line, `\n`) ends with that string, not with the document's
+                # line, or the rest of the document would go with it.
+                string_end = _json_string_end().search(text, end, done)
+                done = string_end.start() if string_end else done
             after = tool.search(text, done)
         found = after
     if not parts:
