@@ -257,3 +257,15 @@ def test_a_password_at_a_strings_end_keeps_what_follows_the_string(written: str)
     assert "next" in masked
     if written.startswith('{{"'):
         assert json.loads(masked)["d"] == "next"
+
+
+@pytest.mark.xfail(strict=True, reason="limit: a quote before `,` reads as a string's end")
+def test_a_password_holding_a_quote_before_a_comma() -> None:
+    """Attack on the string-end rule: `"` then `,` inside a quoted password ends its word."""
+    _masked('curl -u u:a", {pw}" x')
+
+
+@pytest.mark.xfail(strict=True, reason="limit: a quote before `,` reads as a string's end")
+def test_a_password_holding_a_tool_name_then_a_quote_before_a_comma() -> None:
+    """Attack on the string-end rule: the rest of a password cut by a tool's name stops there."""
+    _masked("curl -u 'u:a curl \", {pw}' x")
