@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import cache
+from functools import cache, partial
 
 REDACTED = "[REDACTED]"
 PRIVATE = "[PRIVATE]"
@@ -333,13 +333,36 @@ _COMMAND_TRIGGERS = ("curl", "mysql", "mariadb", "sshpass")
 
 _Options = dict[str, re.Pattern[str]]
 
+# A quote followed by what follows a JSON string or a Python literal (`,` `:` `}` `]`) opens
+# nothing: it ends the string the command is kept in (`{"cmd": "curl -u u:pw", "next": 1}`),
+# and the password's word ends there rather than running on over the next key.
+_OPENS = r"(?![ \t]*[,:}\]])"
+
+
+def _word_part(bare: str, *, cut: bool = False) -> str:
+    r"""One part of a shell word: quoted (`'...'`, `"..."`, `$'...'`), escaped (`\x`) or bare.
+
+    Cut by the next tool's name, a quote still open at the cut ends there (`\Z`).
+    """
+    single, double = (r"(?:'|\Z)", r'(?:"|\Z)') if cut else ("'", '"')
+    return (
+        r"(?:\$'" + _OPENS + r"(?:\\.|[^'\\\n])*" + single
+        + "|'" + _OPENS + r"[^'\n]*" + single
+        + '|"' + _OPENS + r'(?:\\.|[^"\\\n])*' + double
+        + r"|\\.|" + bare + ")"
+    )  # fmt: skip
+
 
 @cache
-def _command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Options, _Options]:
+def _command_patterns() -> tuple[
+    re.Pattern[str], re.Pattern[str], re.Pattern[str], _Options, _Options
+]:
     return _build_command_patterns()
 
 
-def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Options, _Options]:
+def _build_command_patterns() -> tuple[
+    re.Pattern[str], re.Pattern[str], re.Pattern[str], _Options, _Options
+]:
     # Any case: macOS and Windows find `CURL` or `curl.EXE` on a case-insensitive disk.
     tool = re.compile(
         r"\b(?:(?P<curl>curl)|(?P<mysql>mysql[a-z]*|mariadb(?:-[a-z]+)?)|(?P<sshpass>sshpass))\b",
@@ -348,19 +371,25 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
     # A command ends at a pipe, `;`, `&` or a line break outside quotes: its options are looked
     # for up to there (`-u 'admin:a|b'` is one command). A quote never closed is one character.
     command = re.compile(r"""(?:[^\n|;&'"]|'[^'\n]*'|"[^"\n]*"|['"])*""")
+    # Bounded by the next tool's name, a quote still open there may close after it
+    # (`-u 'u:a|curl b'`): it runs to the cut, so the `|` inside is not read as a pipe.
+    command_to_cut = re.compile(r"""(?:[^\n|;&'"]|'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|['"])*""")
     # One shell word: quoted and bare parts joined (`'a'"b"c`). A quote never closed ends it
     # (`bash -c "mysql -ppw"`: the quote is the outer string's), but where the next tool's name
     # cut the command (`-u 'u:a curl b'`) it runs to the cut: the rest is masked, not kept.
-    closed = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"])+"""
-    cut = r"""(?:'[^'\n]*(?:'|\Z)|"[^"\n]*(?:"|\Z)|[^\s'"])+"""
+    # A backslash escapes the next character outside single quotes (`u:a\ b`, `"a\" b"`, and
+    # `$'a\' b'`, where it is a quote's): the word runs on past it, as the shell reads it.
+    closed = _word_part(r"""[^\s'"\\]""") + "+"
+    cut = _word_part(r"""[^\s'"\\]""", cut=True) + "+"
 
     # An argv written as a list (`['curl', '-u', 'u:pw']`, a JSON array, a traceback's
-    # command): an element ends at its quote, and the next begins after `', '`.
+    # command): an element ends at its own quote (`"u:a'b"` holds a `'`), and the next begins
+    # after `', '`.
     element = r"""['"],[ \t]*['"]"""
 
     def options(word: str) -> _Options:
         option = r"(?<![\w-])(?P<head>"
-        value = r"(?(list)[^'\"\n]*|" + word + ")"
+        value = r"(?(list)(?:(?<=')[^'\n]*|[^\"\n]*)|" + word + ")"
         gap = r"(?:" + element + r"|[ \t]+)"
         return {
             # curl's `-u USER:PASSWORD` (in a cluster, `-su`, or attached, `-uUSER:...`),
@@ -394,28 +423,102 @@ def _build_command_patterns() -> tuple[re.Pattern[str], re.Pattern[str], _Option
             ),
         }
 
-    return tool, command, options(closed), options(cut)
+    return tool, command, command_to_cut, options(closed), options(cut)
 
 
-def _mask_option(found: re.Match[str]) -> str:
+def _open_quote(word: str) -> str:
+    r"""The quote `word` ends inside of, as it was opened, or ''.
+
+    A quote is opened as `'`, `"`, `$'`, or as an escaped `\"` of a command kept in a JSON
+    string.
+    """
+    opened, at = "", 0
+    while at < len(word):
+        char = word[at]
+        if opened == "'":  # nothing is escaped in single quotes
+            opened = "" if char == "'" else opened
+        elif char == "\\":
+            pair = word[at : at + 2]
+            if not opened and pair[1:] in ("'", '"'):
+                opened = pair  # `\\"u:pw\\"`: a quote of the shell's, escaped for JSON
+            elif pair == opened:
+                opened = ""
+            at += 1  # the escaped character is no quote
+        elif not opened and char in "'\"":
+            opened = "$'" if char == "'" and word[at - 1 : at] == "$" else char
+        elif char == opened[-1:] and opened[:1] != "\\":
+            opened = ""
+        at += 1
+    return opened
+
+
+def _closing(opened: str) -> str:
+    """What closes a quote opened as `opened` (`$'` closes with `'`, a bare word nothing)."""
+    return opened.strip("$ ")
+
+
+@cache
+def _rest_of_quote(opened: str) -> re.Pattern[str]:
+    # A quoted password's rest, to its closing quote or the line's end, read as it was opened.
+    if opened == " ":  # a bare word the tool's name was glued into (`u:a-curl-b`, `a\ curl`)
+        return re.compile(_word_part(r"""[^\s'"\\]""") + "*")
+    # A quote of the other kind that ends the JSON string or Python literal the command is
+    # kept in ends it too: the next key's quotes are not the password's.
+    string_end = "(?<!\\\\)[\"'](?=[ \\t]*[,:}\\]])"
+    body = {
+        "'": r"""(?:[^'"\n]|"(?![ \t]*[,:}\]]))*""",
+        "$'": r"""(?:\\.|[^'"\\\n]|"(?![ \t]*[,:}\]]))*""",
+        '"': r"""(?:\\.|[^"'\\\n]|'(?![ \t]*[,:}\]]))*""",
+    }.get(opened, r"(?:[^\\\n]|\\[^\n])*?(?=" + re.escape(opened) + "|" + string_end + r"|\n|\Z)")
+    return re.compile(body + "(?P<close>" + re.escape(_closing(opened)) + ")?")
+
+
+@cache
+def _json_string_end() -> re.Pattern[str]:
+    # A `"` followed by what follows a JSON string (`,` `:` `}` `]` or the line's end).
+    return re.compile(r'"(?=[ \t]*(?:[,:}\]]|\r?$))', re.MULTILINE)
+
+
+def _running(found: re.Match[str], *, at_cut: bool) -> tuple[str, bool]:
+    """The quote the option's value is still inside where it ends (''), and if it is listed.
+
+    Only a value cut by the next tool's name ends inside a quote; a listed value is an argv
+    element's, whose quote is not in the value.
+    """
+    if "list" in found.re.groupindex and found["list"] is not None:
+        # An element's quotes are its own, not the shell's: only its closing quote ends it.
+        reaches_cut = at_cut and found.end() == len(found.string)
+        return (found["list"][-1] if reaches_cut else ""), True
+    value = found["word"] if "word" in found.re.groupindex else found["pw"]
+    opened = _open_quote(value)
+    if not opened and at_cut and value and found.end() == len(found.string):
+        # Unquoted and up to the cut: the tool's name is glued into the word (`u:a-curl-b`,
+        # `u:a\ curl\ b`), which goes on past it. " " stands for that bare rest.
+        opened = " "
+    return opened, False
+
+
+def _mask_option(found: re.Match[str], *, at_cut: bool = False) -> str:
     """The option with its password masked: all of it, or for curl what follows the user's `:`."""
+    running, listed = _running(found, at_cut=at_cut)
+    # A value cut inside its quote goes on past the cut, to that quote: the caller drops the
+    # rest, so an element's quote is put back here (a shell quote is dropped with its pair).
+    closing = running if listed else ""
     if "word" not in found.re.groupindex:
-        return found["head"] + REDACTED
+        return found["head"] + REDACTED + closing
     word = found["word"]
     colon = word.find(":")  # curl splits at the first one: a user name holds none
-    if colon < 0 or colon == len(word) - 1:
+    if not running and (colon < 0 or colon == len(word) - 1):
         return found[0]  # no password (curl asks for it) or an empty one
+    # Cut before its `:` (`-u 'deploy curl:pw'`), the user runs on into the password: what
+    # follows the cut is masked, the user's first words stay.
+    kept = word if colon < 0 else word[: colon + 1]
     # A quote opened before the `:` (`'user:pass'`) closes after the password: it is closed
     # again, so the masked text stays balanced and what follows is read as before.
-    open_quote = ""
-    for char in word[:colon]:
-        if char == open_quote:
-            open_quote = ""
-        elif not open_quote and char in "'\"":
-            open_quote = char
-    if word[colon + 1 :] == open_quote:
+    open_quote = "" if listed else _open_quote(kept)
+    if not running and word[colon + 1 :] == open_quote:
         return found[0]  # `-u 'user:'`: an empty password
-    return found["head"] + word[: colon + 1] + REDACTED + open_quote
+    return found["head"] + kept + REDACTED + (closing or _closing(open_quote))
 
 
 def _open_at_cut(pattern: re.Pattern[str], segment: str) -> str:
@@ -423,15 +526,9 @@ def _open_at_cut(pattern: re.Pattern[str], segment: str) -> str:
     last = None
     for last in pattern.finditer(segment):  # noqa: B007 - the last match is the one at the cut
         pass
-    if last is None or last.end() != len(segment) or _mask_option(last) == last[0]:
+    if last is None or last.end() != len(segment):
         return ""
-    open_quote = ""
-    for char in last["word"] if "word" in pattern.groupindex else last["pw"]:
-        if char == open_quote:
-            open_quote = ""
-        elif not open_quote and char in "'\"":
-            open_quote = char
-    return open_quote
+    return _running(last, at_cut=True)[0]
 
 
 @cache
@@ -439,7 +536,8 @@ def _sshpass_variable() -> re.Pattern[str]:
     # `sshpass -e` reads the password from $SSHPASS, set before it (`SSHPASS=pw sshpass -e`,
     # `export SSHPASS=pw`): its name exactly, as the environment spells it, so a version pin
     # (`apt-get install sshpass=1.09-1`) is kept.
-    return re.compile(r"""(?<![\w-])(?P<head>SSHPASS=)(?:'[^'\n]*'|"[^"\n]*"|[^\s'";&|])+""")
+    # Its value is one shell word, backslash escapes included (`SSHPASS="a\" b"`).
+    return re.compile(r"(?<![\w-])(?P<head>SSHPASS=)" + _word_part(r"""[^\s'";&|\\]""") + "+")
 
 
 def redact_command_credentials(text: str) -> str:
@@ -452,28 +550,55 @@ def redact_command_credentials(text: str) -> str:
         return text
     if "SSHPASS=" in text:
         text = _sshpass_variable().sub(lambda m: m["head"] + REDACTED, text)
-    tool, command, closed, cut = _command_patterns()
+    tool, command, command_to_cut, closed, cut = _command_patterns()
     parts: list[str] = []
     done = 0
+    carried: tuple[str, ...] = ()
+    # Per quote, a span (from, line's end) known to hold no closing quote: found once, so many
+    # passwords left open on one long line do not each read to its end again (quadratic).
+    unclosed: dict[str, tuple[int, int]] = {}
     found = tool.search(text)
     while found:
         # A tool's options run to its command's end or to the next tool named (`a ~ b` joins two).
         after = tool.search(text, found.end())
         bound = after.start() if after else len(text)
-        span = command.match(text, found.end(), bound)
+        span = (command_to_cut if after else command).match(text, found.end(), bound)
         end = span.end() if span else found.end()
         options = cut if end == bound and after else closed
-        pattern = options[found.lastgroup or "curl"]
+        at_cut = options is cut
+        # A name that cut the command without ending it (`curl https://h/mysql/db -u u:pw`,
+        # `mysql -e 'select curl' -ppw`) leaves it going on: the options of the tools it cut
+        # are read here too. sshpass's are not: they only follow its own name.
+        kind = found.lastgroup or "curl"
+        kinds = (kind, *(other for other in carried if other not in (kind, "sshpass")))
         segment = text[found.end() : end]
-        parts += (text[done : found.end()], pattern.sub(_mask_option, segment))
+        masked, quote = segment, ""
+        for each in kinds:
+            pattern = options[each]
+            masked = pattern.sub(partial(_mask_option, at_cut=at_cut), masked)
+            quote = quote or (_open_at_cut(pattern, segment) if at_cut else "")
+        parts += (text[done : found.end()], masked)
         done = end
-        quote = _open_at_cut(pattern, segment) if options is cut else ""
+        # At most the three tools' options on any part of the text: the scan stays linear.
+        carried = kinds if at_cut else ()
         if quote:
             # The tool named inside a quoted password (`-u 'u:a curl b'`) did not end it: the
             # rest of the password, to its closing quote, goes with what was masked.
-            close, line = text.find(quote, end), text.find("\n", end)
-            stop = len(text) if line < 0 else line
-            done = close + 1 if 0 <= close < stop else stop
+            # Read up to the quote or the line's end, whichever comes first: a search to the
+            # line's end each time would be quadratic on one long line of such passwords.
+            if unclosed.get(quote, (len(text), 0))[0] <= end < unclosed[quote][1]:
+                done = unclosed[quote][1]  # known: no closing quote up to the line's end
+            else:
+                rest = _rest_of_quote(quote).match(text, end)
+                done = rest.end() if rest else end
+                if rest and "close" in rest.re.groupindex and rest["close"] is None:
+                    unclosed[quote] = (end, done)
+            if quote in unclosed and unclosed[quote][0] <= end < unclosed[quote][1]:
+                # Never closed on its line: a command kept in a JSON string (cut short, or
+                # closed on a later line, `\n`) ends with that string, not with the document's
+                # line, or the rest of the document would go with it.
+                string_end = _json_string_end().search(text, end, done)
+                done = string_end.start() if string_end else done
             after = tool.search(text, done)
         found = after
     if not parts:
