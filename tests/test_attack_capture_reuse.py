@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from capture_kit import fields
 from conftest import Cli, configure_verifiers, git, ready_to_verify
 from verify_kit import approve, edit
 
 from cortex.workspace import capture as capture_module
 from cortex.workspace import git_settings, working_tree
-from cortex.workspace.capture import Capture, capture
+from cortex.workspace.capture import capture
 
 Change = Callable[[Path, dict[str, str]], None]
 
@@ -32,10 +33,6 @@ Change = Callable[[Path, dict[str, str]], None]
 def crlf_file(repo: Path) -> None:
     """An untracked CRLF text file: its blob depends on line-ending settings and attributes."""
     (repo / "notes.txt").write_bytes(b"one\r\ntwo\r\n")
-
-
-def fields(taken: Capture) -> tuple[object, ...]:
-    return (taken.head, taken.digest, taken.tree, taken.head_tree, taken.tree_reason)
 
 
 def reuse_after(repo: Path, env: dict[str, str], change: Change) -> None:

@@ -20,48 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from capture_kit import fields, mirrored, steady_capture, steady_repo
 from conftest import Cli, configure_verifiers, git, ready_to_verify
 from verify_kit import approve, edit
 
 from cortex.workspace.capture import Capture, capture
 from cortex.workspace.git import GitNotRunError, run_git
-
-
-def fields(taken: Capture) -> tuple[object, ...]:
-    return (taken.head, taken.digest, taken.tree, taken.head_tree, taken.tree_reason)
-
-
-def settle(repo: Path) -> None:
-    """Every work-tree file 10 s old, so no index entry is racy and git stops saving the copy."""
-    past = time.time_ns() - 10_000_000_000
-    for path in repo.rglob("*"):
-        if ".git" not in path.parts and path.is_file():
-            os.utime(path, ns=(past, past))
-
-
-def steady_repo(repo: Path, env: dict[str, str]) -> None:
-    """A committed `lib.py` and an edited `app.py`, every entry older than the index."""
-    (repo / "app.py").write_text("print('edited')\n")
-    (repo / "lib.py").write_text("VALUE = 1\n")
-    settle(repo)
-    git(repo, "add", "lib.py", env=env)
-    git(repo, "commit", "-q", "-m", "lib", env=env)
-    git(repo, "add", "app.py", env=env)
-
-
-def mirrored(repo: Path, env: dict[str, str], mirror: Path, **options: object) -> Capture:
-    return capture(str(repo), env, mirror_dir=str(mirror), **options)  # type: ignore[arg-type]
-
-
-def steady_capture(repo: Path, env: dict[str, str], mirror: Path) -> Capture:
-    """A capture after which git stopped saving its refreshed copy of the index."""
-    for _ in range(5):
-        taken = mirrored(repo, env, mirror)
-        if taken.index is not None:
-            assert taken.tree is not None, taken.tree_reason
-            return taken
-    raise AssertionError("git saved the index copy at every capture")
-
 
 # -- No private copy: nothing to compare, so nothing may be reused ---------------------------
 

@@ -10,31 +10,17 @@ taken (the helpers refuse to start).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from capture_kit import fields, mirrored, prepare, steady_capture, steady_repo
 from conftest import Cli, configure_verifiers, git, ready_to_verify
 from verify_kit import approve, edit
 
 from cortex.workspace import capture as capture_module
-from cortex.workspace.capture import Capture, capture
-
-
-def prepare(repo: Path) -> None:
-    """A tracked edit, an untracked executable script and an untracked CRLF text file: each
-    one's blob or mode depends on a setting, not only on its bytes."""
-    (repo / "app.py").write_text("print('edited')\n")
-    script = repo / "run.sh"
-    script.write_text("#!/bin/sh\necho hi\n")
-    script.chmod(0o755)
-    (repo / "notes.txt").write_bytes(b"one\r\ntwo\r\n")
-
-
-def fields(taken: Capture) -> tuple[object, ...]:
-    return (taken.head, taken.digest, taken.tree, taken.head_tree, taken.tree_reason)
+from cortex.workspace.capture import capture
 
 
 def test_the_same_state_reuses_the_tree_without_starting_helpers(
@@ -148,42 +134,6 @@ def test_a_verifier_that_changes_a_setting_unbinds_its_batch(
 # same private index file, unchanged, before and after its status.
 
 
-def mirrored(repo: Path, env: dict[str, str], mirror: Path, **options: object) -> Capture:
-    return capture(str(repo), env, mirror_dir=str(mirror), **options)  # type: ignore[arg-type]
-
-
-def settle(repo: Path) -> None:
-    """Every work-tree file 10 s old."""
-    past = time.time_ns() - 10_000_000_000
-    for path in repo.rglob("*"):
-        if ".git" not in path.parts and path.is_file():
-            os.utime(path, ns=(past, past))
-
-
-def steady_repo(repo: Path, env: dict[str, str]) -> None:
-    """`prepare`'s state, with every index entry older than the index that records it.
-
-    git rewrites an index holding a "racy" entry (a file as new as the index, to the second)
-    at every status, and W1 then rightly lists it again; a real repository is rarely racy.
-    """
-    prepare(repo)
-    (repo / "lib.py").write_text("VALUE = 1\n")
-    settle(repo)
-    git(repo, "add", "lib.py", env=env)
-    git(repo, "commit", "-q", "-m", "lib", env=env)
-    git(repo, "add", "app.py", env=env)  # its entry then records the settled time too
-
-
-def steady_capture(repo: Path, env: dict[str, str], mirror: Path) -> Capture:
-    """A capture after which git stopped saving its refreshed copy of the index."""
-    for _ in range(5):
-        taken = mirrored(repo, env, mirror)
-        if taken.index is not None:
-            assert taken.tree is not None, taken.tree_reason
-            return taken
-    raise AssertionError("git saved the index copy at every capture")
-
-
 def refuse(*_args: object, **_kwargs: object) -> None:
     raise AssertionError("the end capture listed the index again")
 
@@ -191,6 +141,7 @@ def refuse(*_args: object, **_kwargs: object) -> None:
 def test_the_same_index_is_not_listed_again(
     repo: Path, env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    prepare(repo)
     steady_repo(repo, env)
     git(repo, "update-index", "--assume-unchanged", "lib.py", env=env)
     first = steady_capture(repo, env, tmp_path / "mirror")
@@ -223,6 +174,7 @@ def test_an_entry_hidden_between_the_captures_is_listed(
 ) -> None:
     """Hidden after W0, then edited: status no longer lists the file, so only a fresh listing
     of the hidden entries puts the edit in W1's digest."""
+    prepare(repo)
     steady_repo(repo, env)
     mirror = tmp_path / "mirror"
     first = steady_capture(repo, env, mirror)
@@ -240,6 +192,7 @@ def test_an_entry_hidden_while_w1_runs_is_listed(
 ) -> None:
     """The copy edited after W1 chose to reuse W0's list but before its status read the copy:
     W1 must see that the copy changed under it, and list it after all."""
+    prepare(repo)
     steady_repo(repo, env)
     mirror = tmp_path / "mirror"
     first = steady_capture(repo, env, mirror)
