@@ -313,3 +313,23 @@ def test_helpers_that_cannot_start_late_leave_w1_without_a_tree(
     assert again.tree is None
     assert again.tree_reason is not None
     assert "could not start" in again.tree_reason
+
+
+def test_a_dot_git_that_is_a_fifo_does_not_hang_the_settings_identity(tmp_path: Path) -> None:
+    """`.git` swapped for a FIFO: reading it as a gitdir file must not wait for a writer."""
+    root = tmp_path / "work"
+    root.mkdir()
+    os.mkfifo(root / ".git")
+    answered: list[str | None] = []
+    reader = threading.Thread(
+        target=lambda: answered.append(git_settings.identity(str(root), {"HOME": str(tmp_path)})),
+        daemon=True,
+    )
+    reader.start()
+    reader.join(10)
+    try:
+        assert not reader.is_alive(), "git_settings.identity hung on a FIFO named .git"
+        assert len(answered) == 1
+    finally:
+        if reader.is_alive():  # release the blocked open so the thread can end
+            os.close(os.open(root / ".git", os.O_WRONLY | os.O_NONBLOCK))

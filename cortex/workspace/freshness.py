@@ -100,7 +100,7 @@ def _object_id(text: str) -> str | None:
     return None
 
 
-def _git_dirs(root: str) -> tuple[str, str] | None:
+def git_dirs(root: str) -> tuple[str, str] | None:
     """(the worktree's git dir, the common dir) of the worktree at `root`, read in Python."""
     dot = os.path.join(root, ".git")
     if os.path.isdir(dot):
@@ -110,9 +110,13 @@ def _git_dirs(root: str) -> tuple[str, str] | None:
         if content is None or not content.startswith("gitdir: "):
             return None
         git_dir = os.path.join(root, content[len("gitdir: ") :].strip())
+    return git_dir, common_dir(git_dir)
+
+
+def common_dir(git_dir: str) -> str:
+    """The common dir a linked worktree's git dir points to (`commondir`), else the git dir."""
     pointer = _read_small(os.path.join(git_dir, "commondir"))
-    common = os.path.join(git_dir, pointer.strip()) if pointer and pointer.strip() else git_dir
-    return git_dir, common
+    return os.path.join(git_dir, pointer.strip()) if pointer and pointer.strip() else git_dir
 
 
 def _packed(common: str, ref: str) -> str | None:
@@ -137,7 +141,7 @@ def head_commit(root: str) -> str | None:
     Loose refs, `packed-refs` and symbolic refs are followed; an unborn branch, a reftable
     repository or anything unexpected is None (the record then traces no renames).
     """
-    dirs = _git_dirs(root)
+    dirs = git_dirs(root)
     if dirs is None:
         return None
     git_dir, common = dirs

@@ -19,32 +19,17 @@ import re
 import stat
 from collections.abc import Iterable, Mapping
 
+from cortex.workspace.freshness import common_dir, git_dirs
+
 
 def _git_dirs(root: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     """(the repository's git directory, its common directory), as git would find them."""
     git_dir = env.get("GIT_DIR")
     if git_dir is None:
-        dot_git = os.path.join(root, ".git")
-        if os.path.isdir(dot_git):
-            git_dir = dot_git
-        else:
-            try:
-                with open(dot_git, "rb") as handle:
-                    line = handle.read(4096).split(b"\n", 1)[0]
-            except OSError:
-                return None
-            if not line.startswith(b"gitdir: "):
-                return None
-            git_dir = os.path.join(root, os.fsdecode(line[len(b"gitdir: ") :].strip()))
+        return git_dirs(root)  # a `.git` FIFO or device is no gitdir file: never a hang
     git_dir = os.path.join(root, git_dir)
     common = env.get("GIT_COMMON_DIR")
-    if common is None:
-        try:
-            with open(os.path.join(git_dir, "commondir"), "rb") as handle:
-                common = os.fsdecode(handle.read(4096).strip())
-        except OSError:
-            common = "."
-    return git_dir, os.path.join(git_dir, common)
+    return git_dir, os.path.join(git_dir, common) if common else common_dir(git_dir)
 
 
 _UNFOLLOWED = re.compile(rb"include|attributesfile|filter|sparse", re.IGNORECASE)
